@@ -1,0 +1,98 @@
+//! The command line: one verb per job, each in its own file.
+
+pub mod sim;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+/// stalemate — find staleness bugs in Kubernetes controllers.
+///
+/// A TLS-terminating proxy in front of a kube-apiserver that holds, delays, coalesces and
+/// replays watch events on a schedule, then judges whether the controller recovered.
+#[derive(Debug, Parser)]
+#[command(name = "stalemate", version, about, long_about, propagate_version = true)]
+pub struct Cli {
+    /// Log format on standard error. The level comes from RUST_LOG (default: info).
+    #[arg(long, value_enum, global = true, default_value = "text")]
+    pub log_format: LogFormat,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the built-in Kubernetes API simulator (an in-memory apiserver over HTTPS).
+    Sim(sim::SimArgs),
+}
+
+fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}
+
+/// Entry point: parse, run the verb, turn errors into one clear line and an exit status.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(cli.log_format);
+    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("stalemate: cannot start the async runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let result = rt.block_on(async {
+        match cli.command {
+            Command::Sim(args) => sim::run(args).await,
+        }
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("stalemate: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Resolves on the first SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) {
+            (Ok(mut i), Ok(mut t)) => {
+                tokio::select! {
+                    _ = i.recv() => {}
+                    _ = t.recv() => {}
+                }
+            }
+            _ => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+    tracing::info!("shutting down");
+}
+
+/// Parse a Go-style duration (`1500ms`, `2m`, `1h30m`) for flags and files.
+pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    humantime::parse_duration(s).map_err(|e| format!("{s:?} is not a duration like 1500ms, 30s or 2m: {e}"))
+}

@@ -1,0 +1,13 @@
+//! stalemate: make Kubernetes controllers see a stale cluster on a schedule, through a
+//! TLS-terminating proxy in front of a real kube-apiserver, and judge whether they recover.
+//!
+//! Layout (DESIGN.md "Inside"): `cli/` one file per verb; `listen/` the rustls + hyper
+//! server; `request` classifies requests; `sim/` is the embedded API simulator.
+
+pub mod certs;
+pub mod cli;
+pub mod kubeconfig;
+pub mod listen;
+pub mod request;
+pub mod sim;
+pub mod status;

@@ -1,0 +1,280 @@
+//! The simulator's request handler: route, negotiate, read the body, dispatch.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+use hyper::header::HeaderValue;
+use hyper::{Method, Request, Response};
+use serde_json::{Value, json};
+
+use super::auth::{self, UserInfo};
+use super::negotiate::{Output, Reply, negotiate, wants_pretty};
+use super::registry::ResourceType;
+use super::table::IncludeObject;
+use super::{CloseMode, Sim, discovery, read, watch, write};
+use crate::listen::{Body, Peer};
+use crate::request::{self, RequestInfo, ResourceRequest, Verb};
+use crate::status::ApiError;
+
+/// Everything a verb handler needs about one resource request.
+pub struct Ctx {
+    pub sim: Arc<Sim>,
+    pub rt: Arc<ResourceType>,
+    pub req: ResourceRequest,
+    pub reply: Reply,
+    pub output: Output,
+    pub user_agent: Option<String>,
+    pub user: UserInfo,
+    query: HashMap<String, String>,
+}
+
+impl Ctx {
+    pub fn query(&self, k: &str) -> Option<&str> {
+        self.query.get(k).map(String::as_str)
+    }
+
+    pub fn include_object(&self) -> IncludeObject {
+        IncludeObject::parse(self.query("includeObject"))
+    }
+}
+
+fn header<'a>(req: &'a Request<Incoming>, name: &str) -> Option<&'a str> {
+    req.headers().get(name).and_then(|v| v.to_str().ok())
+}
+
+/// Responses over 128 KiB are gzipped for clients that accept it, as the apiserver's
+/// `APIResponseCompression` does (`fixtures/.../cm-list-gzip`).
+const GZIP_THRESHOLD: usize = 128 * 1024;
+
+pub async fn handle(sim: Arc<Sim>, req: Request<Incoming>, peer: Peer) -> Response<Body> {
+    let audit_id = header(&req, "audit-id")
+        .and_then(|v| HeaderValue::from_str(v).ok())
+        .unwrap_or_else(|| HeaderValue::from_str(&uuid::Uuid::new_v4().to_string()).unwrap_or(HeaderValue::from_static("0")));
+    let query: HashMap<String, String> = request::query_pairs(req.uri().query().unwrap_or(""))
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect();
+    let reply = Reply {
+        pretty: wants_pretty(query.get("pretty").map(String::as_str), header(&req, "user-agent")),
+        audit_id,
+    };
+    if req.uri().path().starts_with("/_sim/") {
+        return admin(&sim, &req, &reply);
+    }
+    sim.wait_unpaused().await;
+    let gzip = header(&req, "accept-encoding").is_some_and(|a| a.split(',').any(|e| e.trim().starts_with("gzip")));
+    let resp = match route(&sim, req, peer, reply.clone(), query).await {
+        Ok(r) => r,
+        Err(e) => reply.error(&e),
+    };
+    if gzip { compress(resp).await } else { resp }
+}
+
+async fn compress(resp: Response<Body>) -> Response<Body> {
+    use http_body::Body as _;
+    let big = resp.body().size_hint().exact().is_some_and(|n| n as usize > GZIP_THRESHOLD);
+    if !big {
+        return resp;
+    }
+    let (mut parts, body) = resp.into_parts();
+    let Ok(collected) = body.collect().await else {
+        return Response::from_parts(parts, crate::listen::body::full(Bytes::new()));
+    };
+    let bytes = collected.to_bytes();
+    let mut enc = flate2::write::GzEncoder::new(Vec::with_capacity(bytes.len() / 4), flate2::Compression::fast());
+    use std::io::Write;
+    if enc.write_all(&bytes).is_err() {
+        return Response::from_parts(parts, crate::listen::body::full(bytes));
+    }
+    let Ok(gz) = enc.finish() else {
+        return Response::from_parts(parts, crate::listen::body::full(bytes));
+    };
+    parts.headers.insert("content-encoding", HeaderValue::from_static("gzip"));
+    parts.headers.remove("content-length");
+    Response::from_parts(parts, crate::listen::body::full(gz))
+}
+
+async fn route(
+    sim: &Arc<Sim>,
+    req: Request<Incoming>,
+    peer: Peer,
+    reply: Reply,
+    query: HashMap<String, String>,
+) -> Result<Response<Body>, ApiError> {
+    let info = request::classify(req.method(), req.uri().path(), req.uri().query());
+    let accept = header(&req, "accept").map(str::to_string);
+    let user_agent = header(&req, "user-agent").map(str::to_string);
+    let user = auth::identify(header(&req, "authorization"));
+    let r = match info {
+        RequestInfo::NonResource { path, .. } => return non_resource(sim, &path, accept.as_deref(), peer, &reply),
+        RequestInfo::Resource(r) => r,
+    };
+    let rt = sim
+        .lock()
+        .registry
+        .find(&r.group, &r.version, &r.resource)
+        .cloned()
+        .ok_or_else(ApiError::no_route)?;
+    if (r.namespace.is_some() && !rt.namespaced) || r.subresource.as_deref().is_some_and(|s| !rt.subresources.contains(&s)) {
+        return Err(ApiError::no_route());
+    }
+    let content_type = header(&req, "content-type").map(str::to_string);
+    let method = req.method().clone();
+    let needs_body = matches!(method, Method::POST | Method::PUT | Method::PATCH | Method::DELETE);
+    let body = if needs_body { read_body(req, sim.cfg.max_body_bytes).await? } else { Bytes::new() };
+    if rt.virtual_create {
+        return review(&rt, &r, &method, &body, &user, &reply);
+    }
+    if r.verb != Verb::Create && r.verb != Verb::DeleteCollection && r.verb != Verb::List && r.verb != Verb::Watch && r.name.is_none() {
+        return Err(ApiError::method_not_allowed("the server does not allow this method on the requested resource"));
+    }
+    let output = negotiate(accept.as_deref())?;
+    let ctx = Ctx { sim: sim.clone(), rt, req: r, reply, output, user_agent, user, query };
+    let obj_reply = |code: u16, obj: &super::store::Stored| -> Response<Body> {
+        ctx.reply.json_bytes(code, obj.json_at(&ctx.rt.api_version()))
+    };
+    match ctx.req.verb {
+        Verb::Get => read::get(&ctx),
+        Verb::List => read::list(&ctx),
+        Verb::Watch => watch::watch(&ctx),
+        Verb::Create => write::create(&ctx, &body).map(|(c, o)| obj_reply(c, &o)),
+        Verb::Update => write::update(&ctx, &body).map(|(c, o)| obj_reply(c, &o)),
+        Verb::Patch => write::patch(&ctx, content_type.as_deref(), &body).map(|(c, o)| obj_reply(c, &o)),
+        Verb::Delete => match write::delete(&ctx, &body)? {
+            write::Deleted::Object(o) => Ok(obj_reply(200, &o)),
+            write::Deleted::Status(s) => Ok(ctx.reply.json(200, &s)),
+        },
+        Verb::DeleteCollection => {
+            let filter = read::Filter::from_request(&ctx)?;
+            let gone = write::delete_collection(&ctx, &filter)?;
+            let rv = ctx.sim.lock().rv;
+            Ok(ctx.reply.json(200, &write::list_body(&ctx.rt, rv, &gone)))
+        }
+        Verb::Connect => Err(ApiError::no_route()),
+    }
+}
+
+async fn read_body(req: Request<Incoming>, limit: usize) -> Result<Bytes, ApiError> {
+    match Limited::new(req.into_body(), limit).collect().await {
+        Ok(c) => Ok(c.to_bytes()),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(ApiError::entity_too_large(limit)),
+        Err(e) => Err(ApiError::bad_request(format!("reading the request body: {e}"))),
+    }
+}
+
+fn non_resource(sim: &Sim, path: &str, accept: Option<&str>, peer: Peer, reply: &Reply) -> Result<Response<Body>, ApiError> {
+    let reg = sim.lock().registry.clone();
+    let p = path.trim_end_matches('/');
+    let agg = discovery::aggregated_version(accept);
+    let doc = match p {
+        "/version" => discovery::version(sim.cfg.kube_minor),
+        "/healthz" | "/livez" | "/readyz" => return Ok(reply.raw(200, Bytes::from_static(b"ok"), "text/plain; charset=utf-8")),
+        "/api" | "/apis" if agg.is_some() => {
+            let v = agg.unwrap_or("v2");
+            let doc = discovery::aggregated(&reg, p == "/api", v);
+            let mut r = reply.typed(200, Bytes::from(doc.to_string()), &discovery::aggregated_content_type(v));
+            r.headers_mut().insert("vary", HeaderValue::from_static("Accept"));
+            return Ok(r);
+        }
+        "/api" => discovery::api_versions(&peer.local.to_string()),
+        "/apis" => discovery::api_group_list(&reg),
+        _ => {
+            let parts: Vec<&str> = p.trim_start_matches('/').split('/').collect();
+            match parts.as_slice() {
+                ["api", v] => discovery::api_resource_list(&reg, "", v).ok_or_else(ApiError::no_route)?,
+                ["apis", g] => discovery::api_group(&reg, g).ok_or_else(ApiError::no_route)?,
+                ["apis", g, v] => discovery::api_resource_list(&reg, g, v).ok_or_else(ApiError::no_route)?,
+                _ => return Err(ApiError::no_route()),
+            }
+        }
+    };
+    Ok(reply.json(200, &doc))
+}
+
+/// Create-only review resources: answered, never stored.
+fn review(rt: &ResourceType, r: &ResourceRequest, method: &Method, body: &[u8], user: &UserInfo, reply: &Reply) -> Result<Response<Body>, ApiError> {
+    if *method != Method::POST || r.name.is_some() {
+        return Err(ApiError::method_not_allowed("the server does not allow this method on the requested resource"));
+    }
+    let input: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    let mut out = json!({"kind": rt.kind, "apiVersion": rt.api_version(), "metadata": {"creationTimestamp": null}});
+    match rt.plural.as_str() {
+        "selfsubjectreviews" => out["status"] = json!({"userInfo": user.to_json()}),
+        "selfsubjectaccessreviews" => {
+            out["spec"] = input["spec"].clone();
+            // Authorization is not simulated: everyone may do everything.
+            out["status"] = json!({"allowed": true, "reason": "the simulator authorizes every request"});
+        }
+        _ => {
+            out["spec"] = input["spec"].clone();
+            out["status"] = json!({"resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
+                "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}], "incomplete": false});
+        }
+    }
+    Ok(reply.json(201, &out))
+}
+
+/// `/_sim/...`: inspect the simulator and make it misbehave, for reliability tests.
+///
+/// - `GET  /_sim/state` — resourceVersion, compaction point, object and watch counts
+/// - `POST /_sim/compact` — drop all history (watches resuming before now get 410)
+/// - `POST /_sim/close-watches?mode=clean|abrupt` — end every open watch
+/// - `POST /_sim/pause?for=2s` — hold every API request and watch delivery
+/// - `POST /_sim/restart?down=1s` — drop every connection, stop listening, come back
+fn admin(sim: &Arc<Sim>, req: &Request<Incoming>, reply: &Reply) -> Response<Body> {
+    let q: HashMap<String, String> = request::query_pairs(req.uri().query().unwrap_or(""))
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect();
+    let dur = |k: &str, default: Duration| -> Result<Duration, ApiError> {
+        match q.get(k) {
+            None => Ok(default),
+            Some(s) => humantime::parse_duration(s).map_err(|e| ApiError::bad_request(format!("{k}={s:?}: {e}"))),
+        }
+    };
+    let is_post = req.method() == Method::POST;
+    let result: Result<Value, ApiError> = match (req.uri().path(), is_post) {
+        ("/_sim/state", false) => {
+            let st = sim.lock();
+            Ok(json!({"resourceVersion": st.rv.to_string(), "compactedResourceVersion": st.compacted_rv.to_string(),
+                "historyEvents": st.history_len(), "objects": st.object_count(), "watches": sim.watch_count(),
+                "uptimeSeconds": sim.uptime().as_secs()}))
+        }
+        ("/_sim/compact", true) => {
+            let mut st = sim.lock();
+            st.compact();
+            Ok(json!({"compactedResourceVersion": st.compacted_rv.to_string()}))
+        }
+        ("/_sim/close-watches", true) => match q.get("mode").map(String::as_str) {
+            None | Some("clean") => {
+                sim.close_watches(CloseMode::Clean);
+                Ok(json!({"closed": "clean"}))
+            }
+            Some("abrupt") => {
+                sim.close_watches(CloseMode::Abrupt);
+                Ok(json!({"closed": "abrupt"}))
+            }
+            Some(m) => Err(ApiError::bad_request(format!("mode={m:?}: expected clean or abrupt"))),
+        },
+        ("/_sim/pause", true) => dur("for", Duration::from_secs(1)).map(|d| {
+            sim.pause(d);
+            json!({"pausedForSeconds": d.as_secs_f64()})
+        }),
+        ("/_sim/restart", true) => dur("down", Duration::ZERO).map(|d| {
+            // Answer first; the restart drops this connection too.
+            let s = sim.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                s.restart(d);
+            });
+            json!({"restartingWithDownSeconds": d.as_secs_f64()})
+        }),
+        (_, _) => Err(ApiError::no_route()),
+    };
+    match result {
+        Ok(v) => reply.json(200, &v),
+        Err(e) => reply.error(&e),
+    }
+}

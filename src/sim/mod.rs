@@ -1,0 +1,253 @@
+//! `stalemate sim`: an in-memory Kubernetes API server.
+//!
+//! The embedded upstream for `stalemate demo`, the end-to-end tests and the benchmarks.
+//! Real clients — `kubectl`, kube-rs, client-go — talk to it over HTTPS (HTTP/1.1 and
+//! HTTP/2) and should not be able to tell it from a small real cluster for everything
+//! stalemate exercises: discovery, CRUD with optimistic concurrency, the status
+//! subresource, generation, finalizers, selectors, paging, and every watch form with
+//! bookmarks, WatchList and `410 Expired`. `fixtures/kube-apiserver-1.28/` holds the real
+//! exchanges it is checked against (`e2e/sim_conformance.rs`).
+//!
+//! Not simulated: authorization (every identity may do everything), admission beyond
+//! namespace lifecycle, schema validation/pruning/defaulting of custom resources,
+//! protobuf and CBOR serving, controllers other than the namespace lifecycle and the
+//! service-account/root-CA publishers, field-ownership conflicts of server-side apply.
+//!
+//! ```text
+//!  client ─TLS─► listen::serve ─► http::handle ─┬─ /_sim/...      misbehave on request
+//!                                               ├─ discovery, /version
+//!                                               ├─ read  (get, list, Table)
+//!                                               ├─ write (create, update, patch, delete)
+//!                                               └─ watch (history + broadcast)
+//!                                                         ▲
+//!                           store::State (one mutex: objects, RV, history, broadcast)
+//! ```
+
+pub mod auth;
+pub mod discovery;
+pub mod http;
+pub mod meta;
+pub mod negotiate;
+pub mod patch;
+pub mod read;
+pub mod registry;
+pub mod selector;
+pub mod store;
+pub mod table;
+pub mod watch;
+pub mod write;
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use tokio::net::TcpListener;
+use tokio::sync::{Notify, watch as tokio_watch};
+
+use crate::certs::CertBundle;
+use store::{HistoryLimits, State};
+
+/// Settings of one simulator instance.
+#[derive(Debug, Clone)]
+pub struct SimConfig {
+    /// The Kubernetes minor version `/version` reports (1.<minor>). kubectl's dispatcher on
+    /// these machines picks its bundled kubectl by it, so it must be a real one.
+    pub kube_minor: u32,
+    pub history: HistoryLimits,
+    /// Interval of periodic BOOKMARK events on watches that allow them.
+    pub bookmark_interval: Duration,
+    /// Largest request body accepted (the apiserver's limit is 3 MiB).
+    pub max_body_bytes: usize,
+    /// Events a watcher may fall behind before its watch is closed, as the watch cache
+    /// closes unresponsive watchers.
+    pub watch_backlog: usize,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            kube_minor: 31,
+            history: HistoryLimits {
+                max_events: 100_000,
+                max_age: Duration::from_secs(300),
+            },
+            bookmark_interval: Duration::from_secs(60),
+            max_body_bytes: 3 * 1024 * 1024,
+            watch_backlog: 65_536,
+        }
+    }
+}
+
+/// How the `close-watches` misbehaviour ends streams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CloseMode {
+    /// End of stream, as when the server's watch timeout expires.
+    Clean,
+    /// Stream reset / connection error, as when an apiserver dies.
+    Abrupt,
+}
+
+/// A running simulator's shared state.
+pub struct Sim {
+    pub cfg: SimConfig,
+    state: Mutex<State>,
+    pub certs: CertBundle,
+    /// Requests and watch deliveries wait while `Some(deadline)` is in the future.
+    paused_until: tokio_watch::Sender<Option<Instant>>,
+    /// Bumped to end every open watch.
+    close_watches: tokio_watch::Sender<(u64, CloseMode)>,
+    /// Bumped to drop every open connection.
+    kill_connections: tokio_watch::Sender<u64>,
+    restart: Notify,
+    restart_down: Mutex<Duration>,
+    pub active_watches: AtomicUsize,
+    started: Instant,
+}
+
+impl Sim {
+    pub fn new(cfg: SimConfig, certs: CertBundle) -> Arc<Sim> {
+        let state = State::new(cfg.history, cfg.watch_backlog);
+        let sim = Arc::new(Sim {
+            cfg,
+            state: Mutex::new(state),
+            certs,
+            paused_until: tokio_watch::channel(None).0,
+            close_watches: tokio_watch::channel((0, CloseMode::Clean)).0,
+            kill_connections: tokio_watch::channel(0).0,
+            restart: Notify::new(),
+            restart_down: Mutex::new(Duration::ZERO),
+            active_watches: AtomicUsize::new(0),
+            started: Instant::now(),
+        });
+        write::bootstrap(&sim);
+        sim
+    }
+
+    /// The state lock. A panic while holding it is a bug, but the data stays usable, so a
+    /// poisoned lock is recovered rather than taking the whole server down.
+    pub fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn uptime(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    /// Wait while the server is paused.
+    pub async fn wait_unpaused(&self) {
+        let mut rx = self.paused_until.subscribe();
+        loop {
+            let until = *rx.borrow_and_update();
+            match until {
+                Some(t) if t > Instant::now() => {
+                    tokio::select! {
+                        _ = tokio::time::sleep_until(t.into()) => {}
+                        _ = rx.changed() => {}
+                    }
+                }
+                _ => return,
+            }
+        }
+    }
+
+    pub fn pause(&self, d: Duration) {
+        self.paused_until.send_replace(Some(Instant::now() + d));
+    }
+
+    pub fn close_watches(&self, mode: CloseMode) {
+        self.close_watches.send_modify(|(n, m)| {
+            *n += 1;
+            *m = mode;
+        });
+    }
+
+    pub fn close_signal(&self) -> tokio_watch::Receiver<(u64, CloseMode)> {
+        self.close_watches.subscribe()
+    }
+
+    /// Drop every connection and stop listening for `down`, keeping all state.
+    pub fn restart(&self, down: Duration) {
+        *self.restart_down.lock().unwrap_or_else(|p| p.into_inner()) = down;
+        self.restart.notify_one();
+    }
+
+    pub fn watch_count(&self) -> usize {
+        self.active_watches.load(Ordering::Relaxed)
+    }
+}
+
+/// Serve `sim` on `listener` until `shutdown` resolves. Restarts requested over the admin
+/// endpoint rebind the same address.
+pub async fn serve(
+    sim: Arc<Sim>,
+    listener: TcpListener,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> Result<()> {
+    let tls = crate::listen::tls::server_config(
+        sim.certs.cert_pem.as_bytes(),
+        sim.certs.key_pem.as_bytes(),
+        "the simulator's certificate",
+    )?;
+    let addr = listener.local_addr().context("listener address")?;
+    let mut listener = Some(listener);
+    tokio::pin!(shutdown);
+    loop {
+        let l = match listener.take() {
+            Some(l) => l,
+            None => bind_retry(addr).await?,
+        };
+        let s = sim.clone();
+        let handler = move |req, peer| http::handle(s.clone(), req, peer);
+        let restart = sim.restart.notified();
+        let stop = async {
+            tokio::select! {
+                _ = &mut shutdown => true,
+                _ = restart => false,
+            }
+        };
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<bool>();
+        let kill_rx = sim.kill_connections.subscribe();
+        let serving = crate::listen::serve(
+            l,
+            tls.clone(),
+            handler,
+            async {
+                let _ = stop_rx.await;
+            },
+            Duration::from_secs(5),
+            kill_rx,
+        );
+        tokio::pin!(serving);
+        let shutting_down = tokio::select! {
+            stop = stop => { let _ = stop_tx.send(stop); stop }
+            _ = &mut serving => true,
+        };
+        if shutting_down {
+            sim.close_watches(CloseMode::Clean);
+            serving.await;
+            return Ok(());
+        }
+        // Restart: everything open vanishes at once, like a killed process.
+        sim.kill_connections.send_modify(|n| *n += 1);
+        sim.close_watches(CloseMode::Abrupt);
+        serving.await;
+        let down = *sim.restart_down.lock().unwrap_or_else(|p| p.into_inner());
+        tracing::info!(?down, "simulator restarting");
+        tokio::time::sleep(down).await;
+    }
+}
+
+async fn bind_retry(addr: SocketAddr) -> Result<TcpListener> {
+    let mut last = None;
+    for _ in 0..50 {
+        match TcpListener::bind(addr).await {
+            Ok(l) => return Ok(l),
+            Err(e) => last = Some(e),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Err(last.map_or_else(|| anyhow::anyhow!("bind failed"), Into::into))
+        .with_context(|| format!("rebinding {addr} after a restart"))
+}

@@ -1,0 +1,271 @@
+//! Watches: every form (PROTOCOL.md §A.1–A.3), served from the store's history and its
+//! broadcast of new events.
+//!
+//! ```text
+//!  start: RV unset/0 ──────────► synthetic ADDED for the current state, then live
+//!         sendInitialEvents=true ► the same, then BOOKMARK k8s.io/initial-events-end
+//!         RV=X (in history) ─────► the events after X, then live
+//!         RV=X (compacted) ──────► HTTP 200 + one ERROR 410 Expired, end
+//!         RV=X (> current) ──────► 504 Too large resource version (no stream)
+//!  live:  events that match the filter (label moves become ADDED/DELETED), periodic
+//!         BOOKMARKs at the RV of the last event this watcher has seen, end at
+//!         timeoutSeconds (default 1800 s × [1, 2), as the apiserver), end when the
+//!         client goes or when told to misbehave (clean end or abort).
+//! ```
+//!
+//! Bookmark RVs are never ahead of an event this watcher has not processed yet: every
+//! broadcast event, matching or not, advances `seen_rv` only when it is taken off the
+//! queue in order (PROTOCOL.md §A.8).
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use hyper::Response;
+use serde_json::{Value, json};
+use tokio::sync::broadcast::error::RecvError;
+
+use super::http::Ctx;
+use super::negotiate::Output;
+use super::read::{Filter, parse_rv, validate_list_options};
+use super::registry::ResourceType;
+use super::store::{Event, EventType, Stored};
+use super::{CloseMode, Sim, table};
+use crate::listen::Body;
+use crate::listen::body::ChannelBody;
+use crate::request::RvSemantics;
+use crate::status::ApiError;
+
+/// How a watch encodes each event's object.
+#[derive(Clone)]
+enum Encoding {
+    Json,
+    Table { version: String, include: table::IncludeObject, sent_columns: bool },
+    Meta(String),
+}
+
+struct Watcher {
+    rt: Arc<ResourceType>,
+    api_version: String,
+    filter: Filter,
+    encoding: Encoding,
+}
+
+impl Watcher {
+    /// Turn a store event into what this watcher delivers, if anything: an object that
+    /// leaves the selection is DELETED for this watcher, one that enters it ADDED
+    /// (`cacher.go cacheWatcher.convertToWatchEvent`).
+    fn convert<'a>(&self, ev: &'a Event) -> Option<(EventType, &'a Arc<Stored>)> {
+        let now = self.filter.matches(&ev.obj);
+        let before = ev.prev.as_ref().is_some_and(|p| self.filter.matches(p));
+        match ev.type_ {
+            EventType::Added => now.then_some((EventType::Added, &ev.obj)),
+            EventType::Deleted => before.then_some((EventType::Deleted, &ev.obj)),
+            EventType::Modified => match (before, now) {
+                (true, true) => Some((EventType::Modified, &ev.obj)),
+                (false, true) => Some((EventType::Added, &ev.obj)),
+                (true, false) => Some((EventType::Deleted, &ev.obj)),
+                (false, false) => None,
+            },
+        }
+    }
+
+    fn frame(&mut self, type_: &str, obj: &Stored) -> Bytes {
+        let object = match &mut self.encoding {
+            Encoding::Json => obj.json_at(&self.api_version),
+            Encoding::Table { version, include, sent_columns } => {
+                let v = obj.value_at(&self.api_version);
+                let t = table::table(&self.rt, &[v], json!({"resourceVersion": obj.rv.to_string()}), *include, version, !*sent_columns);
+                *sent_columns = true;
+                Bytes::from(serde_json::to_vec(&t).unwrap_or_default())
+            }
+            Encoding::Meta(v) => Bytes::from(serde_json::to_vec(&table::partial_metadata(&obj.value, v)).unwrap_or_default()),
+        };
+        event_line(type_, &object)
+    }
+
+    /// A BOOKMARK carries only the type and an RV (`cacher.go`); kube-rs needs the
+    /// apiVersion and kind (`kube-core/src/watch.rs`).
+    fn bookmark(&self, rv: u64, initial_end: bool) -> Bytes {
+        let mut meta = serde_json::Map::new();
+        if self.rt.custom {
+            if initial_end {
+                meta.insert("annotations".into(), json!({"k8s.io/initial-events-end": "true"}));
+            }
+            meta.insert("resourceVersion".into(), rv.to_string().into());
+            let obj = json!({"apiVersion": self.api_version, "kind": self.rt.kind, "metadata": meta});
+            return event_line("BOOKMARK", &Bytes::from(obj.to_string()));
+        }
+        meta.insert("resourceVersion".into(), rv.to_string().into());
+        meta.insert("creationTimestamp".into(), Value::Null);
+        if initial_end {
+            meta.insert("annotations".into(), json!({"k8s.io/initial-events-end": "true"}));
+        }
+        let obj = json!({"kind": self.rt.kind, "apiVersion": self.api_version, "metadata": meta});
+        event_line("BOOKMARK", &Bytes::from(obj.to_string()))
+    }
+}
+
+/// `{"type":T,"object":O}\n` — one compact event per line, as `json.Encoder` writes it.
+fn event_line(type_: &str, object: &[u8]) -> Bytes {
+    let mut b = BytesMut::with_capacity(object.len() + 32);
+    b.put_slice(b"{\"type\":\"");
+    b.put_slice(type_.as_bytes());
+    b.put_slice(b"\",\"object\":");
+    b.put_slice(object);
+    b.put_slice(b"}\n");
+    b.freeze()
+}
+
+/// The ERROR event for a resume point that is gone (`fixtures/.../cm-watch-expired.body`).
+pub fn expired_event(rv: u64, oldest: u64) -> Bytes {
+    let status = ApiError::expired(format!("too old resource version: {rv} ({oldest})")).to_status();
+    event_line("ERROR", &Bytes::from(status.to_string()))
+}
+
+/// Counts a watch as active for as long as it lives.
+struct ActiveGuard(Arc<Sim>);
+impl Drop for ActiveGuard {
+    fn drop(&mut self) {
+        self.0.active_watches.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+pub fn watch(ctx: &Ctx) -> Result<Response<Body>, ApiError> {
+    let p = &ctx.req.params;
+    validate_list_options(p, true)?;
+    let filter = Filter::from_request(ctx)?;
+    let initial_events = p.send_initial_events == Some(true);
+    let timeout = match p.timeout_seconds.as_deref().and_then(|t| t.parse::<u64>().ok()) {
+        Some(t) if t > 0 => Duration::from_secs(t),
+        _ => {
+            // `MinRequestTimeout` (1800 s) × [1, 2) when the client sets none.
+            use rand::Rng;
+            Duration::from_secs_f64(1800.0 * (1.0 + rand::rng().random::<f64>()))
+        }
+    };
+    let encoding = match &ctx.output {
+        Output::Json => Encoding::Json,
+        Output::Table(v) => Encoding::Table { version: v.clone(), include: ctx.include_object(), sent_columns: false },
+        Output::Meta(v) => Encoding::Meta(v.clone()),
+    };
+    let mut w = Watcher { rt: ctx.rt.clone(), api_version: ctx.rt.api_version(), filter, encoding };
+    let key = ctx.rt.storage_key();
+
+    // Snapshot (or history) and subscription under one lock: nothing in between.
+    let (initial, start_rv, mut rx, expired) = {
+        let mut st = ctx.sim.lock();
+        let from = match p.rv_semantics() {
+            RvSemantics::Unset | RvSemantics::Any => None,
+            RvSemantics::NotOlderThan(x) | RvSemantics::Exact(x) => Some(parse_rv(&x)?),
+        };
+        if let Some(x) = from
+            && x > st.rv
+        {
+            return Err(ApiError::too_large_resource_version(x, st.rv));
+        }
+        let rx = st.subscribe();
+        let mut initial: Vec<(EventType, Arc<Stored>)> = Vec::new();
+        let mut expired = None;
+        match from {
+            Some(x) if !initial_events => {
+                if st.is_expired(x) {
+                    expired = Some(expired_event(x, st.oldest_available_rv()));
+                } else {
+                    for ev in st.events_since(x) {
+                        if *ev.resource == *key
+                            && let Some((t, o)) = w.convert(ev)
+                        {
+                            initial.push((t, o.clone()));
+                        }
+                    }
+                }
+            }
+            _ => {
+                initial = st
+                    .iter(&key, w.filter.namespace.as_deref())
+                    .filter(|o| w.filter.matches(o))
+                    .map(|o| (EventType::Added, o.clone()))
+                    .collect();
+            }
+        }
+        (initial, st.rv, rx, expired)
+    };
+
+    let (tx, body) = ChannelBody::new(64);
+    let sim = ctx.sim.clone();
+    sim.active_watches.fetch_add(1, Ordering::Relaxed);
+    let guard = ActiveGuard(sim.clone());
+    let bookmarks = p.allow_watch_bookmarks;
+    let interval = sim.cfg.bookmark_interval;
+    let mut close = sim.close_signal();
+    let close_epoch = close.borrow_and_update().0;
+    tokio::spawn(async move {
+        let _guard = guard;
+        let send = |b: Bytes| {
+            let tx = tx.clone();
+            let sim = sim.clone();
+            async move {
+                sim.wait_unpaused().await;
+                tx.send(Ok(b)).await.is_ok()
+            }
+        };
+        if let Some(e) = expired {
+            let _ = send(e).await;
+            return;
+        }
+        for (t, o) in &initial {
+            let f = w.frame(t.as_str(), o);
+            if !send(f).await {
+                return;
+            }
+        }
+        if initial_events && bookmarks && !send(w.bookmark(start_rv, true)).await {
+            return;
+        }
+        let mut seen_rv = start_rv;
+        let deadline = tokio::time::sleep(timeout);
+        tokio::pin!(deadline);
+        let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
+        loop {
+            tokio::select! {
+                _ = tx.closed() => return,
+                _ = &mut deadline => return,
+                _ = tick.tick(), if bookmarks => {
+                    if !send(w.bookmark(seen_rv, false)).await { return; }
+                }
+                changed = close.changed() => {
+                    if changed.is_err() { return; }
+                    let (epoch, mode) = *close.borrow();
+                    if epoch != close_epoch {
+                        if mode == CloseMode::Abrupt {
+                            let _ = tx.send(Err("watch aborted by the simulator".into())).await;
+                        }
+                        return;
+                    }
+                }
+                ev = rx.recv() => match ev {
+                    Ok(ev) => {
+                        seen_rv = ev.rv;
+                        if *ev.resource != *key { continue; }
+                        if let Some((t, o)) = w.convert(&ev) {
+                            let f = w.frame(t.as_str(), o);
+                            if !send(f).await { return; }
+                        }
+                    }
+                    // Too slow to keep up: closed, as the watch cache closes
+                    // unresponsive watchers; the client resumes from its last RV.
+                    Err(RecvError::Lagged(n)) => {
+                        tracing::info!(skipped = n, "closing a watch that fell behind");
+                        return;
+                    }
+                    Err(RecvError::Closed) => return,
+                }
+            }
+        }
+    });
+    let mut resp = ctx.reply.raw(200, Bytes::new(), "application/json");
+    *resp.body_mut() = body;
+    Ok(resp)
+}

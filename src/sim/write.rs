@@ -1,0 +1,726 @@
+//! Writes: create, update (PUT), patch, delete and deletecollection, with the rules the
+//! real registry strategies apply — and the few controllers whose effects every client
+//! expects (namespace lifecycle, the default service account and `kube-root-ca.crt` in
+//! each namespace, CRD establishment).
+//!
+//! Every write goes through [`commit`], which owns the generic rules: server-owned
+//! metadata is kept, `status` is split off when it is a subresource, `generation` moves
+//! only when the spec does, a write that changes nothing is a no-op (no RV, no event),
+//! and an object whose last finalizer goes while it is being deleted is removed.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+
+use super::Sim;
+use super::http::Ctx;
+use super::meta::{self, Scope, Write};
+use super::patch::{self, PatchError, PatchType};
+use super::registry::{Registry, ResourceType};
+use super::store::{EventType, ObjKey, State, Stored};
+use crate::status::{self, ApiError, FieldError};
+
+const CRD_KEY: &str = "apiextensions.k8s.io/customresourcedefinitions";
+const NS_KEY: &str = "/namespaces";
+
+/// Who is writing, and how the write is recorded.
+pub struct Writer<'a> {
+    pub manager: String,
+    pub dry_run: bool,
+    pub operation: &'a str,
+    pub applied: Option<Value>,
+}
+
+fn invalid(rt: &ResourceType, name: &str, errs: &[FieldError]) -> ApiError {
+    let gr = rt.group_resource().to_string();
+    let what = if rt.custom { gr.as_str() } else { rt.kind.as_str() };
+    ApiError::invalid(what, &rt.group, &rt.kind, name, errs)
+}
+
+fn decode_body(body: &[u8]) -> Result<Value, ApiError> {
+    let v: Value = serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}")))?;
+    if !v.is_object() {
+        return Err(ApiError::bad_request(
+            "couldn't get version/kind; json parse error: the object must be a JSON object",
+        ));
+    }
+    Ok(v)
+}
+
+/// `kind`/`apiVersion` in a body must name the resource's type (missing ones are filled).
+fn check_type(rt: &ResourceType, obj: &mut Value) -> Result<(), ApiError> {
+    let api_version = rt.api_version();
+    match obj["apiVersion"].as_str() {
+        None | Some("") => obj["apiVersion"] = api_version.clone().into(),
+        Some(v) if v == api_version => {}
+        Some(v) => {
+            return Err(ApiError::bad_request(format!(
+                "the API version in the data ({v}) does not match the expected API version ({api_version})"
+            )));
+        }
+    }
+    match obj["kind"].as_str() {
+        None | Some("") => obj["kind"] = rt.kind.clone().into(),
+        Some(k) if k == rt.kind => {}
+        Some(k) => {
+            return Err(ApiError::bad_request(format!(
+                "the kind in the data ({k}) does not match the expected kind ({})",
+                rt.kind
+            )));
+        }
+    }
+    if !obj["metadata"].is_object() {
+        obj["metadata"] = json!({});
+    }
+    Ok(())
+}
+
+/// Namespace admission: the namespace must exist and not be terminating
+/// (`plugin/pkg/admission/namespace/lifecycle`).
+fn check_namespace(st: &State, rt: &ResourceType, ns: &str, name: &str) -> Result<(), ApiError> {
+    if !rt.namespaced {
+        return Ok(());
+    }
+    let ns_gr = status::GroupResource { group: "", resource: "namespaces" };
+    match st.get(NS_KEY, "", ns) {
+        None => Err(ApiError::not_found(ns_gr, ns)),
+        Some(n) if n.value["metadata"].get("deletionTimestamp").is_some() => Err(ApiError::forbidden(
+            rt.group_resource(),
+            name,
+            &format!("unable to create new content in namespace {ns} because it is being terminated"),
+        )),
+        Some(_) => Ok(()),
+    }
+}
+
+/// Defaults and derived fields the built-in strategies set on every write.
+fn prepare(rt: &ResourceType, obj: &mut Value, create: bool) {
+    match (rt.group.as_str(), rt.kind.as_str()) {
+        ("", "Namespace") => {
+            let name = obj["metadata"]["name"].clone();
+            obj["metadata"]["labels"]["kubernetes.io/metadata.name"] = name;
+            if create {
+                obj["spec"]["finalizers"] = json!(["kubernetes"]);
+                obj["status"] = json!({"phase": "Active"});
+            }
+        }
+        ("", "Secret") => {
+            // stringData is write-only: folded into data (`secret strategy`).
+            if let Some(Value::Object(sd)) = obj.as_object_mut().and_then(|m| m.shift_remove("stringData")) {
+                use base64::Engine;
+                for (k, v) in sd {
+                    let s = v.as_str().unwrap_or_default();
+                    obj["data"][k] = base64::engine::general_purpose::STANDARD.encode(s).into();
+                }
+            }
+            if obj["type"].is_null() {
+                obj["type"] = "Opaque".into();
+            }
+        }
+        ("apps", "Deployment") if create => {
+            if obj["spec"]["replicas"].is_null() {
+                obj["spec"]["replicas"] = 1.into();
+            }
+            obj["status"] = json!({});
+        }
+        _ => {}
+    }
+}
+
+/// Validation beyond names: CRD structure.
+fn validate(rt: &ResourceType, obj: &Value) -> Result<(), ApiError> {
+    if rt.storage_key() != CRD_KEY {
+        return Ok(());
+    }
+    let name = obj["metadata"]["name"].as_str().unwrap_or_default();
+    let spec = &obj["spec"];
+    let mut errs = Vec::new();
+    let group = spec["group"].as_str().unwrap_or_default();
+    let plural = spec["names"]["plural"].as_str().unwrap_or_default();
+    if group.is_empty() {
+        errs.push(FieldError::required("spec.group", ""));
+    }
+    if plural.is_empty() {
+        errs.push(FieldError::required("spec.names.plural", ""));
+    }
+    if spec["names"]["kind"].as_str().unwrap_or_default().is_empty() {
+        errs.push(FieldError::required("spec.names.kind", ""));
+    }
+    if !group.is_empty() && !plural.is_empty() && name != format!("{plural}.{group}") {
+        errs.push(FieldError::invalid("metadata.name", &format!("{name:?}"), "must be spec.names.plural+\".\"+spec.group"));
+    }
+    if !matches!(spec["scope"].as_str(), Some("Namespaced" | "Cluster")) {
+        errs.push(FieldError {
+            reason: "FieldValueNotSupported",
+            field: "spec.scope".into(),
+            message: format!("Unsupported value: {}: supported values: \"Cluster\", \"Namespaced\"", spec["scope"]),
+        });
+    }
+    let versions = spec["versions"].as_array().map(Vec::as_slice).unwrap_or_default();
+    if versions.is_empty() {
+        errs.push(FieldError::invalid("spec.versions", "null", "must have exactly one version marked as storage version"));
+    } else if versions.iter().filter(|v| v["storage"].as_bool() == Some(true)).count() != 1 {
+        errs.push(FieldError::invalid("spec.versions", "[...]", "must have exactly one version marked as storage version"));
+    }
+    if errs.is_empty() { Ok(()) } else { Err(invalid(rt, name, &errs)) }
+}
+
+/// CRD status as the apiextensions controllers settle it: names accepted, established.
+fn establish_crd(obj: &mut Value) {
+    let now = meta::now_rfc3339();
+    let names = obj["spec"]["names"].clone();
+    let kind = names["kind"].as_str().unwrap_or_default().to_string();
+    let mut accepted = names.clone();
+    if accepted["singular"].is_null() {
+        accepted["singular"] = kind.to_ascii_lowercase().into();
+    }
+    if accepted["listKind"].is_null() {
+        accepted["listKind"] = format!("{kind}List").into();
+    }
+    obj["spec"]["names"] = accepted.clone();
+    let storage: Vec<Value> = obj["spec"]["versions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|v| v["storage"].as_bool() == Some(true))
+        .map(|v| v["name"].clone())
+        .collect();
+    obj["status"] = json!({
+        "conditions": [
+            {"type": "NamesAccepted", "status": "True", "lastTransitionTime": now, "reason": "NoConflicts", "message": "no conflicts found"},
+            {"type": "Established", "status": "True", "lastTransitionTime": now, "reason": "InitialNamesAccepted", "message": "the initial names have been accepted"}
+        ],
+        "acceptedNames": accepted,
+        "storedVersions": storage,
+    });
+}
+
+fn rebuild_registry(st: &mut State) {
+    let crds: Vec<Value> = st.iter(CRD_KEY, None).map(|c| c.value.clone()).collect();
+    st.registry = Registry::new(&crds);
+}
+
+/// Create `obj` in the state (HTTP POST and internal bootstrap alike).
+pub fn create_in(st: &mut State, rt: &ResourceType, ns: Option<&str>, mut obj: Value, w: &Writer<'_>) -> Result<Arc<Stored>, ApiError> {
+    check_type(rt, &mut obj)?;
+    let m = &mut obj["metadata"];
+    if let Some(ns) = ns {
+        match m["namespace"].as_str() {
+            None | Some("") => m["namespace"] = ns.into(),
+            Some(body_ns) if body_ns == ns => {}
+            Some(_) => {
+                return Err(ApiError::bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request",
+                ));
+            }
+        }
+    } else if let Some(meta) = m.as_object_mut() {
+        meta.shift_remove("namespace");
+    }
+    let name = match (m["name"].as_str(), m["generateName"].as_str()) {
+        (Some(n), _) if !n.is_empty() => n.to_string(),
+        (_, Some(g)) if !g.is_empty() => {
+            let n = format!("{g}{}", meta::generate_suffix());
+            m["name"] = n.clone().into();
+            n
+        }
+        _ => {
+            return Err(invalid(rt, "", &[FieldError::required("metadata.name", "name or generateName is required")]));
+        }
+    };
+    if let Some(why) = meta::name_problem(&name, rt.kind == "Namespace") {
+        return Err(invalid(rt, &name, &[FieldError::invalid("metadata.name", &format!("{name:?}"), &why)]));
+    }
+    let ns_s = ns.unwrap_or_default();
+    check_namespace(st, rt, ns_s, &name)?;
+    let key = rt.storage_key();
+    if st.get(&key, ns_s, &name).is_some() {
+        return Err(ApiError::already_exists(rt.group_resource(), &name));
+    }
+    if let Some(meta) = m.as_object_mut() {
+        for k in ["uid", "resourceVersion", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation", "managedFields", "selfLink"] {
+            meta.shift_remove(k);
+        }
+    }
+    m["uid"] = uuid::Uuid::new_v4().to_string().into();
+    m["creationTimestamp"] = meta::now_rfc3339().into();
+    if rt.generation {
+        m["generation"] = 1.into();
+    }
+    if rt.status_subresource
+        && rt.custom
+        && let Some(o) = obj.as_object_mut()
+    {
+        // "create cannot set status" (apiextensions customResourceStrategy.PrepareForCreate)
+        o.shift_remove("status");
+    }
+    prepare(rt, &mut obj, true);
+    validate(rt, &obj)?;
+    if key == CRD_KEY {
+        establish_crd(&mut obj);
+    }
+    meta::update_managed_fields(
+        None,
+        &mut obj,
+        &Write {
+            manager: &w.manager,
+            operation: w.operation,
+            scope: Scope::Main { status_subresource: rt.status_subresource },
+            api_version: &rt.api_version(),
+            applied: w.applied.as_ref(),
+        },
+    );
+    meta::canonicalize(rt, &mut obj);
+    if w.dry_run {
+        obj["metadata"]["resourceVersion"] = st.rv.to_string().into();
+        return Ok(Stored::new(obj, st.rv));
+    }
+    let stored = st.put(&key, obj, EventType::Added);
+    if key == CRD_KEY {
+        rebuild_registry(st);
+    }
+    if rt.kind == "Namespace" && rt.group.is_empty() {
+        populate_namespace(st, &name);
+    }
+    Ok(stored)
+}
+
+/// What the service-account and root-CA-publisher controllers put in every namespace.
+fn populate_namespace(st: &mut State, ns: &str) {
+    let kcm = Writer { manager: "kube-controller-manager".into(), dry_run: false, operation: "Update", applied: None };
+    let reg = st.registry.clone();
+    if let Some(sa) = reg.find("", "v1", "serviceaccounts") {
+        let _ = create_in(st, sa, Some(ns), json!({"metadata": {"name": "default"}}), &kcm);
+    }
+    let ca = ROOT_CA.get().cloned().unwrap_or_default();
+    if let Some(cm) = reg.find("", "v1", "configmaps") {
+        let _ = create_in(
+            st,
+            cm,
+            Some(ns),
+            json!({"metadata": {"name": "kube-root-ca.crt", "annotations": {"kubernetes.io/description": "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters."}},
+                "data": {"ca.crt": ca}}),
+            &kcm,
+        );
+    }
+}
+
+static ROOT_CA: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Create the namespaces every cluster starts with.
+pub fn bootstrap(sim: &Sim) {
+    let _ = ROOT_CA.set(sim.certs.ca_cert_pem.clone());
+    let mut st = sim.lock();
+    let reg = st.registry.clone();
+    let Some(ns_rt) = reg.find("", "v1", "namespaces") else { return };
+    let w = Writer { manager: "kube-apiserver".into(), dry_run: false, operation: "Update", applied: None };
+    for ns in ["default", "kube-node-lease", "kube-public", "kube-system"] {
+        let _ = create_in(&mut st, ns_rt, None, json!({"metadata": {"name": ns}}), &w);
+    }
+}
+
+/// Apply `new` as the next version of `old`: the generic update rules, then store.
+/// Returns the object as written (or as it was, for a no-op).
+pub fn commit(st: &mut State, rt: &ResourceType, old: &Arc<Stored>, mut new: Value, scope: Scope, w: &Writer<'_>) -> Result<Arc<Stored>, ApiError> {
+    let name = old.name().to_string();
+    let om = &old.value["metadata"];
+    // The object the write produces: for /status, the old object with the new status
+    // (`statusStrategy.PrepareForUpdate`); for the main resource, the new object with the
+    // old status when status is a subresource.
+    let mut obj = match scope {
+        Scope::Status => {
+            let mut o = old.value.clone();
+            match new.as_object_mut().and_then(|m| m.shift_remove("status")) {
+                Some(s) => o["status"] = s,
+                None => {
+                    if let Some(m) = o.as_object_mut() {
+                        m.shift_remove("status");
+                    }
+                }
+            }
+            o
+        }
+        Scope::Main { status_subresource } => {
+            if status_subresource {
+                match old.value.get("status") {
+                    Some(s) => new["status"] = s.clone(),
+                    None => {
+                        if let Some(m) = new.as_object_mut() {
+                            m.shift_remove("status");
+                        }
+                    }
+                }
+            }
+            new
+        }
+    };
+    obj["apiVersion"] = old.value["apiVersion"].clone();
+    obj["kind"] = old.value["kind"].clone();
+    if !obj["metadata"].is_object() {
+        obj["metadata"] = json!({});
+    }
+    let m = &mut obj["metadata"];
+    if m["name"].as_str().is_some_and(|n| n != name) {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({}) does not match the name on the URL ({name})",
+            m["name"].as_str().unwrap_or_default()
+        )));
+    }
+    // Server-owned metadata cannot be changed by a write.
+    for k in ["name", "namespace", "uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"] {
+        match om.get(k) {
+            Some(v) => m[k] = v.clone(),
+            None => {
+                if let Some(mm) = m.as_object_mut() {
+                    mm.shift_remove(k);
+                }
+            }
+        }
+    }
+    m["resourceVersion"] = om["resourceVersion"].clone();
+    prepare(rt, &mut obj, false);
+    validate(rt, &obj)?;
+    if rt.generation && meta::spec_changed(rt, &old.value, &obj) {
+        obj["metadata"]["generation"] = (om["generation"].as_i64().unwrap_or(0) + 1).into();
+    }
+    meta::canonicalize(rt, &mut obj);
+    if meta::same_content(&old.value, &obj) && w.applied.is_none() {
+        return Ok(old.clone());
+    }
+    meta::update_managed_fields(
+        Some(&old.value),
+        &mut obj,
+        &Write { manager: &w.manager, operation: w.operation, scope, api_version: &rt.api_version(), applied: w.applied.as_ref() },
+    );
+    meta::canonicalize(rt, &mut obj);
+    if meta::same_content(&old.value, &obj) && meta_fields_same(&old.value, &obj) {
+        return Ok(old.clone());
+    }
+    if w.dry_run {
+        return Ok(Stored::new(obj, old.rv));
+    }
+    let key = rt.storage_key();
+    if obj["metadata"].get("deletionTimestamp").is_some() && !has_finalizers(rt, &obj) {
+        let k = old.key();
+        let stored = st.put(&key, obj, EventType::Modified);
+        let gone = finish_delete(st, rt, &k).unwrap_or(stored);
+        return Ok(gone);
+    }
+    let stored = st.put(&key, obj, EventType::Modified);
+    if key == CRD_KEY {
+        rebuild_registry(st);
+    }
+    Ok(stored)
+}
+
+fn meta_fields_same(a: &Value, b: &Value) -> bool {
+    let strip = |v: &Value| {
+        let mut mf = v["metadata"]["managedFields"].clone();
+        for e in mf.as_array_mut().into_iter().flatten() {
+            if let Some(m) = e.as_object_mut() {
+                m.shift_remove("time");
+            }
+        }
+        mf
+    };
+    strip(a) == strip(b)
+}
+
+fn has_finalizers(rt: &ResourceType, obj: &Value) -> bool {
+    let nonempty = |v: &Value| v.as_array().is_some_and(|a| !a.is_empty());
+    nonempty(&obj["metadata"]["finalizers"]) || (rt.kind == "Namespace" && rt.group.is_empty() && nonempty(&obj["spec"]["finalizers"]))
+}
+
+/// Remove an object whose finalizers are done, with the cascades that follow.
+fn finish_delete(st: &mut State, rt: &ResourceType, key: &ObjKey) -> Option<Arc<Stored>> {
+    let gone = st.remove(&rt.storage_key(), key)?;
+    if rt.storage_key() == CRD_KEY {
+        // The CRD finalizer deletes every custom resource first (`customresourcecleanup`).
+        for t in crate::sim::registry::from_crd(&gone.value) {
+            st.remove_all(&t.storage_key());
+        }
+        rebuild_registry(st);
+    }
+    if rt.namespaced {
+        try_finalize_namespace(st, &key.0);
+    }
+    Some(gone)
+}
+
+/// Mark an object deleted: immediately gone without finalizers, else `deletionTimestamp`.
+fn delete_object(st: &mut State, rt: &ResourceType, old: &Arc<Stored>, dry_run: bool) -> (Arc<Stored>, bool) {
+    if old.value["metadata"].get("deletionTimestamp").is_some() {
+        return (old.clone(), false);
+    }
+    let mut obj = old.value.clone();
+    if has_finalizers(rt, &obj) {
+        obj["metadata"]["deletionTimestamp"] = meta::now_rfc3339().into();
+        obj["metadata"]["deletionGracePeriodSeconds"] = 0.into();
+        if rt.generation {
+            // Graceful deletion bumps generation (`registry/rest/delete.go`).
+            obj["metadata"]["generation"] = (obj["metadata"]["generation"].as_i64().unwrap_or(0) + 1).into();
+        }
+        if rt.kind == "Namespace" && rt.group.is_empty() {
+            obj["status"]["phase"] = "Terminating".into();
+        }
+        meta::canonicalize(rt, &mut obj);
+        if dry_run {
+            return (Stored::new(obj, old.rv), false);
+        }
+        let stored = st.put(&rt.storage_key(), obj, EventType::Modified);
+        if rt.kind == "Namespace" && rt.group.is_empty() {
+            empty_namespace(st, old.name());
+            return (st.get(NS_KEY, "", old.name()).cloned().unwrap_or(stored), false);
+        }
+        return (stored, false);
+    }
+    if dry_run {
+        return (old.clone(), true);
+    }
+    let gone = finish_delete(st, rt, &old.key()).unwrap_or_else(|| old.clone());
+    (gone, true)
+}
+
+/// The namespace controller: delete everything in a terminating namespace.
+fn empty_namespace(st: &mut State, ns: &str) {
+    let reg = st.registry.clone();
+    let mut seen = std::collections::HashSet::new();
+    for rt in reg.all().iter().filter(|t| t.namespaced && !t.virtual_create) {
+        if !seen.insert(rt.storage_key()) {
+            continue;
+        }
+        let objs: Vec<Arc<Stored>> = st.iter(&rt.storage_key(), Some(ns)).cloned().collect();
+        for o in objs {
+            delete_object(st, rt, &o, false);
+        }
+    }
+    try_finalize_namespace(st, ns);
+}
+
+/// Remove a terminating namespace once nothing is left in it.
+fn try_finalize_namespace(st: &mut State, ns: &str) {
+    let Some(n) = st.get(NS_KEY, "", ns).cloned() else { return };
+    if n.value["metadata"].get("deletionTimestamp").is_none() {
+        return;
+    }
+    let reg = st.registry.clone();
+    let empty = reg.all().iter().filter(|t| t.namespaced).all(|t| st.iter(&t.storage_key(), Some(ns)).next().is_none());
+    if !empty {
+        return;
+    }
+    if n.value["metadata"]["finalizers"].as_array().is_some_and(|a| !a.is_empty()) {
+        return;
+    }
+    st.remove(NS_KEY, &n.key());
+}
+
+// ---- HTTP verbs ----------------------------------------------------------------------
+
+fn writer<'a>(ctx: &Ctx, operation: &'a str, applied: Option<Value>) -> Result<Writer<'a>, ApiError> {
+    let dry_run = match ctx.query("dryRun") {
+        None => false,
+        Some("All") => true,
+        Some(other) => {
+            return Err(invalid(&ctx.rt, "", &[FieldError {
+                reason: "FieldValueNotSupported",
+                field: "dryRun".into(),
+                message: format!("Unsupported value: {other:?}: supported values: \"All\""),
+            }]));
+        }
+    };
+    Ok(Writer {
+        manager: meta::manager_name(ctx.query("fieldManager"), ctx.user_agent.as_deref()),
+        dry_run,
+        operation,
+        applied,
+    })
+}
+
+fn scope_of(ctx: &Ctx) -> Scope {
+    match ctx.req.subresource.as_deref() {
+        Some("status") => Scope::Status,
+        _ => Scope::Main { status_subresource: ctx.rt.status_subresource },
+    }
+}
+
+pub fn create(ctx: &Ctx, body: &[u8]) -> Result<(u16, Arc<Stored>), ApiError> {
+    if ctx.req.name.is_some() {
+        return Err(ApiError::method_not_allowed(format!(
+            "the server does not allow this method on the requested resource"
+        )));
+    }
+    let obj = decode_body(body)?;
+    let w = writer(ctx, "Update", None)?;
+    let mut st = ctx.sim.lock();
+    let created = create_in(&mut st, &ctx.rt, ctx.req.namespace.as_deref(), obj, &w)?;
+    Ok((201, created))
+}
+
+fn existing(st: &State, ctx: &Ctx) -> Result<Arc<Stored>, ApiError> {
+    let name = ctx.req.name.as_deref().unwrap_or_default();
+    st.get(&ctx.rt.storage_key(), ctx.req.namespace.as_deref().unwrap_or_default(), name)
+        .cloned()
+        .ok_or_else(|| ApiError::not_found(ctx.rt.group_resource(), name))
+}
+
+pub fn update(ctx: &Ctx, body: &[u8]) -> Result<(u16, Arc<Stored>), ApiError> {
+    let mut obj = decode_body(body)?;
+    let name = ctx.req.name.clone().unwrap_or_default();
+    check_type(&ctx.rt, &mut obj)?;
+    if obj["metadata"]["name"].as_str().is_some_and(|n| n != name) {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({}) does not match the name on the URL ({name})",
+            obj["metadata"]["name"].as_str().unwrap_or_default()
+        )));
+    }
+    let w = writer(ctx, "Update", None)?;
+    let mut st = ctx.sim.lock();
+    let old = existing(&st, ctx)?;
+    let rv = obj["metadata"]["resourceVersion"].as_str().unwrap_or_default();
+    if rv.is_empty() {
+        // Custom resources never allow unconditional updates
+        // (`customResourceStrategy.AllowUnconditionalUpdate`); the built-ins here do.
+        if ctx.rt.custom {
+            return Err(invalid(&ctx.rt, &name, &[FieldError::invalid("metadata.resourceVersion", "0x0", "must be specified for an update")]));
+        }
+    } else if rv != old.rv.to_string() {
+        return Err(ApiError::conflict_modified(ctx.rt.group_resource(), &name));
+    }
+    if ctx.req.subresource.as_deref() == Some("finalize") {
+        let mut o = old.value.clone();
+        o["spec"]["finalizers"] = obj["spec"]["finalizers"].clone();
+        obj = o;
+    }
+    let out = commit(&mut st, &ctx.rt, &old, obj, scope_of(ctx), &w)?;
+    Ok((200, out))
+}
+
+pub fn patch(ctx: &Ctx, content_type: Option<&str>, body: &[u8]) -> Result<(u16, Arc<Stored>), ApiError> {
+    let accepted = patch::accepted_patch_types(ctx.rt.custom);
+    let pt = content_type
+        .and_then(PatchType::from_content_type)
+        .filter(|pt| !(ctx.rt.custom && *pt == PatchType::Strategic))
+        .ok_or_else(|| ApiError::unsupported_media_type(accepted))?;
+    let name = ctx.req.name.clone().unwrap_or_default();
+    let applied = if pt == PatchType::Apply {
+        if ctx.query("fieldManager").is_none_or(str::is_empty) {
+            return Err(ApiError::bad_request("PATCH /apply requires fieldManager"));
+        }
+        let mut a = patch::parse_apply_body(body).map_err(patch_error)?;
+        check_type(&ctx.rt, &mut a)?;
+        Some(a)
+    } else {
+        None
+    };
+    let w = writer(ctx, if pt == PatchType::Apply { "Apply" } else { "Update" }, applied.clone())?;
+    let mut st = ctx.sim.lock();
+    let old = match existing(&st, ctx) {
+        Ok(o) => o,
+        Err(e) if pt == PatchType::Apply && e.code == 404 && ctx.req.subresource.is_none() => {
+            // Apply creates what does not exist yet.
+            let mut obj = applied.unwrap_or_default();
+            obj["metadata"]["name"] = name.clone().into();
+            let created = create_in(&mut st, &ctx.rt, ctx.req.namespace.as_deref(), obj, &w)?;
+            return Ok((201, created));
+        }
+        Err(e) => return Err(e),
+    };
+    let mut doc = old.value_at(&ctx.rt.api_version());
+    patch::apply(&mut doc, pt, body).map_err(patch_error)?;
+    // A resourceVersion inside the patch is a precondition (`MergeFromWithOptimisticLock`).
+    let patched_rv = doc["metadata"]["resourceVersion"].as_str().unwrap_or_default();
+    if !patched_rv.is_empty() && patched_rv != old.rv.to_string() {
+        return Err(ApiError::conflict_modified(ctx.rt.group_resource(), &name));
+    }
+    if doc["metadata"]["uid"] != old.value["metadata"]["uid"] && !doc["metadata"]["uid"].is_null() {
+        return Err(ApiError::conflict(
+            ctx.rt.group_resource(),
+            &name,
+            &format!(
+                "Precondition failed: UID in precondition: {}, UID in object meta: {}",
+                doc["metadata"]["uid"].as_str().unwrap_or_default(),
+                old.uid()
+            ),
+        ));
+    }
+    let out = commit(&mut st, &ctx.rt, &old, doc, scope_of(ctx), &w)?;
+    Ok((200, out))
+}
+
+fn patch_error(e: PatchError) -> ApiError {
+    match e {
+        PatchError::Malformed(m) => ApiError::bad_request(m),
+        PatchError::Unprocessable(m) => ApiError::new(422, "Invalid", m),
+    }
+}
+
+/// What a DELETE answers: the object (still there, or for types that return it) or a
+/// `Status` of success.
+pub enum Deleted {
+    Object(Arc<Stored>),
+    Status(Value),
+}
+
+pub fn delete(ctx: &Ctx, body: &[u8]) -> Result<Deleted, ApiError> {
+    let opts: Value = if body.iter().all(u8::is_ascii_whitespace) {
+        Value::Null
+    } else {
+        decode_body(body)?
+    };
+    let dry_run = opts["dryRun"].as_array().is_some_and(|a| a.iter().any(|v| v == "All")) || ctx.query("dryRun") == Some("All");
+    let name = ctx.req.name.clone().unwrap_or_default();
+    let mut st = ctx.sim.lock();
+    let old = existing(&st, ctx)?;
+    let pre = &opts["preconditions"];
+    if let Some(uid) = pre["uid"].as_str()
+        && uid != old.uid()
+    {
+        return Err(ApiError::conflict(
+            ctx.rt.group_resource(),
+            &name,
+            &format!("Precondition failed: UID in precondition: {uid}, UID in object meta: {}", old.uid()),
+        ));
+    }
+    if let Some(rv) = pre["resourceVersion"].as_str()
+        && rv != old.rv.to_string()
+    {
+        return Err(ApiError::conflict(
+            ctx.rt.group_resource(),
+            &name,
+            &format!(
+                "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                old.rv
+            ),
+        ));
+    }
+    let (obj, gone) = delete_object(&mut st, &ctx.rt, &old, dry_run);
+    if gone && !(ctx.rt.kind == "Namespace" && ctx.rt.group.is_empty()) {
+        Ok(Deleted::Status(status::delete_success(ctx.rt.group_resource(), &name, obj.uid())))
+    } else {
+        Ok(Deleted::Object(obj))
+    }
+}
+
+/// DELETE on a collection: every matching object, as one request.
+pub fn delete_collection(ctx: &Ctx, filter: &super::read::Filter) -> Result<Vec<Arc<Stored>>, ApiError> {
+    let mut st = ctx.sim.lock();
+    let objs: Vec<Arc<Stored>> = st
+        .iter(&ctx.rt.storage_key(), ctx.req.namespace.as_deref())
+        .filter(|o| filter.matches(o))
+        .cloned()
+        .collect();
+    let dry_run = ctx.query("dryRun") == Some("All");
+    Ok(objs.iter().map(|o| delete_object(&mut st, &ctx.rt, o, dry_run).0).collect())
+}
+
+/// Items of a `…List` body from a sequence of objects (deletecollection's answer).
+pub fn list_body(rt: &ResourceType, rv: u64, objs: &[Arc<Stored>]) -> Value {
+    let items: Vec<Value> = objs.iter().map(|o| o.value.clone()).collect();
+    let mut m = Map::new();
+    m.insert("kind".into(), rt.list_kind().into());
+    m.insert("apiVersion".into(), rt.api_version().into());
+    m.insert("metadata".into(), json!({"resourceVersion": rv.to_string()}));
+    m.insert("items".into(), Value::Array(items));
+    Value::Object(m)
+}
