@@ -15,7 +15,7 @@ use super::auth::{self, UserInfo};
 use super::negotiate::{Output, Reply, negotiate, wants_pretty};
 use super::registry::ResourceType;
 use super::table::IncludeObject;
-use super::{CloseMode, Sim, discovery, read, watch, write};
+use super::{CloseMode, Sim, discovery, openapi, read, watch, write};
 use crate::listen::{Body, Peer};
 use crate::request::{self, RequestInfo, ResourceRequest, Verb};
 use crate::status::ApiError;
@@ -187,6 +187,9 @@ fn non_resource(sim: &Sim, path: &str, accept: Option<&str>, peer: Peer, reply: 
                 ["api", v] => discovery::api_resource_list(&reg, "", v).ok_or_else(ApiError::no_route)?,
                 ["apis", g] => discovery::api_group(&reg, g).ok_or_else(ApiError::no_route)?,
                 ["apis", g, v] => discovery::api_resource_list(&reg, g, v).ok_or_else(ApiError::no_route)?,
+                ["openapi", "v3"] => openapi::index(&reg, sim.cfg.kube_minor),
+                ["openapi", "v3", "api", v] => openapi::group_version(&reg, "", v, sim.cfg.kube_minor).ok_or_else(ApiError::no_route)?,
+                ["openapi", "v3", "apis", g, v] => openapi::group_version(&reg, g, v, sim.cfg.kube_minor).ok_or_else(ApiError::no_route)?,
                 _ => return Err(ApiError::no_route()),
             }
         }

@@ -28,6 +28,7 @@ pub mod discovery;
 pub mod http;
 pub mod meta;
 pub mod negotiate;
+pub mod openapi;
 pub mod patch;
 pub mod read;
 pub mod registry;
