@@ -8,6 +8,7 @@ pub mod certs;
 pub mod cli;
 pub mod kubeconfig;
 pub mod listen;
+pub mod protobuf;
 pub mod request;
 pub mod sim;
 pub mod status;

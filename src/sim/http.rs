@@ -15,7 +15,7 @@ use super::auth::{self, UserInfo};
 use super::negotiate::{Output, Reply, negotiate, wants_pretty};
 use super::registry::ResourceType;
 use super::table::IncludeObject;
-use super::{CloseMode, Sim, discovery, openapi, read, watch, write};
+use super::{CloseMode, Sim, discovery, openapi, proto_body, read, watch, write};
 use crate::listen::{Body, Peer};
 use crate::request::{self, RequestInfo, ResourceRequest, Verb};
 use crate::status::ApiError;
@@ -124,7 +124,29 @@ async fn route(
     let content_type = header(&req, "content-type").map(str::to_string);
     let method = req.method().clone();
     let needs_body = matches!(method, Method::POST | Method::PUT | Method::PATCH | Method::DELETE);
-    let body = if needs_body { read_body(req, sim.cfg.max_body_bytes).await? } else { Bytes::new() };
+    let mut body = if needs_body { read_body(req, sim.cfg.max_body_bytes).await? } else { Bytes::new() };
+    let media = content_type.as_deref().map(|ct| ct.split(';').next().unwrap_or("").trim());
+    if needs_body && !body.is_empty() {
+        match media {
+            Some("application/vnd.kubernetes.protobuf") => {
+                let default_kind = if r.verb == Verb::Delete || r.verb == Verb::DeleteCollection { "DeleteOptions" } else { &rt.kind };
+                body = match proto_body::decode(&body, default_kind) {
+                    Ok(v) => Bytes::from(v.to_string()),
+                    Err(proto_body::ProtoError::Malformed(e)) => {
+                        return Err(ApiError::bad_request(format!("the protobuf body could not be decoded: {e}")));
+                    }
+                    Err(proto_body::ProtoError::Unsupported(kind)) => {
+                        tracing::debug!(%kind, "protobuf body of a kind the simulator does not decode");
+                        return Err(ApiError::unsupported_media_type(&["application/json", "application/yaml"]));
+                    }
+                };
+            }
+            Some(m) if m.starts_with("application/cbor") => {
+                return Err(ApiError::unsupported_media_type(&["application/json", "application/yaml", "application/vnd.kubernetes.protobuf"]));
+            }
+            _ => {}
+        }
+    }
     if rt.virtual_create {
         return review(&rt, &r, &method, &body, &user, &reply);
     }
@@ -178,6 +200,13 @@ fn non_resource(sim: &Sim, path: &str, accept: Option<&str>, peer: Peer, reply: 
             let mut r = reply.typed(200, Bytes::from(doc.to_string()), &discovery::aggregated_content_type(v));
             r.headers_mut().insert("vary", HeaderValue::from_static("Accept"));
             return Ok(r);
+        }
+        "/openapi/v2" => {
+            let pb = accept.is_some_and(|a| a.contains(openapi::V2_PROTOBUF));
+            if !pb {
+                return Err(ApiError::not_acceptable(&[openapi::V2_PROTOBUF]));
+            }
+            return Ok(reply.raw(200, Bytes::from(openapi::v2_protobuf(&reg, sim.cfg.kube_minor)), "application/octet-stream"));
         }
         "/api" => discovery::api_versions(&peer.local.to_string()),
         "/apis" => discovery::api_group_list(&reg),

@@ -30,6 +30,7 @@ pub mod meta;
 pub mod negotiate;
 pub mod openapi;
 pub mod patch;
+pub mod proto_body;
 pub mod read;
 pub mod registry;
 pub mod selector;

@@ -69,3 +69,60 @@ pub fn index(reg: &Registry, kube_minor: u32) -> Value {
     }
     json!({"paths": paths})
 }
+
+/// Media type a client asks for the protobuf OpenAPI v2 document with (the response is
+/// `application/octet-stream`, as kube-openapi's handler sends it: Go cannot parse this one).
+pub const V2_PROTOBUF: &str = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
+
+/// The OpenAPI v2 document (gnostic `openapi.v2.Document`), protobuf-encoded: one PATCH
+/// operation per kind with the `fieldValidation` query parameter and the
+/// `x-kubernetes-group-version-kind` extension (as YAML, the way gnostic carries it).
+pub fn v2_protobuf(reg: &Registry, kube_minor: u32) -> Vec<u8> {
+    use crate::protobuf::Writer;
+    let mut doc = Writer::default();
+    doc.string(1, "2.0");
+    doc.message(2, |info| {
+        info.string(1, "Kubernetes").string(2, &format!("v1.{kube_minor}.0"));
+    });
+    doc.message(8, |paths| {
+        for t in reg.all().iter().filter(|t| !t.virtual_create) {
+            let base = format!("/{}", gv_path(&t.group, &t.version));
+            let path = if t.namespaced {
+                format!("{base}/namespaces/{{namespace}}/{}/{{name}}", t.plural)
+            } else {
+                format!("{base}/{}/{{name}}", t.plural)
+            };
+            let gvk_yaml = format!("group: \"{}\"\nkind: {}\nversion: {}\n", t.group, t.kind, t.version);
+            paths.message(2, |named| {
+                named.string(1, &path);
+                named.message(2, |item| {
+                    // PathItem.patch = 8
+                    item.message(8, |op| {
+                        op.string(5, &format!("patch{}", t.kind));
+                        for p in ["dryRun", "fieldManager", "fieldValidation", "force"] {
+                            // Operation.parameters = 8 → ParametersItem.parameter = 1 →
+                            // Parameter.non_body_parameter = 2 → query_parameter_sub_schema = 3
+                            op.message(8, |pi| {
+                                pi.message(1, |param| {
+                                    param.message(2, |nb| {
+                                        nb.message(3, |q| {
+                                            q.string(2, "query").string(4, p).string(6, "string");
+                                        });
+                                    });
+                                });
+                            });
+                        }
+                        // Operation.vendor_extension = 13 (NamedAny{name, Any{yaml = 2}})
+                        op.message(13, |ext| {
+                            ext.string(1, "x-kubernetes-group-version-kind");
+                            ext.message(2, |any| {
+                                any.string(2, &gvk_yaml);
+                            });
+                        });
+                    });
+                });
+            });
+        }
+    });
+    doc.buf
+}

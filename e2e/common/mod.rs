@@ -1,0 +1,229 @@
+//! Shared harness for the end-to-end tests: start the real `stalemate` binary, and talk to
+//! it with real clients (kubectl, kube-rs, curl) over real TLS on loopback.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_stalemate");
+
+/// A running `stalemate sim`, killed when dropped.
+pub struct Sim {
+    child: Child,
+    pub url: String,
+    pub dir: tempfile::TempDir,
+    pub kubeconfig: PathBuf,
+}
+
+impl Sim {
+    pub fn start() -> Sim {
+        Sim::start_with(&[])
+    }
+
+    pub fn start_with(extra: &[&str]) -> Sim {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let kubeconfig = dir.path().join("kubeconfig");
+        let tls = dir.path().join("tls");
+        let mut child = Command::new(BIN)
+            .args(["sim", "--listen", "127.0.0.1:0", "--kubeconfig-out"])
+            .arg(&kubeconfig)
+            .arg("--tls-dir")
+            .arg(&tls)
+            .args(extra)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn stalemate sim");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut line = String::new();
+        BufReader::new(stdout).read_line(&mut line).expect("read the URL line");
+        let url = line.trim().to_string();
+        assert!(url.starts_with("https://127.0.0.1:"), "unexpected first line: {url:?}");
+        Sim { child, url, dir, kubeconfig }
+    }
+
+    pub fn ca(&self) -> PathBuf {
+        self.dir.path().join("tls").join("ca.crt")
+    }
+
+    pub fn cache_dir(&self) -> PathBuf {
+        self.dir.path().join("kubectl-cache")
+    }
+
+    /// Run kubectl against the simulator with its own discovery cache.
+    pub fn kubectl(&self, args: &[&str]) -> Output {
+        kubectl_cmd(&self.kubeconfig, &self.cache_dir())
+            .args(args)
+            .output()
+            .expect("run kubectl")
+    }
+
+    /// Run kubectl and return stdout, failing the test with stderr when it fails.
+    pub fn kubectl_ok(&self, args: &[&str]) -> String {
+        let out = self.kubectl(args);
+        assert!(
+            out.status.success(),
+            "kubectl {args:?} failed: {}\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            String::from_utf8_lossy(&out.stdout)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    pub fn kubectl_stdin(&self, args: &[&str], stdin: &str) -> Output {
+        use std::io::Write;
+        let mut child = kubectl_cmd(&self.kubeconfig, &self.cache_dir())
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run kubectl");
+        child.stdin.take().expect("stdin").write_all(stdin.as_bytes()).expect("write stdin");
+        child.wait_with_output().expect("kubectl output")
+    }
+
+    /// curl against the simulator (curl's User-Agent, as the fixtures were recorded with).
+    pub fn curl(&self, method: &str, path_and_query: &str, headers: &[(&str, &str)], body: Option<&[u8]>) -> Response {
+        curl(&self.ca(), &self.url, method, path_and_query, headers, body, &[])
+    }
+
+    /// A kube-rs client configured from the simulator's kubeconfig.
+    pub async fn client(&self) -> kube::Client {
+        let kc = kube::config::Kubeconfig::read_from(&self.kubeconfig).expect("read kubeconfig");
+        let cfg = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+            .await
+            .expect("kube config");
+        kube::Client::try_from(cfg).expect("kube client")
+    }
+
+    pub fn admin(&self, path_and_query: &str) -> serde_json::Value {
+        let r = self.curl("POST", path_and_query, &[], None);
+        assert_eq!(r.status, 200, "{path_and_query}: {}", r.text());
+        r.json()
+    }
+}
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn kubectl_cmd(kubeconfig: &Path, cache: &Path) -> Command {
+    let mut c = Command::new("kubectl");
+    c.arg("--kubeconfig").arg(kubeconfig).arg("--cache-dir").arg(cache);
+    c.env_remove("KUBECONFIG");
+    c
+}
+
+/// An HTTP response as curl saw it.
+#[derive(Debug)]
+pub struct Response {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Response {
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.text()))
+    }
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+}
+
+/// Run curl and parse `-D` headers; `extra` are more curl flags (`--http2`, `--max-time`).
+pub fn curl(
+    ca: &Path,
+    base: &str,
+    method: &str,
+    path_and_query: &str,
+    headers: &[(&str, &str)],
+    body: Option<&[u8]>,
+    extra: &[&str],
+) -> Response {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let hdr = dir.path().join("h");
+    let out = dir.path().join("b");
+    let mut c = Command::new("curl");
+    c.args(["-sS", "--http1.1", "-X", method, "--cacert"])
+        .arg(ca)
+        .arg("-D")
+        .arg(&hdr)
+        .arg("-o")
+        .arg(&out)
+        .args(extra);
+    for (k, v) in headers {
+        c.arg("-H").arg(format!("{k}: {v}"));
+    }
+    if let Some(b) = body {
+        let f = dir.path().join("req");
+        std::fs::write(&f, b).expect("write body");
+        c.arg("--data-binary").arg(format!("@{}", f.display()));
+    }
+    c.arg(format!("{base}{path_and_query}"));
+    let st = c.status().expect("run curl");
+    // 28: --max-time reached, which is how the tests end watches they opened.
+    assert!(st.success() || st.code() == Some(28), "curl {method} {path_and_query} failed: {st}");
+    let raw = std::fs::read_to_string(&hdr).unwrap_or_default();
+    // With HTTP/2 or 100-continue there may be several header blocks: take the last.
+    let block = raw.trim_end().rsplit("\r\n\r\n").next().unwrap_or("");
+    let mut lines = block.lines();
+    let status = lines
+        .next()
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let headers = lines
+        .filter_map(|l| l.split_once(':').map(|(k, v)| (k.trim().to_string(), v.trim().to_string())))
+        .collect();
+    Response { status, headers, body: std::fs::read(&out).unwrap_or_default() }
+}
+
+/// Poll `f` until it returns `Some`, or panic after `timeout` naming `what`.
+pub fn wait_for<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
+    let start = Instant::now();
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(start.elapsed() < timeout, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+pub const GITREPO_CRD: &str = r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: gitrepositories.source.testbed.example.com
+spec:
+  group: source.testbed.example.com
+  scope: Namespaced
+  names: {plural: gitrepositories, singular: gitrepository, kind: GitRepository, shortNames: [gitrepo]}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+    additionalPrinterColumns:
+    - {name: URL, type: string, jsonPath: .spec.url}
+    - {name: Ready, type: string, jsonPath: '.status.conditions[?(@.type=="Ready")].status'}
+    - {name: Age, type: date, jsonPath: .metadata.creationTimestamp}
+"#;
+
+/// Install the GitRepository-shaped CRD the fixtures were recorded with, and wait for it.
+pub fn install_gitrepo_crd(sim: &Sim) {
+    let out = sim.kubectl_stdin(&["apply", "-f", "-"], GITREPO_CRD);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    sim.kubectl_ok(&["wait", "--for", "condition=established", "crd/gitrepositories.source.testbed.example.com"]);
+}
