@@ -116,7 +116,13 @@ pub fn api_resource_list(reg: &Registry, group: &str, version: &str) -> Option<V
 }
 
 fn aggregated_resource(t: &ResourceType) -> Value {
-    let kind = json!({"group": t.group, "version": t.version, "kind": t.kind});
+    // Built-in kinds leave group and version empty ("same as the resource"); the
+    // apiextensions-apiserver fills them for custom resources.
+    let kind = if t.custom {
+        json!({"group": t.group, "version": t.version, "kind": t.kind})
+    } else {
+        json!({"group": "", "version": "", "kind": t.kind})
+    };
     let mut m = Map::new();
     m.insert("resource".into(), t.plural.clone().into());
     m.insert("responseKind".into(), kind.clone());

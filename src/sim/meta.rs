@@ -314,9 +314,16 @@ fn subtract(a: &mut Value, b: &Value) {
         if leaf {
             am.shift_remove(k);
         } else if let Some(av) = am.get_mut(k) {
+            let owned_itself = av.get(".").is_some();
             subtract(av, bv);
             if av.as_object().is_some_and(|m| m.keys().all(|k| k == ".")) {
-                am.shift_remove(k);
+                if owned_itself {
+                    // A node owned with no owned children serializes as `{}`
+                    // (`fixtures/.../cm-watchlist-json.body`: `"f:data":{}`).
+                    *av = Value::Object(Map::new());
+                } else {
+                    am.shift_remove(k);
+                }
             }
         }
     }
@@ -402,7 +409,7 @@ pub fn update_managed_fields(old: Option<&Value>, new: &mut Value, w: &Write<'_>
         if let Some(s) = subresource {
             e.insert("subresource".into(), s.into());
         }
-        entries.insert(0, Value::Object(e));
+        entries.push(Value::Object(e));
     }
     for e in entries.iter_mut() {
         let mut f = e["fieldsV1"].take();
@@ -410,8 +417,14 @@ pub fn update_managed_fields(old: Option<&Value>, new: &mut Value, w: &Write<'_>
         e["fieldsV1"] = f;
     }
     entries.retain(|e| e["fieldsV1"].as_object().is_some_and(|m| !m.is_empty()));
-    // The apiserver keeps entries sorted: Apply first, then Update, each by time.
-    entries.sort_by_key(|e| e["operation"].as_str() != Some("Apply"));
+    // The order the field manager keeps (`managedfields/internal/managedfields.go
+    // sortEncodedManagedFields`): operation, time, manager, subresource, apiVersion.
+    entries.sort_by(|a, b| {
+        let k = |e: &Value| {
+            ["operation", "time", "manager", "subresource", "apiVersion"].map(|f| e[f].as_str().unwrap_or("").to_string())
+        };
+        k(a).cmp(&k(b))
+    });
     new["metadata"]["managedFields"] = if entries.is_empty() {
         Value::Null
     } else {

@@ -140,7 +140,7 @@ fn review(group: &str, plural: &str, kind: &str) -> ResourceType {
     ResourceType {
         verbs: vec!["create"],
         virtual_create: true,
-        ..builtin(group, "v1", plural, "", kind, false, &[], &[], false)
+        ..builtin(group, "v1", plural, &kind.to_ascii_lowercase(), kind, false, &[], &[], false)
     }
 }
 
@@ -170,20 +170,23 @@ pub fn builtins() -> Vec<ResourceType> {
         true,
     );
     crds.categories = vec!["api-extensions".into()];
+    let mut namespaces = builtin(
+        "",
+        "v1",
+        "namespaces",
+        "namespace",
+        "Namespace",
+        false,
+        &["ns"],
+        &["finalize", "status"],
+        false,
+    );
+    // Namespaces cannot be deleted as a collection (`discovery-api-v1.body`).
+    namespaces.verbs.retain(|v| *v != "deletecollection");
     vec![
         builtin("", "v1", "configmaps", "configmap", "ConfigMap", true, &["cm"], &[], false),
         builtin("", "v1", "events", "event", "Event", true, &["ev"], &[], false),
-        builtin(
-            "",
-            "v1",
-            "namespaces",
-            "namespace",
-            "Namespace",
-            false,
-            &["ns"],
-            &["finalize", "status"],
-            false,
-        ),
+        namespaces,
         builtin("", "v1", "secrets", "secret", "Secret", true, &[], &[], false),
         builtin(
             "",

@@ -94,12 +94,20 @@ fn check_namespace(st: &State, rt: &ResourceType, ns: &str, name: &str) -> Resul
     }
 }
 
+/// Metadata the strategies set before field management sees the object (so the writer
+/// owns it, as `fixtures/.../ns-create.body` shows for the namespace name label).
+fn prepare_meta(rt: &ResourceType, obj: &mut Value) {
+    if rt.kind == "Namespace" && rt.group.is_empty() {
+        let name = obj["metadata"]["name"].clone();
+        obj["metadata"]["labels"]["kubernetes.io/metadata.name"] = name;
+    }
+}
+
 /// Defaults and derived fields the built-in strategies set on every write.
 fn prepare(rt: &ResourceType, obj: &mut Value, create: bool) {
+    prepare_meta(rt, obj);
     match (rt.group.as_str(), rt.kind.as_str()) {
         ("", "Namespace") => {
-            let name = obj["metadata"]["name"].clone();
-            obj["metadata"]["labels"]["kubernetes.io/metadata.name"] = name;
             if create {
                 obj["spec"]["finalizers"] = json!(["kubernetes"]);
                 obj["status"] = json!({"phase": "Active"});
@@ -244,6 +252,8 @@ pub fn create_in(st: &mut State, rt: &ResourceType, ns: Option<&str>, mut obj: V
         }
     }
     m["uid"] = uuid::Uuid::new_v4().to_string().into();
+    // Placeholder keeping the key's place in Go order; the store sets the value.
+    m["resourceVersion"] = "".into();
     m["creationTimestamp"] = meta::now_rfc3339().into();
     if rt.generation {
         m["generation"] = 1.into();
@@ -255,11 +265,7 @@ pub fn create_in(st: &mut State, rt: &ResourceType, ns: Option<&str>, mut obj: V
         // "create cannot set status" (apiextensions customResourceStrategy.PrepareForCreate)
         o.shift_remove("status");
     }
-    prepare(rt, &mut obj, true);
-    validate(rt, &obj)?;
-    if key == CRD_KEY {
-        establish_crd(&mut obj);
-    }
+    prepare_meta(rt, &mut obj);
     meta::update_managed_fields(
         None,
         &mut obj,
@@ -271,6 +277,11 @@ pub fn create_in(st: &mut State, rt: &ResourceType, ns: Option<&str>, mut obj: V
             applied: w.applied.as_ref(),
         },
     );
+    prepare(rt, &mut obj, true);
+    validate(rt, &obj)?;
+    if key == CRD_KEY {
+        establish_crd(&mut obj);
+    }
     meta::canonicalize(rt, &mut obj);
     if w.dry_run {
         obj["metadata"]["resourceVersion"] = st.rv.to_string().into();
@@ -456,7 +467,11 @@ fn delete_object(st: &mut State, rt: &ResourceType, old: &Arc<Stored>, dry_run: 
     let mut obj = old.value.clone();
     if has_finalizers(rt, &obj) {
         obj["metadata"]["deletionTimestamp"] = meta::now_rfc3339().into();
-        obj["metadata"]["deletionGracePeriodSeconds"] = 0.into();
+        if rt.kind != "Namespace" {
+            // Namespaces are finalized, not gracefully deleted: no grace period
+            // (`fixtures/.../ns-delete.body`).
+            obj["metadata"]["deletionGracePeriodSeconds"] = 0.into();
+        }
         if rt.generation {
             // Graceful deletion bumps generation (`registry/rest/delete.go`).
             obj["metadata"]["generation"] = (obj["metadata"]["generation"].as_i64().unwrap_or(0) + 1).into();
