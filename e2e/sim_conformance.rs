@@ -39,16 +39,32 @@ impl Recorded {
     fn load(name: &str) -> Recorded {
         let dir = fixtures();
         let req = std::fs::read(dir.join(format!("{name}.req"))).unwrap();
-        let split = req.windows(2).position(|w| w == b"\n\n").unwrap_or(req.len());
+        let split = req
+            .windows(2)
+            .position(|w| w == b"\n\n")
+            .unwrap_or(req.len());
         let head = String::from_utf8_lossy(&req[..split]).to_string();
         let body = req.get(split + 2..).unwrap_or_default().to_vec();
         let mut lines = head.lines();
         let first: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
-        let headers = lines.filter_map(|l| l.split_once(':')).map(|(k, v)| (k.trim().to_string(), v.trim().to_string())).collect();
+        let headers = lines
+            .filter_map(|l| l.split_once(':'))
+            .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+            .collect();
         let rh = std::fs::read_to_string(dir.join(format!("{name}.headers"))).unwrap();
         let mut rl = rh.lines();
-        let status = rl.next().unwrap().split_whitespace().nth(1).unwrap().parse().unwrap();
-        let resp_headers = rl.filter_map(|l| l.split_once(':')).map(|(k, v)| (k.trim().to_string(), v.trim().to_string())).collect();
+        let status = rl
+            .next()
+            .unwrap()
+            .split_whitespace()
+            .nth(1)
+            .unwrap()
+            .parse()
+            .unwrap();
+        let resp_headers = rl
+            .filter_map(|l| l.split_once(':'))
+            .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+            .collect();
         Recorded {
             name: name.to_string(),
             method: first[0].to_string(),
@@ -62,11 +78,15 @@ impl Recorded {
     }
 
     fn resp_header(&self, k: &str) -> Option<&str> {
-        self.resp_headers.iter().find(|(h, _)| h.eq_ignore_ascii_case(k)).map(|(_, v)| v.as_str())
+        self.resp_headers
+            .iter()
+            .find(|(h, _)| h.eq_ignore_ascii_case(k))
+            .map(|(_, v)| v.as_str())
     }
 
     fn protobuf(&self) -> bool {
-        self.resp_header("content-type").is_some_and(|c| c.contains("protobuf"))
+        self.resp_header("content-type")
+            .is_some_and(|c| c.contains("protobuf"))
     }
 }
 
@@ -120,11 +140,16 @@ fn rewrite_json(ids: &HashMap<String, String>, v: &mut Value) {
 }
 
 fn rewrite_path(ids: &HashMap<String, String>, path: &str) -> String {
-    let Some((p, q)) = path.split_once('?') else { return path.to_string() };
+    let Some((p, q)) = path.split_once('?') else {
+        return path.to_string();
+    };
     let q: Vec<String> = q
         .split('&')
         .map(|kv| match kv.split_once('=') {
-            Some(("resourceVersion", v)) => format!("resourceVersion={}", ids.get(v).map(String::as_str).unwrap_or(v)),
+            Some(("resourceVersion", v)) => format!(
+                "resourceVersion={}",
+                ids.get(v).map(String::as_str).unwrap_or(v)
+            ),
             _ => kv.to_string(),
         })
         .collect();
@@ -133,7 +158,9 @@ fn rewrite_path(ids: &HashMap<String, String>, path: &str) -> String {
 
 fn gunzip(b: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
-    flate2::read::GzDecoder::new(b).read_to_end(&mut out).expect("gzip body");
+    flate2::read::GzDecoder::new(b)
+        .read_to_end(&mut out)
+        .expect("gzip body");
     out
 }
 
@@ -153,30 +180,64 @@ fn check_discovery_subset(name: &str, recorded: &Value, ours: &Value) {
         Some("APIGroupDiscoveryList") => ("items", "metadata"),
         k => panic!("{name}: unexpected discovery kind {k:?}"),
     };
-    let id = |v: &Value| if id_key == "metadata" { v["metadata"]["name"].clone() } else { v[id_key].clone() };
+    let id = |v: &Value| {
+        if id_key == "metadata" {
+            v["metadata"]["name"].clone()
+        } else {
+            v[id_key].clone()
+        }
+    };
     let mut compared = 0;
     for item in ours[list_key].as_array().unwrap() {
-        let Some(rec) = recorded[list_key].as_array().unwrap().iter().find(|r| id(r) == id(item)) else {
+        let Some(rec) = recorded[list_key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| id(r) == id(item))
+        else {
             continue; // groups the recorded cluster lacked (the simulator's own reviews are all there)
         };
         if id_key == "metadata" {
             // Aggregated: per version, per resource.
             for v in item["versions"].as_array().unwrap() {
-                let rv = rec["versions"].as_array().unwrap().iter().find(|x| x["version"] == v["version"]).unwrap_or_else(|| panic!("{name}: {v}"));
+                let rv = rec["versions"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|x| x["version"] == v["version"])
+                    .unwrap_or_else(|| panic!("{name}: {v}"));
                 for r in v["resources"].as_array().unwrap() {
-                    let rr = rv["resources"].as_array().unwrap().iter().find(|x| x["resource"] == r["resource"]);
+                    let rr = rv["resources"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .find(|x| x["resource"] == r["resource"]);
                     let Some(rr) = rr else { continue };
                     // Subresources: ours must be among the recorded ones (the simulator
                     // does not serve e.g. deployments/scale).
                     let (mut r, mut rr) = (r.clone(), rr.clone());
                     let ours_sub = r.as_object_mut().unwrap().remove("subresources");
                     let rec_sub = rr.as_object_mut().unwrap().remove("subresources");
-                    for s in ours_sub.as_ref().and_then(Value::as_array).into_iter().flatten() {
-                        let found = rec_sub.as_ref().and_then(Value::as_array).into_iter().flatten().any(|x| x == s);
+                    for s in ours_sub
+                        .as_ref()
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                    {
+                        let found = rec_sub
+                            .as_ref()
+                            .and_then(Value::as_array)
+                            .into_iter()
+                            .flatten()
+                            .any(|x| x == s);
                         assert!(found, "{name}: subresource {s} of {}", r["resource"]);
                     }
                     assert_eq!(shape(&r), shape(&rr), "{name}: resource {}", r["resource"]);
-                    assert_eq!(r["verbs"], rr["verbs"], "{name}: verbs of {}", r["resource"]);
+                    assert_eq!(
+                        r["verbs"], rr["verbs"],
+                        "{name}: verbs of {}",
+                        r["resource"]
+                    );
                     compared += 1;
                 }
             }
@@ -193,12 +254,24 @@ fn check_discovery_subset(name: &str, recorded: &Value, ours: &Value) {
 
 fn watch_lines(name: &str, body: &[u8]) -> Vec<Value> {
     let text = String::from_utf8(body.to_vec()).unwrap_or_else(|_| panic!("{name}: not UTF-8"));
-    assert!(text.is_empty() || text.ends_with('\n'), "{name}: every event ends with a newline");
+    assert!(
+        text.is_empty() || text.ends_with('\n'),
+        "{name}: every event ends with a newline"
+    );
     text.lines()
         .map(|l| {
-            let v: Value = serde_json::from_str(l).unwrap_or_else(|e| panic!("{name}: line is not JSON ({e}): {l}"));
-            assert_eq!(serde_json::to_string(&v).unwrap(), l, "{name}: one compact event per line");
-            assert_eq!(v.as_object().unwrap().keys().collect::<Vec<_>>(), ["type", "object"], "{name}");
+            let v: Value = serde_json::from_str(l)
+                .unwrap_or_else(|e| panic!("{name}: line is not JSON ({e}): {l}"));
+            assert_eq!(
+                serde_json::to_string(&v).unwrap(),
+                l,
+                "{name}: one compact event per line"
+            );
+            assert_eq!(
+                v.as_object().unwrap().keys().collect::<Vec<_>>(),
+                ["type", "object"],
+                "{name}"
+            );
             v
         })
         .collect()
@@ -215,7 +288,11 @@ impl Replay {
         let mut path = rewrite_path(&self.ids, &rec.path);
         if watch && !path.contains("timeoutSeconds") {
             // Long enough for the live event the WatchList replay makes after 700 ms.
-            let t = if rec.name.starts_with("cm-watchlist") { 2 } else { 1 };
+            let t = if rec.name.starts_with("cm-watchlist") {
+                2
+            } else {
+                1
+            };
             path.push_str(&format!("&timeoutSeconds={t}"));
         }
         let body = if rec.body.is_empty() {
@@ -229,15 +306,37 @@ impl Replay {
                 Err(_) => Some(rec.body.clone()),
             }
         };
-        let headers: Vec<(&str, &str)> = rec.headers.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let headers: Vec<(&str, &str)> = rec
+            .headers
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
         let extra: &[&str] = if watch { &["--max-time", "4"] } else { &[] };
-        curl(&self.sim.ca(), &self.sim.url, &rec.method, &path, &headers, body.as_deref(), extra)
+        curl(
+            &self.sim.ca(),
+            &self.sim.url,
+            &rec.method,
+            &path,
+            &headers,
+            body.as_deref(),
+            extra,
+        )
     }
 
     fn create(&self, path: &str, obj: Value, user_agent: &str) {
-        let headers = [("Content-Type", "application/json"), ("User-Agent", user_agent)];
-        let r = self.sim.curl("POST", path, &headers, Some(obj.to_string().as_bytes()));
-        assert!(r.status == 201 || r.status == 409, "setup {path}: {} {}", r.status, r.text());
+        let headers = [
+            ("Content-Type", "application/json"),
+            ("User-Agent", user_agent),
+        ];
+        let r = self
+            .sim
+            .curl("POST", path, &headers, Some(obj.to_string().as_bytes()));
+        assert!(
+            r.status == 201 || r.status == 409,
+            "setup {path}: {} {}",
+            r.status,
+            r.text()
+        );
     }
 
     /// What the recording does not show, recreated before the exchange that needs it.
@@ -258,7 +357,11 @@ impl Replay {
                 None
             }
             "cm-watchlist-json" | "cm-watchlist-protobuf" => {
-                self.create("/api/v1/namespaces", json!({"metadata": {"name": "wl"}}), "kubectl-create/v1.28.7");
+                self.create(
+                    "/api/v1/namespaces",
+                    json!({"metadata": {"name": "wl"}}),
+                    "kubectl-create/v1.28.7",
+                );
                 for i in 1..=3 {
                     self.create(
                         "/api/v1/namespaces/wl/configmaps",
@@ -272,7 +375,18 @@ impl Replay {
                     std::thread::sleep(Duration::from_millis(700));
                     let v = format!("changed-{}", std::process::id());
                     let body = json!({"data": {"k": v}}).to_string();
-                    curl(&ca, &url, "PATCH", "/api/v1/namespaces/wl/configmaps/wl-1", &[("Content-Type", "application/merge-patch+json"), ("User-Agent", "kubectl-patch/v1.28.7")], Some(body.as_bytes()), &[]);
+                    curl(
+                        &ca,
+                        &url,
+                        "PATCH",
+                        "/api/v1/namespaces/wl/configmaps/wl-1",
+                        &[
+                            ("Content-Type", "application/merge-patch+json"),
+                            ("User-Agent", "kubectl-patch/v1.28.7"),
+                        ],
+                        Some(body.as_bytes()),
+                        &[],
+                    );
                 }))
             }
             _ => None,
@@ -287,20 +401,40 @@ impl Replay {
             h.join().unwrap();
         }
         let name = &rec.name;
-        assert_eq!(got.status, rec.status, "{name}: status code; body: {}", got.text());
+        assert_eq!(
+            got.status,
+            rec.status,
+            "{name}: status code; body: {}",
+            got.text()
+        );
 
         if rec.protobuf() {
             // Protobuf serving is not simulated: the client also accepted JSON, which is
             // what it got. Framing of the recorded protobuf streams is tested by the codecs.
-            assert!(got.header("content-type").unwrap_or("").starts_with("application/json"), "{name}");
-            self.report.insert(name.clone(), "status only (recorded as protobuf; served as JSON)".into());
+            assert!(
+                got.header("content-type")
+                    .unwrap_or("")
+                    .starts_with("application/json"),
+                "{name}"
+            );
+            self.report.insert(
+                name.clone(),
+                "status only (recorded as protobuf; served as JSON)".into(),
+            );
             return;
         }
         let (rec_body, got_body) = if rec.resp_header("content-encoding") == Some("gzip") {
-            assert_eq!(got.header("content-encoding"), Some("gzip"), "{name}: large responses are gzipped");
+            assert_eq!(
+                got.header("content-encoding"),
+                Some("gzip"),
+                "{name}: large responses are gzipped"
+            );
             (gunzip(&rec.resp_body), gunzip(&got.body))
         } else {
-            assert!(got.header("content-encoding").is_none(), "{name}: unexpected encoding");
+            assert!(
+                got.header("content-encoding").is_none(),
+                "{name}: unexpected encoding"
+            );
             (rec.resp_body.clone(), got.body.clone())
         };
         if watch {
@@ -308,36 +442,66 @@ impl Replay {
             let mut g = watch_lines(name, &got_body);
             // Synthetic initial events come from the watch cache's unordered store
             // (`cm-watchlist-json` shows wl-2, wl-3, wl-1): compare them as a set.
-            let synthetic = rec.path.contains("resourceVersion=0") || rec.path.contains("sendInitialEvents=true");
+            let synthetic = rec.path.contains("resourceVersion=0")
+                || rec.path.contains("sendInitialEvents=true");
             if synthetic {
                 for evs in [&mut r, &mut g] {
                     let n = evs.iter().take_while(|e| e["type"] == "ADDED").count();
-                    evs[..n].sort_by_key(|e| e["object"]["metadata"]["name"].as_str().unwrap_or("").to_string());
+                    evs[..n].sort_by_key(|e| {
+                        e["object"]["metadata"]["name"]
+                            .as_str()
+                            .unwrap_or("")
+                            .to_string()
+                    });
                 }
             }
-            let types = |v: &[Value]| v.iter().map(|e| e["type"].as_str().unwrap().to_string()).collect::<Vec<_>>();
+            let types = |v: &[Value]| {
+                v.iter()
+                    .map(|e| e["type"].as_str().unwrap().to_string())
+                    .collect::<Vec<_>>()
+            };
             assert_eq!(types(&g), types(&r), "{name}: event types in order");
             for (a, b) in r.iter().zip(&g) {
                 learn(&mut self.ids, a, b);
-                assert_eq!(shape(&b["object"]), shape(&a["object"]), "{name}: structure of a {} event", a["type"]);
+                assert_eq!(
+                    shape(&b["object"]),
+                    shape(&a["object"]),
+                    "{name}: structure of a {} event",
+                    a["type"]
+                );
             }
-            self.report.insert(name.clone(), format!("{} events: types, order, framing and structure", r.len()));
+            self.report.insert(
+                name.clone(),
+                format!("{} events: types, order, framing and structure", r.len()),
+            );
             return;
         }
-        let rv: Value = serde_json::from_slice(&rec_body).unwrap_or_else(|e| panic!("{name}: recorded body ({e})"));
-        let gv: Value = serde_json::from_slice(&got_body).unwrap_or_else(|e| panic!("{name}: our body is not JSON ({e}): {}", got.text()));
+        let rv: Value = serde_json::from_slice(&rec_body)
+            .unwrap_or_else(|e| panic!("{name}: recorded body ({e})"));
+        let gv: Value = serde_json::from_slice(&got_body)
+            .unwrap_or_else(|e| panic!("{name}: our body is not JSON ({e}): {}", got.text()));
         learn(&mut self.ids, &rv, &gv);
         if rv["kind"] == "Status" {
             assert_eq!(gv["reason"], rv["reason"], "{name}: Status reason");
             assert_eq!(gv["code"], rv["code"], "{name}: Status code");
         }
-        if name.starts_with("discovery-") && !matches!(name.as_str(), "discovery-version" | "discovery-api") {
+        if name.starts_with("discovery-")
+            && !matches!(name.as_str(), "discovery-version" | "discovery-api")
+        {
             check_discovery_subset(name, &rv, &gv);
-            self.report.insert(name.clone(), "status, and structure of every served entry".into());
+            self.report.insert(
+                name.clone(),
+                "status, and structure of every served entry".into(),
+            );
             return;
         }
-        assert_eq!(shape(&gv), shape(&rv), "{name}: body structure\n ours: {gv}\n real: {rv}");
-        self.report.insert(name.clone(), "status, reason and body structure".into());
+        assert_eq!(
+            shape(&gv),
+            shape(&rv),
+            "{name}: body structure\n ours: {gv}\n real: {rv}"
+        );
+        self.report
+            .insert(name.clone(), "status, reason and body structure".into());
     }
 }
 
@@ -345,8 +509,13 @@ impl Replay {
 fn replays_the_recorded_exchanges() {
     let sim = Sim::start_with(&["--kube-version", "1.28"]);
     install_gitrepo_crd(&sim);
-    let index: Vec<Value> = serde_json::from_slice(&std::fs::read(fixtures().join("INDEX.json")).unwrap()).unwrap();
-    let mut replay = Replay { sim, ids: HashMap::new(), report: BTreeMap::new() };
+    let index: Vec<Value> =
+        serde_json::from_slice(&std::fs::read(fixtures().join("INDEX.json")).unwrap()).unwrap();
+    let mut replay = Replay {
+        sim,
+        ids: HashMap::new(),
+        report: BTreeMap::new(),
+    };
     for entry in &index {
         let rec = Recorded::load(entry["name"].as_str().unwrap());
         replay.check(&rec);

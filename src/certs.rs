@@ -51,8 +51,10 @@ pub fn generate(name: &str, extra_sans: &[String]) -> Result<CertBundle> {
 
     let ca_key = KeyPair::generate().context("generating the CA key")?;
     let mut ca = CertificateParams::default();
-    ca.distinguished_name.push(DnType::CommonName, format!("{name}-ca"));
-    ca.distinguished_name.push(DnType::OrganizationName, "stalemate");
+    ca.distinguished_name
+        .push(DnType::CommonName, format!("{name}-ca"));
+    ca.distinguished_name
+        .push(DnType::OrganizationName, "stalemate");
     ca.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
     ca.key_usages = vec![
         KeyUsagePurpose::KeyCertSign,
@@ -65,7 +67,8 @@ pub fn generate(name: &str, extra_sans: &[String]) -> Result<CertBundle> {
     let key = KeyPair::generate().context("generating the serving key")?;
     let mut leaf = CertificateParams::default();
     leaf.distinguished_name.push(DnType::CommonName, name);
-    leaf.distinguished_name.push(DnType::OrganizationName, "stalemate");
+    leaf.distinguished_name
+        .push(DnType::OrganizationName, "stalemate");
     leaf.is_ca = IsCa::ExplicitNoCa;
     leaf.key_usages = vec![
         KeyUsagePurpose::DigitalSignature,
@@ -143,9 +146,14 @@ mod tests {
 
     #[test]
     fn serving_cert_verifies_against_its_ca_for_every_default_name() {
-        let b = generate("stalemate-test", &["proxy.example".into(), "10.1.2.3".into()]).unwrap();
+        let b = generate(
+            "stalemate-test",
+            &["proxy.example".into(), "10.1.2.3".into()],
+        )
+        .unwrap();
         let mut roots = rustls::RootCertStore::empty();
-        let ca = rustls::pki_types::CertificateDer::from_pem_slice(b.ca_cert_pem.as_bytes()).unwrap();
+        let ca =
+            rustls::pki_types::CertificateDer::from_pem_slice(b.ca_cert_pem.as_bytes()).unwrap();
         roots.add(ca).unwrap();
         let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
         let verifier = rustls::client::WebPkiServerVerifier::builder_with_provider(
@@ -154,7 +162,8 @@ mod tests {
         )
         .build()
         .unwrap();
-        let leaf = rustls::pki_types::CertificateDer::from_pem_slice(b.cert_pem.as_bytes()).unwrap();
+        let leaf =
+            rustls::pki_types::CertificateDer::from_pem_slice(b.cert_pem.as_bytes()).unwrap();
         for name in ["127.0.0.1", "::1", "localhost", "proxy.example", "10.1.2.3"] {
             let sn = rustls::pki_types::ServerName::try_from(name).unwrap();
             verifier

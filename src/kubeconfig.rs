@@ -139,7 +139,10 @@ mod tests {
         .unwrap();
         let v: serde_json::Value = serde_saphyr::from_str(&yaml).unwrap();
         assert_eq!(v["current-context"], "sim");
-        assert_eq!(v["clusters"][0]["cluster"]["server"], "https://127.0.0.1:6443");
+        assert_eq!(
+            v["clusters"][0]["cluster"]["server"],
+            "https://127.0.0.1:6443"
+        );
         assert_eq!(v["users"][0]["user"]["token"], "t0k");
         assert_eq!(v["contexts"][0]["context"]["namespace"], "default");
     }

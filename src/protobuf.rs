@@ -41,7 +41,10 @@ impl<'a> Fields<'a> {
         let mut v = 0u64;
         for shift in (0..64).step_by(7) {
             let Some(&b) = self.buf.get(self.pos) else {
-                return Err(WireError { offset: self.pos, what: "truncated varint" });
+                return Err(WireError {
+                    offset: self.pos,
+                    what: "truncated varint",
+                });
             };
             self.pos += 1;
             v |= u64::from(b & 0x7f) << shift;
@@ -49,13 +52,19 @@ impl<'a> Fields<'a> {
                 return Ok(v);
             }
         }
-        Err(WireError { offset: self.pos, what: "varint longer than 10 bytes" })
+        Err(WireError {
+            offset: self.pos,
+            what: "varint longer than 10 bytes",
+        })
     }
 
     fn take(&mut self, n: usize) -> Result<&'a [u8], WireError> {
         let end = self.pos.checked_add(n).filter(|e| *e <= self.buf.len());
         let Some(end) = end else {
-            return Err(WireError { offset: self.pos, what: "length runs past the end of the message" });
+            return Err(WireError {
+                offset: self.pos,
+                what: "length runs past the end of the message",
+            });
         };
         let s = &self.buf[self.pos..end];
         self.pos = end;
@@ -72,16 +81,31 @@ impl<'a> Iterator for Fields<'a> {
         }
         let r = (|| {
             let key = self.varint()?;
-            let num = u32::try_from(key >> 3).map_err(|_| WireError { offset: self.pos, what: "field number too large" })?;
+            let num = u32::try_from(key >> 3).map_err(|_| WireError {
+                offset: self.pos,
+                what: "field number too large",
+            })?;
             let w = match key & 7 {
                 0 => Wire::Varint(self.varint()?),
-                1 => Wire::Fixed64(u64::from_le_bytes(self.take(8)?.try_into().unwrap_or([0; 8]))),
+                1 => Wire::Fixed64(u64::from_le_bytes(
+                    self.take(8)?.try_into().unwrap_or([0; 8]),
+                )),
                 2 => {
-                    let n = usize::try_from(self.varint()?).map_err(|_| WireError { offset: self.pos, what: "length too large" })?;
+                    let n = usize::try_from(self.varint()?).map_err(|_| WireError {
+                        offset: self.pos,
+                        what: "length too large",
+                    })?;
                     Wire::Bytes(self.take(n)?)
                 }
-                5 => Wire::Fixed32(u32::from_le_bytes(self.take(4)?.try_into().unwrap_or([0; 4]))),
-                _ => return Err(WireError { offset: self.pos, what: "unsupported wire type" }),
+                5 => Wire::Fixed32(u32::from_le_bytes(
+                    self.take(4)?.try_into().unwrap_or([0; 4]),
+                )),
+                _ => {
+                    return Err(WireError {
+                        offset: self.pos,
+                        what: "unsupported wire type",
+                    });
+                }
             };
             Ok((num, w))
         })();
@@ -95,16 +119,19 @@ impl<'a> Iterator for Fields<'a> {
 
 /// Strip the `k8s\0` envelope: returns (apiVersion, kind, raw object bytes).
 pub fn unwrap_unknown(body: &[u8]) -> Result<(String, String, &[u8]), WireError> {
-    let rest = body
-        .strip_prefix(MAGIC)
-        .ok_or(WireError { offset: 0, what: "missing the k8s\\0 prefix" })?;
+    let rest = body.strip_prefix(MAGIC).ok_or(WireError {
+        offset: 0,
+        what: "missing the k8s\\0 prefix",
+    })?;
     let (mut api_version, mut kind, mut raw) = (String::new(), String::new(), &[][..]);
     for f in Fields::new(rest) {
         match f? {
             (1, Wire::Bytes(tm)) => {
                 for g in Fields::new(tm) {
                     match g? {
-                        (1, Wire::Bytes(v)) => api_version = String::from_utf8_lossy(v).into_owned(),
+                        (1, Wire::Bytes(v)) => {
+                            api_version = String::from_utf8_lossy(v).into_owned()
+                        }
                         (2, Wire::Bytes(v)) => kind = String::from_utf8_lossy(v).into_owned(),
                         _ => {}
                     }

@@ -76,7 +76,10 @@ impl ListParams {
             "0" if !exact => RvSemantics::Any,
             rv if exact => RvSemantics::Exact(rv.to_string()),
             rv if self.resource_version_match.is_none()
-                && self.limit.as_deref().is_some_and(|l| l != "0" && !l.is_empty()) =>
+                && self
+                    .limit
+                    .as_deref()
+                    .is_some_and(|l| l != "0" && !l.is_empty()) =>
             {
                 RvSemantics::Exact(rv.to_string())
             }
@@ -89,8 +92,11 @@ impl ListParams {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RequestInfo {
     /// `/version`, `/healthz`, `/openapi/...`, `/api`, `/apis`, `/apis/G`, `/apis/G/V`, ...
-    NonResource { path: String, discovery: bool },
-    Resource(ResourceRequest),
+    NonResource {
+        path: String,
+        discovery: bool,
+    },
+    Resource(Box<ResourceRequest>),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -172,7 +178,9 @@ pub fn classify(method: &http::Method, path: &str, query: Option<&str>) -> Reque
     // `namespaces/NS/RES...` scopes to a namespace — except `namespaces/NS` alone and
     // `namespaces/NS/status|finalize`, which address the Namespace object itself.
     let (namespace, rest): (Option<&str>, &[&str]) = match rest {
-        ["namespaces", ns, res, tail @ ..] if !matches!(*res, "status" | "finalize") || !tail.is_empty() => {
+        ["namespaces", ns, res, tail @ ..]
+            if !matches!(*res, "status" | "finalize") || !tail.is_empty() =>
+        {
             (Some(*ns), &rest[2..])
         }
         _ => (None, rest),
@@ -222,7 +230,7 @@ pub fn classify(method: &http::Method, path: &str, query: Option<&str>) -> Reque
         (None, Some(n), Verb::Watch | Verb::List) => Some(n.clone()),
         (n, _, _) => n.map(str::to_string),
     };
-    RequestInfo::Resource(ResourceRequest {
+    RequestInfo::Resource(Box::new(ResourceRequest {
         verb,
         group: group.to_string(),
         version: version.to_string(),
@@ -232,7 +240,7 @@ pub fn classify(method: &http::Method, path: &str, query: Option<&str>) -> Reque
         subresource: subresource.map(str::to_string),
         legacy_watch_path,
         params,
-    })
+    }))
 }
 
 /// `metadata.name=X` (or `metadata.name==X`) as the only term of a field selector.
@@ -252,7 +260,7 @@ mod tests {
 
     fn res(method: Method, path: &str, query: Option<&str>) -> ResourceRequest {
         match classify(&method, path, query) {
-            RequestInfo::Resource(r) => r,
+            RequestInfo::Resource(r) => *r,
             other => panic!("{path}: expected a resource request, got {other:?}"),
         }
     }
@@ -261,7 +269,12 @@ mod tests {
     fn core_and_group_paths() {
         let r = res(Method::GET, "/api/v1/namespaces/ns1/configmaps/cm", None);
         assert_eq!(
-            (r.verb, r.group.as_str(), r.version.as_str(), r.resource.as_str()),
+            (
+                r.verb,
+                r.group.as_str(),
+                r.version.as_str(),
+                r.resource.as_str()
+            ),
             (Verb::Get, "", "v1", "configmaps")
         );
         assert_eq!(r.namespace.as_deref(), Some("ns1"));
@@ -275,7 +288,10 @@ mod tests {
         assert_eq!(r.verb, Verb::Patch);
         assert_eq!(r.group, "source.testbed.example.com");
         assert_eq!(r.subresource.as_deref(), Some("status"));
-        assert_eq!(r.resource_name(), "gitrepositories.source.testbed.example.com");
+        assert_eq!(
+            r.resource_name(),
+            "gitrepositories.source.testbed.example.com"
+        );
 
         let r = res(Method::GET, "/apis/apps/v1/deployments", None);
         assert_eq!((r.verb, r.namespace), (Verb::List, None));
@@ -290,19 +306,32 @@ mod tests {
     #[test]
     fn namespace_objects_themselves() {
         let r = res(Method::GET, "/api/v1/namespaces/default", None);
-        assert_eq!((r.resource.as_str(), r.name.as_deref(), r.namespace), ("namespaces", Some("default"), None));
+        assert_eq!(
+            (r.resource.as_str(), r.name.as_deref(), r.namespace),
+            ("namespaces", Some("default"), None)
+        );
         let r = res(Method::PUT, "/api/v1/namespaces/default/finalize", None);
         assert_eq!(r.resource, "namespaces");
         assert_eq!(r.subresource.as_deref(), Some("finalize"));
         let r = res(Method::GET, "/api/v1/namespaces/default/status", None);
-        assert_eq!((r.resource.as_str(), r.subresource.as_deref()), ("namespaces", Some("status")));
+        assert_eq!(
+            (r.resource.as_str(), r.subresource.as_deref()),
+            ("namespaces", Some("status"))
+        );
         let r = res(Method::GET, "/api/v1/namespaces", None);
         assert_eq!(r.verb, Verb::List);
     }
 
     #[test]
     fn every_watch_form() {
-        for q in ["watch=true", "watch=1", "watch=", "watch", "watch=TRUE", "watch=yes"] {
+        for q in [
+            "watch=true",
+            "watch=1",
+            "watch=",
+            "watch",
+            "watch=TRUE",
+            "watch=yes",
+        ] {
             let r = res(Method::GET, "/api/v1/configmaps", Some(q));
             assert_eq!(r.verb, Verb::Watch, "{q}");
         }
@@ -310,11 +339,19 @@ mod tests {
             let r = res(Method::GET, "/api/v1/configmaps", Some(q));
             assert_eq!(r.verb, Verb::List, "{q}");
         }
-        let r = res(Method::GET, "/api/v1/watch/namespaces/fixtures/configmaps", Some("resourceVersion=0"));
+        let r = res(
+            Method::GET,
+            "/api/v1/watch/namespaces/fixtures/configmaps",
+            Some("resourceVersion=0"),
+        );
         assert_eq!(r.verb, Verb::Watch);
         assert!(r.legacy_watch_path);
         assert_eq!(r.namespace.as_deref(), Some("fixtures"));
-        let r = res(Method::GET, "/api/v1/watch/namespaces/fixtures/configmaps/cm-0", None);
+        let r = res(
+            Method::GET,
+            "/api/v1/watch/namespaces/fixtures/configmaps/cm-0",
+            None,
+        );
         assert_eq!((r.verb, r.name.as_deref()), (Verb::Watch, Some("cm-0")));
         let r = res(Method::GET, "/apis/apps/v1/watch/deployments", None);
         assert_eq!((r.verb, r.group.as_str()), (Verb::Watch, "apps"));
@@ -331,11 +368,18 @@ mod tests {
 
     #[test]
     fn resource_version_semantics() {
-        let sem = |q: &str| res(Method::GET, "/api/v1/configmaps", Some(q)).params.rv_semantics();
+        let sem = |q: &str| {
+            res(Method::GET, "/api/v1/configmaps", Some(q))
+                .params
+                .rv_semantics()
+        };
         assert_eq!(sem(""), RvSemantics::Unset);
         assert_eq!(sem("resourceVersion="), RvSemantics::Unset);
         assert_eq!(sem("resourceVersion=0"), RvSemantics::Any);
-        assert_eq!(sem("resourceVersion=5"), RvSemantics::NotOlderThan("5".into()));
+        assert_eq!(
+            sem("resourceVersion=5"),
+            RvSemantics::NotOlderThan("5".into())
+        );
         assert_eq!(
             sem("resourceVersion=5&resourceVersionMatch=NotOlderThan"),
             RvSemantics::NotOlderThan("5".into())
@@ -344,7 +388,10 @@ mod tests {
             sem("resourceVersion=5&resourceVersionMatch=Exact"),
             RvSemantics::Exact("5".into())
         );
-        assert_eq!(sem("resourceVersion=5&limit=10"), RvSemantics::Exact("5".into()));
+        assert_eq!(
+            sem("resourceVersion=5&limit=10"),
+            RvSemantics::Exact("5".into())
+        );
         assert_eq!(sem("resourceVersion=0&limit=10"), RvSemantics::Any);
         let p = res(
             Method::GET,
@@ -379,7 +426,11 @@ mod tests {
 
     #[test]
     fn connect_subresources() {
-        let r = res(Method::POST, "/api/v1/namespaces/a/pods/p/exec", Some("command=ls"));
+        let r = res(
+            Method::POST,
+            "/api/v1/namespaces/a/pods/p/exec",
+            Some("command=ls"),
+        );
         assert_eq!(r.verb, Verb::Connect);
         let r = res(Method::GET, "/api/v1/namespaces/a/pods/p/portforward", None);
         assert_eq!(r.verb, Verb::Connect);

@@ -32,7 +32,7 @@ pub struct ApiError {
     pub code: u16,
     pub reason: &'static str,
     pub message: String,
-    pub details: Option<Value>,
+    pub details: Option<Box<Value>>,
     /// `Retry-After` header value in seconds, when the reason asks the client to retry.
     pub retry_after: Option<u64>,
 }
@@ -50,7 +50,7 @@ impl ApiError {
 
     #[must_use]
     pub fn with_details(mut self, details: Value) -> Self {
-        self.details = Some(details);
+        self.details = Some(Box::new(details));
         self
     }
 
@@ -68,7 +68,7 @@ impl ApiError {
             m.insert("reason".into(), self.reason.into());
         }
         if let Some(d) = &self.details {
-            m.insert("details".into(), d.clone());
+            m.insert("details".into(), (**d).clone());
         }
         m.insert("code".into(), self.code.into());
         Value::Object(m)
@@ -80,8 +80,12 @@ impl ApiError {
     }
 
     pub fn already_exists(gr: GroupResource<'_>, name: &str) -> Self {
-        ApiError::new(409, "AlreadyExists", format!("{gr} \"{name}\" already exists"))
-            .with_details(details(gr, name))
+        ApiError::new(
+            409,
+            "AlreadyExists",
+            format!("{gr} \"{name}\" already exists"),
+        )
+        .with_details(details(gr, name))
     }
 
     /// The 409 an optimistic-concurrency failure gets (`NewConflict` + `OptimisticLockErrorMsg`).
@@ -132,9 +136,7 @@ impl ApiError {
             Value::Array(
                 causes
                     .iter()
-                    .map(|c| {
-                        json!({"reason": c.reason, "message": c.message, "field": c.field})
-                    })
+                    .map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field}))
                     .collect(),
             ),
         );

@@ -39,10 +39,20 @@ impl Sim {
             .expect("spawn stalemate sim");
         let stdout = child.stdout.take().expect("stdout");
         let mut line = String::new();
-        BufReader::new(stdout).read_line(&mut line).expect("read the URL line");
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .expect("read the URL line");
         let url = line.trim().to_string();
-        assert!(url.starts_with("https://127.0.0.1:"), "unexpected first line: {url:?}");
-        Sim { child, url, dir, kubeconfig }
+        assert!(
+            url.starts_with("https://127.0.0.1:"),
+            "unexpected first line: {url:?}"
+        );
+        Sim {
+            child,
+            url,
+            dir,
+            kubeconfig,
+        }
     }
 
     pub fn ca(&self) -> PathBuf {
@@ -82,21 +92,41 @@ impl Sim {
             .stderr(Stdio::piped())
             .spawn()
             .expect("run kubectl");
-        child.stdin.take().expect("stdin").write_all(stdin.as_bytes()).expect("write stdin");
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(stdin.as_bytes())
+            .expect("write stdin");
         child.wait_with_output().expect("kubectl output")
     }
 
     /// curl against the simulator (curl's User-Agent, as the fixtures were recorded with).
-    pub fn curl(&self, method: &str, path_and_query: &str, headers: &[(&str, &str)], body: Option<&[u8]>) -> Response {
-        curl(&self.ca(), &self.url, method, path_and_query, headers, body, &[])
+    pub fn curl(
+        &self,
+        method: &str,
+        path_and_query: &str,
+        headers: &[(&str, &str)],
+        body: Option<&[u8]>,
+    ) -> Response {
+        curl(
+            &self.ca(),
+            &self.url,
+            method,
+            path_and_query,
+            headers,
+            body,
+            &[],
+        )
     }
 
     /// A kube-rs client configured from the simulator's kubeconfig.
     pub async fn client(&self) -> kube::Client {
         let kc = kube::config::Kubeconfig::read_from(&self.kubeconfig).expect("read kubeconfig");
-        let cfg = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
-            .await
-            .expect("kube config");
+        let cfg =
+            kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+                .await
+                .expect("kube config");
         kube::Client::try_from(cfg).expect("kube client")
     }
 
@@ -116,7 +146,10 @@ impl Drop for Sim {
 
 pub fn kubectl_cmd(kubeconfig: &Path, cache: &Path) -> Command {
     let mut c = Command::new("kubectl");
-    c.arg("--kubeconfig").arg(kubeconfig).arg("--cache-dir").arg(cache);
+    c.arg("--kubeconfig")
+        .arg(kubeconfig)
+        .arg("--cache-dir")
+        .arg(cache);
     c.env_remove("KUBECONFIG");
     c
 }
@@ -134,10 +167,14 @@ impl Response {
         String::from_utf8_lossy(&self.body).into_owned()
     }
     pub fn json(&self) -> serde_json::Value {
-        serde_json::from_slice(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.text()))
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.text()))
     }
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
     }
 }
 
@@ -173,7 +210,10 @@ pub fn curl(
     c.arg(format!("{base}{path_and_query}"));
     let st = c.status().expect("run curl");
     // 28: --max-time reached, which is how the tests end watches they opened.
-    assert!(st.success() || st.code() == Some(28), "curl {method} {path_and_query} failed: {st}");
+    assert!(
+        st.success() || st.code() == Some(28),
+        "curl {method} {path_and_query} failed: {st}"
+    );
     let raw = std::fs::read_to_string(&hdr).unwrap_or_default();
     // With HTTP/2 or 100-continue there may be several header blocks: take the last.
     let block = raw.trim_end().rsplit("\r\n\r\n").next().unwrap_or("");
@@ -184,9 +224,16 @@ pub fn curl(
         .and_then(|s| s.parse().ok())
         .unwrap_or(0);
     let headers = lines
-        .filter_map(|l| l.split_once(':').map(|(k, v)| (k.trim().to_string(), v.trim().to_string())))
+        .filter_map(|l| {
+            l.split_once(':')
+                .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        })
         .collect();
-    Response { status, headers, body: std::fs::read(&out).unwrap_or_default() }
+    Response {
+        status,
+        headers,
+        body: std::fs::read(&out).unwrap_or_default(),
+    }
 }
 
 /// Poll `f` until it returns `Some`, or panic after `timeout` naming `what`.
@@ -224,6 +271,15 @@ spec:
 /// Install the GitRepository-shaped CRD the fixtures were recorded with, and wait for it.
 pub fn install_gitrepo_crd(sim: &Sim) {
     let out = sim.kubectl_stdin(&["apply", "-f", "-"], GITREPO_CRD);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    sim.kubectl_ok(&["wait", "--for", "condition=established", "crd/gitrepositories.source.testbed.example.com"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    sim.kubectl_ok(&[
+        "wait",
+        "--for",
+        "condition=established",
+        "crd/gitrepositories.source.testbed.example.com",
+    ]);
 }

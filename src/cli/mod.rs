@@ -11,7 +11,13 @@ use clap::{Parser, Subcommand, ValueEnum};
 /// A TLS-terminating proxy in front of a kube-apiserver that holds, delays, coalesces and
 /// replays watch events on a schedule, then judges whether the controller recovered.
 #[derive(Debug, Parser)]
-#[command(name = "stalemate", version, about, long_about, propagate_version = true)]
+#[command(
+    name = "stalemate",
+    version,
+    about,
+    long_about,
+    propagate_version = true
+)]
 pub struct Cli {
     /// Log format on standard error. The level comes from RUST_LOG (default: info).
     #[arg(long, value_enum, global = true, default_value = "text")]
@@ -36,7 +42,9 @@ pub enum Command {
 fn init_logging(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
     match format {
         LogFormat::Text => builder.init(),
         LogFormat::Json => builder.json().init(),
@@ -47,7 +55,10 @@ fn init_logging(format: LogFormat) {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(cli.log_format);
-    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("stalemate: cannot start the async runtime: {e}");
@@ -73,7 +84,10 @@ pub async fn shutdown_signal() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        match (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) {
+        match (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+        ) {
             (Ok(mut i), Ok(mut t)) => {
                 tokio::select! {
                     _ = i.recv() => {}
@@ -94,5 +108,6 @@ pub async fn shutdown_signal() {
 
 /// Parse a Go-style duration (`1500ms`, `2m`, `1h30m`) for flags and files.
 pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
-    humantime::parse_duration(s).map_err(|e| format!("{s:?} is not a duration like 1500ms, 30s or 2m: {e}"))
+    humantime::parse_duration(s)
+        .map_err(|e| format!("{s:?} is not a duration like 1500ms, 30s or 2m: {e}"))
 }

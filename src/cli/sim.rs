@@ -68,7 +68,9 @@ fn parse_kube_version(s: &str) -> Result<u32, String> {
         .and_then(|m| m.parse::<u32>().ok())
         .ok_or_else(|| format!("{s:?} is not a Kubernetes version like 1.31"))?;
     if !(20..=40).contains(&minor) {
-        return Err(format!("1.{minor} is outside the versions kubectl clients speak (1.20–1.40)"));
+        return Err(format!(
+            "1.{minor} is outside the versions kubectl clients speak (1.20–1.40)"
+        ));
     }
     Ok(minor)
 }
@@ -83,7 +85,10 @@ pub async fn run(args: SimArgs) -> Result<()> {
     }
     let cfg = SimConfig {
         kube_minor: args.kube_version,
-        history: HistoryLimits { max_events: args.history_size, max_age: args.history_age },
+        history: HistoryLimits {
+            max_events: args.history_size,
+            max_age: args.history_age,
+        },
         bookmark_interval: args.bookmark_interval,
         max_body_bytes: args.max_body_bytes,
         ..SimConfig::default()

@@ -18,7 +18,7 @@ pub struct ChannelBody {
 impl ChannelBody {
     /// A body and the sender that feeds it. `depth` bounds how many frames may wait
     /// for a slow client before the producer blocks.
-    pub fn new(depth: usize) -> (mpsc::Sender<Result<Bytes, BodyError>>, Body) {
+    pub fn channel(depth: usize) -> (mpsc::Sender<Result<Bytes, BodyError>>, Body) {
         let (tx, rx) = mpsc::channel(depth.max(1));
         (tx, http_body_util::BodyExt::boxed(ChannelBody { rx }))
     }

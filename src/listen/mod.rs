@@ -94,7 +94,8 @@ pub async fn serve<H, F>(
         let watcher = graceful.watcher();
         tokio::spawn(async move {
             let epoch = *kill.borrow_and_update();
-            let tls = match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
+            let tls = match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await
+            {
                 Ok(Ok(s)) => s,
                 Ok(Err(e)) => {
                     tracing::debug!(%remote, error = %e, "TLS handshake failed");
@@ -129,7 +130,10 @@ pub async fn serve<H, F>(
         });
     }
     drop(listener);
-    if tokio::time::timeout(drain, graceful.shutdown()).await.is_err() {
+    if tokio::time::timeout(drain, graceful.shutdown())
+        .await
+        .is_err()
+    {
         tracing::info!("drain deadline passed; closing remaining connections");
     }
 }

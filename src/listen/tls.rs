@@ -14,7 +14,11 @@ pub fn provider() -> Arc<rustls::crypto::CryptoProvider> {
 /// A server config for `cert_pem` (leaf first, then any intermediates) and `key_pem`,
 /// TLS 1.2 and 1.3, advertising `h2` and `http/1.1` over ALPN. `what` names the source
 /// in errors ("--tls-cert", "the generated certificate").
-pub fn server_config(cert_pem: &[u8], key_pem: &[u8], what: &str) -> Result<Arc<rustls::ServerConfig>> {
+pub fn server_config(
+    cert_pem: &[u8],
+    key_pem: &[u8],
+    what: &str,
+) -> Result<Arc<rustls::ServerConfig>> {
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(cert_pem)
         .collect::<Result<_, _>>()
         .with_context(|| format!("{what}: not a PEM certificate chain"))?;

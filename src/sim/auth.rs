@@ -59,7 +59,10 @@ pub fn identify(authorization: Option<&str>) -> UserInfo {
         groups.push(format!("system:serviceaccounts:{ns}"));
     }
     groups.push("system:authenticated".to_string());
-    UserInfo { username: sub, groups }
+    UserInfo {
+        username: sub,
+        groups,
+    }
 }
 
 /// An unsigned JWT (`alg: none`) with the given subject — what the simulator's own
@@ -82,9 +85,22 @@ mod tests {
         assert_eq!(identify(None), UserInfo::anonymous());
         assert_eq!(identify(Some("Bearer not-a-jwt")), UserInfo::anonymous());
         assert_eq!(identify(Some("Basic abc")), UserInfo::anonymous());
-        let u = identify(Some(&format!("Bearer {}", unsigned_jwt("system:serviceaccount:flux-system:source-controller"))));
-        assert_eq!(u.username, "system:serviceaccount:flux-system:source-controller");
-        assert_eq!(u.groups, ["system:serviceaccounts", "system:serviceaccounts:flux-system", "system:authenticated"]);
+        let u = identify(Some(&format!(
+            "Bearer {}",
+            unsigned_jwt("system:serviceaccount:flux-system:source-controller")
+        )));
+        assert_eq!(
+            u.username,
+            "system:serviceaccount:flux-system:source-controller"
+        );
+        assert_eq!(
+            u.groups,
+            [
+                "system:serviceaccounts",
+                "system:serviceaccounts:flux-system",
+                "system:authenticated"
+            ]
+        );
         let u = identify(Some(&format!("bearer {}", unsigned_jwt("alice"))));
         assert_eq!(u.username, "alice");
         assert_eq!(jwt_subject("a.b"), None);

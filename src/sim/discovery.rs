@@ -104,15 +104,23 @@ pub fn api_resource_list(reg: &Registry, group: &str, version: &str) -> Option<V
     for t in reg.in_group_version(group, version) {
         resources.push(resource_entry(t));
         for sub in &t.subresources {
-            resources.push(json!({"name": format!("{}/{sub}", t.plural), "singularName": "",
-                "namespaced": t.namespaced, "kind": t.kind, "verbs": subresource_verbs(sub)}));
+            resources.push(
+                json!({"name": format!("{}/{sub}", t.plural), "singularName": "",
+                "namespaced": t.namespaced, "kind": t.kind, "verbs": subresource_verbs(sub)}),
+            );
         }
     }
     if resources.is_empty() {
         return None;
     }
-    let gv = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
-    Some(json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}))
+    let gv = if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    };
+    Some(
+        json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}),
+    )
 }
 
 fn aggregated_resource(t: &ResourceType) -> Value {
@@ -126,7 +134,15 @@ fn aggregated_resource(t: &ResourceType) -> Value {
     let mut m = Map::new();
     m.insert("resource".into(), t.plural.clone().into());
     m.insert("responseKind".into(), kind.clone());
-    m.insert("scope".into(), if t.namespaced { "Namespaced" } else { "Cluster" }.into());
+    m.insert(
+        "scope".into(),
+        if t.namespaced {
+            "Namespaced"
+        } else {
+            "Cluster"
+        }
+        .into(),
+    );
     m.insert("singularResource".into(), t.singular.clone().into());
     m.insert("verbs".into(), json!(t.verbs));
     if !t.short_names.is_empty() {
@@ -156,7 +172,10 @@ pub fn aggregated(reg: &Registry, core: bool, api_version: &str) -> Value {
             let versions: Vec<Value> = vs
                 .iter()
                 .map(|v| {
-                    let resources: Vec<Value> = reg.in_group_version(g, v).map(|t| aggregated_resource(t)).collect();
+                    let resources: Vec<Value> = reg
+                        .in_group_version(g, v)
+                        .map(|t| aggregated_resource(t))
+                        .collect();
                     json!({"version": v, "resources": resources, "freshness": "Current"})
                 })
                 .collect();
@@ -173,9 +192,16 @@ mod tests {
 
     #[test]
     fn aggregated_request_forms() {
-        assert_eq!(aggregated_version(Some("application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json")), Some("v2beta1"));
         assert_eq!(
-            aggregated_version(Some("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json")),
+            aggregated_version(Some(
+                "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json"
+            )),
+            Some("v2beta1")
+        );
+        assert_eq!(
+            aggregated_version(Some(
+                "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json"
+            )),
             Some("v2")
         );
         assert_eq!(aggregated_version(Some("application/json")), None);
@@ -188,13 +214,33 @@ mod tests {
             "names": {"plural": "gitrepositories", "singular": "gitrepository", "kind": "GitRepository", "shortNames": ["gitrepo"]},
             "versions": [{"name": "v1", "served": true, "storage": true, "subresources": {"status": {}}}]}});
         let reg = Registry::new(&[crd]);
-        let mut want: Value = serde_json::from_str(include_str!("../../fixtures/kube-apiserver-1.28/discovery-crd-group-version.body")).unwrap();
+        let mut want: Value = serde_json::from_str(include_str!(
+            "../../fixtures/kube-apiserver-1.28/discovery-crd-group-version.body"
+        ))
+        .unwrap();
         // storageVersionHash is an opaque digest of the storage version; we do not compute it.
-        want["resources"][0].as_object_mut().unwrap().remove("storageVersionHash");
-        assert_eq!(api_resource_list(&reg, "source.testbed.example.com", "v1").unwrap(), want);
+        want["resources"][0]
+            .as_object_mut()
+            .unwrap()
+            .remove("storageVersionHash");
+        assert_eq!(
+            api_resource_list(&reg, "source.testbed.example.com", "v1").unwrap(),
+            want
+        );
         let agg = aggregated(&reg, false, "v2beta1");
-        let recorded: Value = serde_json::from_str(include_str!("../../fixtures/kube-apiserver-1.28/discovery-apis-aggregated.body")).unwrap();
-        let find = |v: &Value| v["items"].as_array().unwrap().iter().find(|i| i["metadata"]["name"] == "source.testbed.example.com").cloned().unwrap();
+        let recorded: Value = serde_json::from_str(include_str!(
+            "../../fixtures/kube-apiserver-1.28/discovery-apis-aggregated.body"
+        ))
+        .unwrap();
+        let find = |v: &Value| {
+            v["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|i| i["metadata"]["name"] == "source.testbed.example.com")
+                .cloned()
+                .unwrap()
+        };
         assert_eq!(find(&agg), find(&recorded));
     }
 }

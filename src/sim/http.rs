@@ -53,19 +53,26 @@ const GZIP_THRESHOLD: usize = 128 * 1024;
 pub async fn handle(sim: Arc<Sim>, req: Request<Incoming>, peer: Peer) -> Response<Body> {
     let audit_id = header(&req, "audit-id")
         .and_then(|v| HeaderValue::from_str(v).ok())
-        .unwrap_or_else(|| HeaderValue::from_str(&uuid::Uuid::new_v4().to_string()).unwrap_or(HeaderValue::from_static("0")));
+        .unwrap_or_else(|| {
+            HeaderValue::from_str(&uuid::Uuid::new_v4().to_string())
+                .unwrap_or(HeaderValue::from_static("0"))
+        });
     let query: HashMap<String, String> = request::query_pairs(req.uri().query().unwrap_or(""))
         .map(|(k, v)| (k.into_owned(), v.into_owned()))
         .collect();
     let reply = Reply {
-        pretty: wants_pretty(query.get("pretty").map(String::as_str), header(&req, "user-agent")),
+        pretty: wants_pretty(
+            query.get("pretty").map(String::as_str),
+            header(&req, "user-agent"),
+        ),
         audit_id,
     };
     if req.uri().path().starts_with("/_sim/") {
         return admin(&sim, &req, &reply);
     }
     sim.wait_unpaused().await;
-    let gzip = header(&req, "accept-encoding").is_some_and(|a| a.split(',').any(|e| e.trim().starts_with("gzip")));
+    let gzip = header(&req, "accept-encoding")
+        .is_some_and(|a| a.split(',').any(|e| e.trim().starts_with("gzip")));
     let resp = match route(&sim, req, peer, reply.clone(), query).await {
         Ok(r) => r,
         Err(e) => reply.error(&e),
@@ -75,7 +82,11 @@ pub async fn handle(sim: Arc<Sim>, req: Request<Incoming>, peer: Peer) -> Respon
 
 async fn compress(resp: Response<Body>) -> Response<Body> {
     use http_body::Body as _;
-    let big = resp.body().size_hint().exact().is_some_and(|n| n as usize > GZIP_THRESHOLD);
+    let big = resp
+        .body()
+        .size_hint()
+        .exact()
+        .is_some_and(|n| n as usize > GZIP_THRESHOLD);
     if !big {
         return resp;
     }
@@ -84,7 +95,10 @@ async fn compress(resp: Response<Body>) -> Response<Body> {
         return Response::from_parts(parts, crate::listen::body::full(Bytes::new()));
     };
     let bytes = collected.to_bytes();
-    let mut enc = flate2::write::GzEncoder::new(Vec::with_capacity(bytes.len() / 4), flate2::Compression::fast());
+    let mut enc = flate2::write::GzEncoder::new(
+        Vec::with_capacity(bytes.len() / 4),
+        flate2::Compression::fast(),
+    );
     use std::io::Write;
     if enc.write_all(&bytes).is_err() {
         return Response::from_parts(parts, crate::listen::body::full(bytes));
@@ -92,7 +106,9 @@ async fn compress(resp: Response<Body>) -> Response<Body> {
     let Ok(gz) = enc.finish() else {
         return Response::from_parts(parts, crate::listen::body::full(bytes));
     };
-    parts.headers.insert("content-encoding", HeaderValue::from_static("gzip"));
+    parts
+        .headers
+        .insert("content-encoding", HeaderValue::from_static("gzip"));
     parts.headers.remove("content-length");
     Response::from_parts(parts, crate::listen::body::full(gz))
 }
@@ -109,8 +125,10 @@ async fn route(
     let user_agent = header(&req, "user-agent").map(str::to_string);
     let user = auth::identify(header(&req, "authorization"));
     let r = match info {
-        RequestInfo::NonResource { path, .. } => return non_resource(sim, &path, accept.as_deref(), peer, &reply),
-        RequestInfo::Resource(r) => r,
+        RequestInfo::NonResource { path, .. } => {
+            return non_resource(sim, &path, accept.as_deref(), peer, &reply);
+        }
+        RequestInfo::Resource(r) => *r,
     };
     let rt = sim
         .lock()
@@ -118,31 +136,57 @@ async fn route(
         .find(&r.group, &r.version, &r.resource)
         .cloned()
         .ok_or_else(ApiError::no_route)?;
-    if (r.namespace.is_some() && !rt.namespaced) || r.subresource.as_deref().is_some_and(|s| !rt.subresources.contains(&s)) {
+    if (r.namespace.is_some() && !rt.namespaced)
+        || r.subresource
+            .as_deref()
+            .is_some_and(|s| !rt.subresources.contains(&s))
+    {
         return Err(ApiError::no_route());
     }
     let content_type = header(&req, "content-type").map(str::to_string);
     let method = req.method().clone();
-    let needs_body = matches!(method, Method::POST | Method::PUT | Method::PATCH | Method::DELETE);
-    let mut body = if needs_body { read_body(req, sim.cfg.max_body_bytes).await? } else { Bytes::new() };
-    let media = content_type.as_deref().map(|ct| ct.split(';').next().unwrap_or("").trim());
+    let needs_body = matches!(
+        method,
+        Method::POST | Method::PUT | Method::PATCH | Method::DELETE
+    );
+    let mut body = if needs_body {
+        read_body(req, sim.cfg.max_body_bytes).await?
+    } else {
+        Bytes::new()
+    };
+    let media = content_type
+        .as_deref()
+        .map(|ct| ct.split(';').next().unwrap_or("").trim());
     if needs_body && !body.is_empty() {
         match media {
             Some("application/vnd.kubernetes.protobuf") => {
-                let default_kind = if r.verb == Verb::Delete || r.verb == Verb::DeleteCollection { "DeleteOptions" } else { &rt.kind };
+                let default_kind = if r.verb == Verb::Delete || r.verb == Verb::DeleteCollection {
+                    "DeleteOptions"
+                } else {
+                    &rt.kind
+                };
                 body = match proto_body::decode(&body, default_kind) {
                     Ok(v) => Bytes::from(v.to_string()),
                     Err(proto_body::ProtoError::Malformed(e)) => {
-                        return Err(ApiError::bad_request(format!("the protobuf body could not be decoded: {e}")));
+                        return Err(ApiError::bad_request(format!(
+                            "the protobuf body could not be decoded: {e}"
+                        )));
                     }
                     Err(proto_body::ProtoError::Unsupported(kind)) => {
                         tracing::debug!(%kind, "protobuf body of a kind the simulator does not decode");
-                        return Err(ApiError::unsupported_media_type(&["application/json", "application/yaml"]));
+                        return Err(ApiError::unsupported_media_type(&[
+                            "application/json",
+                            "application/yaml",
+                        ]));
                     }
                 };
             }
             Some(m) if m.starts_with("application/cbor") => {
-                return Err(ApiError::unsupported_media_type(&["application/json", "application/yaml", "application/vnd.kubernetes.protobuf"]));
+                return Err(ApiError::unsupported_media_type(&[
+                    "application/json",
+                    "application/yaml",
+                    "application/vnd.kubernetes.protobuf",
+                ]));
             }
             _ => {}
         }
@@ -150,13 +194,30 @@ async fn route(
     if rt.virtual_create {
         return review(&rt, &r, &method, &body, &user, &reply);
     }
-    if r.verb != Verb::Create && r.verb != Verb::DeleteCollection && r.verb != Verb::List && r.verb != Verb::Watch && r.name.is_none() {
-        return Err(ApiError::method_not_allowed("the server does not allow this method on the requested resource"));
+    if r.verb != Verb::Create
+        && r.verb != Verb::DeleteCollection
+        && r.verb != Verb::List
+        && r.verb != Verb::Watch
+        && r.name.is_none()
+    {
+        return Err(ApiError::method_not_allowed(
+            "the server does not allow this method on the requested resource",
+        ));
     }
     let output = negotiate(accept.as_deref())?;
-    let ctx = Ctx { sim: sim.clone(), rt, req: r, reply, output, user_agent, user, query };
+    let ctx = Ctx {
+        sim: sim.clone(),
+        rt,
+        req: r,
+        reply,
+        output,
+        user_agent,
+        user,
+        query,
+    };
     let obj_reply = |code: u16, obj: &super::store::Stored| -> Response<Body> {
-        ctx.reply.json_bytes(code, obj.json_at(&ctx.rt.api_version()))
+        ctx.reply
+            .json_bytes(code, obj.json_at(&ctx.rt.api_version()))
     };
     match ctx.req.verb {
         Verb::Get => read::get(&ctx),
@@ -164,7 +225,9 @@ async fn route(
         Verb::Watch => watch::watch(&ctx),
         Verb::Create => write::create(&ctx, &body).map(|(c, o)| obj_reply(c, &o)),
         Verb::Update => write::update(&ctx, &body).map(|(c, o)| obj_reply(c, &o)),
-        Verb::Patch => write::patch(&ctx, content_type.as_deref(), &body).map(|(c, o)| obj_reply(c, &o)),
+        Verb::Patch => {
+            write::patch(&ctx, content_type.as_deref(), &body).map(|(c, o)| obj_reply(c, &o))
+        }
         Verb::Delete => match write::delete(&ctx, &body)? {
             write::Deleted::Object(o) => Ok(obj_reply(200, &o)),
             write::Deleted::Status(s) => Ok(ctx.reply.json(200, &s)),
@@ -182,23 +245,40 @@ async fn route(
 async fn read_body(req: Request<Incoming>, limit: usize) -> Result<Bytes, ApiError> {
     match Limited::new(req.into_body(), limit).collect().await {
         Ok(c) => Ok(c.to_bytes()),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(ApiError::entity_too_large(limit)),
-        Err(e) => Err(ApiError::bad_request(format!("reading the request body: {e}"))),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+            Err(ApiError::entity_too_large(limit))
+        }
+        Err(e) => Err(ApiError::bad_request(format!(
+            "reading the request body: {e}"
+        ))),
     }
 }
 
-fn non_resource(sim: &Sim, path: &str, accept: Option<&str>, peer: Peer, reply: &Reply) -> Result<Response<Body>, ApiError> {
+fn non_resource(
+    sim: &Sim,
+    path: &str,
+    accept: Option<&str>,
+    peer: Peer,
+    reply: &Reply,
+) -> Result<Response<Body>, ApiError> {
     let reg = sim.lock().registry.clone();
     let p = path.trim_end_matches('/');
     let agg = discovery::aggregated_version(accept);
     let doc = match p {
         "/version" => discovery::version(sim.cfg.kube_minor),
-        "/healthz" | "/livez" | "/readyz" => return Ok(reply.raw(200, Bytes::from_static(b"ok"), "text/plain; charset=utf-8")),
+        "/healthz" | "/livez" | "/readyz" => {
+            return Ok(reply.raw(200, Bytes::from_static(b"ok"), "text/plain; charset=utf-8"));
+        }
         "/api" | "/apis" if agg.is_some() => {
             let v = agg.unwrap_or("v2");
             let doc = discovery::aggregated(&reg, p == "/api", v);
-            let mut r = reply.typed(200, Bytes::from(doc.to_string()), &discovery::aggregated_content_type(v));
-            r.headers_mut().insert("vary", HeaderValue::from_static("Accept"));
+            let mut r = reply.typed(
+                200,
+                Bytes::from(doc.to_string()),
+                &discovery::aggregated_content_type(v),
+            );
+            r.headers_mut()
+                .insert("vary", HeaderValue::from_static("Accept"));
             return Ok(r);
         }
         "/openapi/v2" => {
@@ -206,19 +286,33 @@ fn non_resource(sim: &Sim, path: &str, accept: Option<&str>, peer: Peer, reply: 
             if !pb {
                 return Err(ApiError::not_acceptable(&[openapi::V2_PROTOBUF]));
             }
-            return Ok(reply.raw(200, Bytes::from(openapi::v2_protobuf(&reg, sim.cfg.kube_minor)), "application/octet-stream"));
+            return Ok(reply.raw(
+                200,
+                Bytes::from(openapi::v2_protobuf(&reg, sim.cfg.kube_minor)),
+                "application/octet-stream",
+            ));
         }
         "/api" => discovery::api_versions(&peer.local.to_string()),
         "/apis" => discovery::api_group_list(&reg),
         _ => {
             let parts: Vec<&str> = p.trim_start_matches('/').split('/').collect();
             match parts.as_slice() {
-                ["api", v] => discovery::api_resource_list(&reg, "", v).ok_or_else(ApiError::no_route)?,
+                ["api", v] => {
+                    discovery::api_resource_list(&reg, "", v).ok_or_else(ApiError::no_route)?
+                }
                 ["apis", g] => discovery::api_group(&reg, g).ok_or_else(ApiError::no_route)?,
-                ["apis", g, v] => discovery::api_resource_list(&reg, g, v).ok_or_else(ApiError::no_route)?,
+                ["apis", g, v] => {
+                    discovery::api_resource_list(&reg, g, v).ok_or_else(ApiError::no_route)?
+                }
                 ["openapi", "v3"] => openapi::index(&reg, sim.cfg.kube_minor),
-                ["openapi", "v3", "api", v] => openapi::group_version(&reg, "", v, sim.cfg.kube_minor).ok_or_else(ApiError::no_route)?,
-                ["openapi", "v3", "apis", g, v] => openapi::group_version(&reg, g, v, sim.cfg.kube_minor).ok_or_else(ApiError::no_route)?,
+                ["openapi", "v3", "api", v] => {
+                    openapi::group_version(&reg, "", v, sim.cfg.kube_minor)
+                        .ok_or_else(ApiError::no_route)?
+                }
+                ["openapi", "v3", "apis", g, v] => {
+                    openapi::group_version(&reg, g, v, sim.cfg.kube_minor)
+                        .ok_or_else(ApiError::no_route)?
+                }
                 _ => return Err(ApiError::no_route()),
             }
         }
@@ -227,9 +321,18 @@ fn non_resource(sim: &Sim, path: &str, accept: Option<&str>, peer: Peer, reply: 
 }
 
 /// Create-only review resources: answered, never stored.
-fn review(rt: &ResourceType, r: &ResourceRequest, method: &Method, body: &[u8], user: &UserInfo, reply: &Reply) -> Result<Response<Body>, ApiError> {
+fn review(
+    rt: &ResourceType,
+    r: &ResourceRequest,
+    method: &Method,
+    body: &[u8],
+    user: &UserInfo,
+    reply: &Reply,
+) -> Result<Response<Body>, ApiError> {
     if *method != Method::POST || r.name.is_some() {
-        return Err(ApiError::method_not_allowed("the server does not allow this method on the requested resource"));
+        return Err(ApiError::method_not_allowed(
+            "the server does not allow this method on the requested resource",
+        ));
     }
     let input: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
     let mut out = json!({"kind": rt.kind, "apiVersion": rt.api_version(), "metadata": {"creationTimestamp": null}});
@@ -238,7 +341,8 @@ fn review(rt: &ResourceType, r: &ResourceRequest, method: &Method, body: &[u8], 
         "selfsubjectaccessreviews" => {
             out["spec"] = input["spec"].clone();
             // Authorization is not simulated: everyone may do everything.
-            out["status"] = json!({"allowed": true, "reason": "the simulator authorizes every request"});
+            out["status"] =
+                json!({"allowed": true, "reason": "the simulator authorizes every request"});
         }
         _ => {
             out["spec"] = input["spec"].clone();
@@ -263,16 +367,19 @@ fn admin(sim: &Arc<Sim>, req: &Request<Incoming>, reply: &Reply) -> Response<Bod
     let dur = |k: &str, default: Duration| -> Result<Duration, ApiError> {
         match q.get(k) {
             None => Ok(default),
-            Some(s) => humantime::parse_duration(s).map_err(|e| ApiError::bad_request(format!("{k}={s:?}: {e}"))),
+            Some(s) => humantime::parse_duration(s)
+                .map_err(|e| ApiError::bad_request(format!("{k}={s:?}: {e}"))),
         }
     };
     let is_post = req.method() == Method::POST;
     let result: Result<Value, ApiError> = match (req.uri().path(), is_post) {
         ("/_sim/state", false) => {
             let st = sim.lock();
-            Ok(json!({"resourceVersion": st.rv.to_string(), "compactedResourceVersion": st.compacted_rv.to_string(),
+            Ok(
+                json!({"resourceVersion": st.rv.to_string(), "compactedResourceVersion": st.compacted_rv.to_string(),
                 "historyEvents": st.history_len(), "objects": st.object_count(), "watches": sim.watch_count(),
-                "uptimeSeconds": sim.uptime().as_secs()}))
+                "uptimeSeconds": sim.uptime().as_secs()}),
+            )
         }
         ("/_sim/compact", true) => {
             let mut st = sim.lock();
@@ -288,7 +395,9 @@ fn admin(sim: &Arc<Sim>, req: &Request<Incoming>, reply: &Reply) -> Response<Bod
                 sim.close_watches(CloseMode::Abrupt);
                 Ok(json!({"closed": "abrupt"}))
             }
-            Some(m) => Err(ApiError::bad_request(format!("mode={m:?}: expected clean or abrupt"))),
+            Some(m) => Err(ApiError::bad_request(format!(
+                "mode={m:?}: expected clean or abrupt"
+            ))),
         },
         ("/_sim/pause", true) => dur("for", Duration::from_secs(1)).map(|d| {
             sim.pause(d);

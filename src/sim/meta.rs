@@ -43,7 +43,11 @@ const MANAGED_ORDER: &[&str] = &[
 fn body_order(kind: &str) -> &'static [&'static str] {
     match kind {
         "ConfigMap" | "Secret" => &["immutable", "data", "stringData", "binaryData", "type"],
-        "ServiceAccount" => &["secrets", "imagePullSecrets", "automountServiceAccountToken"],
+        "ServiceAccount" => &[
+            "secrets",
+            "imagePullSecrets",
+            "automountServiceAccountToken",
+        ],
         "Event" => &[
             "involvedObject",
             "reason",
@@ -141,9 +145,14 @@ pub fn name_problem(name: &str, label: bool) -> Option<String> {
     if name.len() > max {
         return Some(format!("must be no more than {max} characters"));
     }
-    let ok_char = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || (!label && c == '.');
+    let ok_char =
+        |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || (!label && c == '.');
     let alnum = |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
-    if name.is_empty() || !name.chars().all(ok_char) || !alnum(name.chars().next()) || !alnum(name.chars().last()) {
+    if name.is_empty()
+        || !name.chars().all(ok_char)
+        || !alnum(name.chars().next())
+        || !alnum(name.chars().last())
+    {
         return Some(if label {
             "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')".into()
         } else {
@@ -202,7 +211,9 @@ pub fn same_content(old: &Value, new: &Value) -> bool {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scope {
     /// Main resource: everything but status when status is a subresource.
-    Main { status_subresource: bool },
+    Main {
+        status_subresource: bool,
+    },
     Status,
 }
 
@@ -210,7 +221,8 @@ fn in_scope(scope: Scope, key: &str) -> bool {
     match scope {
         Scope::Status => key == "status",
         Scope::Main { status_subresource } => {
-            !matches!(key, "apiVersion" | "kind" | "metadata") && !(status_subresource && key == "status")
+            !(matches!(key, "apiVersion" | "kind" | "metadata")
+                || (status_subresource && key == "status"))
         }
     }
 }
@@ -254,7 +266,13 @@ fn changed_fields(old: Option<&Value>, new: &Value, dot: bool) -> Option<Value> 
 
 /// The top-level field set of an object restricted to `scope` (metadata: only the
 /// user-owned maps).
-fn object_fields(old: Option<&Value>, new: &Value, scope: Scope, dot: bool, only_changed: bool) -> Value {
+fn object_fields(
+    old: Option<&Value>,
+    new: &Value,
+    scope: Scope,
+    dot: bool,
+    only_changed: bool,
+) -> Value {
     let mut out = Map::new();
     let Some(n) = new.as_object() else {
         return Value::Object(out);
@@ -298,14 +316,20 @@ fn object_fields(old: Option<&Value>, new: &Value, scope: Scope, dot: bool, only
 fn union(a: &mut Value, b: &Value) {
     if let (Value::Object(am), Value::Object(bm)) = (a, b) {
         for (k, v) in bm {
-            union(am.entry(k.clone()).or_insert_with(|| Value::Object(Map::new())), v);
+            union(
+                am.entry(k.clone())
+                    .or_insert_with(|| Value::Object(Map::new())),
+                v,
+            );
         }
     }
 }
 
 /// Remove from `a` every leaf of `b` (a leaf in `b` removes the whole subtree in `a`).
 fn subtract(a: &mut Value, b: &Value) {
-    let (Value::Object(am), Value::Object(bm)) = (a, b) else { return };
+    let (Value::Object(am), Value::Object(bm)) = (a, b) else {
+        return;
+    };
     for (k, bv) in bm {
         if k == "." {
             continue;
@@ -336,7 +360,9 @@ fn prune(fields: &mut Value, obj: &Value) {
         if k == "." {
             return true;
         }
-        let Some(name) = k.strip_prefix("f:") else { return true };
+        let Some(name) = k.strip_prefix("f:") else {
+            return true;
+        };
         match obj.get(name) {
             None => false,
             Some(child) => {
@@ -382,10 +408,7 @@ pub fn update_managed_fields(old: Option<&Value>, new: &mut Value, w: &Write<'_>
             && e["operation"].as_str() == Some(w.operation)
             && e["subresource"].as_str() == subresource
     };
-    let mut mine = entries
-        .iter()
-        .position(is_mine)
-        .map(|i| entries.remove(i));
+    let mut mine = entries.iter().position(is_mine).map(|i| entries.remove(i));
     for e in entries.iter_mut() {
         subtract(&mut e["fieldsV1"], &changed);
     }
@@ -421,7 +444,8 @@ pub fn update_managed_fields(old: Option<&Value>, new: &mut Value, w: &Write<'_>
     // sortEncodedManagedFields`): operation, time, manager, subresource, apiVersion.
     entries.sort_by(|a, b| {
         let k = |e: &Value| {
-            ["operation", "time", "manager", "subresource", "apiVersion"].map(|f| e[f].as_str().unwrap_or("").to_string())
+            ["operation", "time", "manager", "subresource", "apiVersion"]
+                .map(|f| e[f].as_str().unwrap_or("").to_string())
         };
         k(a).cmp(&k(b))
     });
@@ -454,16 +478,26 @@ mod tests {
     use serde_json::json;
 
     fn cr() -> ResourceType {
-        super::super::registry::from_crd(&json!({"spec": {"group": "g.example", "names": {"plural": "things", "kind": "Thing"},
-            "versions": [{"name": "v1", "served": true, "subresources": {"status": {}}}]}}))
+        super::super::registry::from_crd(
+            &json!({"spec": {"group": "g.example", "names": {"plural": "things", "kind": "Thing"},
+            "versions": [{"name": "v1", "served": true, "subresources": {"status": {}}}]}}),
+        )
         .remove(0)
     }
 
     #[test]
     fn managed_fields_follow_the_recorded_sequence() {
         // fixtures: cr-create → cr-patch-status → cr-json-patch → cr-apply-ssa
-        let upd = |scope| Write { manager: "curl", operation: "Update", scope, api_version: "g.example/v1", applied: None };
-        let main = Scope::Main { status_subresource: true };
+        let upd = |scope| Write {
+            manager: "curl",
+            operation: "Update",
+            scope,
+            api_version: "g.example/v1",
+            applied: None,
+        };
+        let main = Scope::Main {
+            status_subresource: true,
+        };
         let mut v1 = json!({"metadata": {"name": "p", "labels": {"app": "p"}}, "spec": {"interval": "1m", "ref": {"branch": "main"}, "url": "u"}});
         update_managed_fields(None, &mut v1, &upd(main));
         assert_eq!(
@@ -475,8 +509,13 @@ mod tests {
         update_managed_fields(Some(&v1), &mut v2, &upd(Scope::Status));
         let mf = v2["metadata"]["managedFields"].as_array().unwrap();
         assert_eq!(mf.len(), 2);
-        assert_eq!(mf[0]["subresource"], "status");
-        assert_eq!(mf[0]["fieldsV1"], json!({"f:status": {".": {}, "f:artifact": {".": {}, "f:revision": {}}, "f:observedGeneration": {}}}));
+        // Sorted as the field manager keeps them: the main-resource entry first.
+        assert!(mf[0].get("subresource").is_none());
+        assert_eq!(mf[1]["subresource"], "status");
+        assert_eq!(
+            mf[1]["fieldsV1"],
+            json!({"f:status": {".": {}, "f:artifact": {".": {}, "f:revision": {}}, "f:observedGeneration": {}}})
+        );
 
         let mut v3 = v2.clone();
         v3["spec"]["interval"] = "2m".into();
@@ -484,12 +523,21 @@ mod tests {
         update_managed_fields(
             Some(&v2),
             &mut v3,
-            &Write { manager: "fixture", operation: "Apply", scope: main, api_version: "g.example/v1", applied: Some(&applied) },
+            &Write {
+                manager: "fixture",
+                operation: "Apply",
+                scope: main,
+                api_version: "g.example/v1",
+                applied: Some(&applied),
+            },
         );
         let mf = v3["metadata"]["managedFields"].as_array().unwrap();
         assert_eq!(mf[0]["manager"], "fixture");
         assert_eq!(mf[0]["fieldsV1"], json!({"f:spec": {"f:interval": {}}}));
-        let curl_main = mf.iter().find(|e| e["manager"] == "curl" && e.get("subresource").is_none()).unwrap();
+        let curl_main = mf
+            .iter()
+            .find(|e| e["manager"] == "curl" && e.get("subresource").is_none())
+            .unwrap();
         assert_eq!(
             curl_main["fieldsV1"]["f:spec"],
             json!({".": {}, "f:ref": {".": {}, "f:branch": {}}, "f:url": {}})
@@ -515,7 +563,10 @@ mod tests {
         assert!(name_problem("a.b", true).is_some());
         assert!(name_problem("Bad_Name", false).is_some());
         assert!(name_problem("-x", false).is_some());
-        assert_eq!(manager_name(None, Some("kubectl-create/v1.28.7 (linux/amd64)")), "kubectl-create");
+        assert_eq!(
+            manager_name(None, Some("kubectl-create/v1.28.7 (linux/amd64)")),
+            "kubectl-create"
+        );
         assert_eq!(manager_name(Some("flux"), Some("x/1")), "flux");
     }
 
@@ -525,6 +576,9 @@ mod tests {
         let mut v = json!({"data": {"b": "1", "a": "2"}, "metadata": {"uid": "u", "name": "n", "labels": {"z": "1", "a": "2"}}, "apiVersion": "v1", "kind": "ConfigMap"});
         canonicalize(&rt, &mut v);
         let s = serde_json::to_string(&v).unwrap();
-        assert_eq!(s, r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"n","uid":"u","labels":{"a":"2","z":"1"}},"data":{"a":"2","b":"1"}}"#);
+        assert_eq!(
+            s,
+            r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"n","uid":"u","labels":{"a":"2","z":"1"}},"data":{"a":"2","b":"1"}}"#
+        );
     }
 }

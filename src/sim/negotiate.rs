@@ -33,7 +33,10 @@ pub struct MediaRange<'a> {
 
 impl MediaRange<'_> {
     pub fn param(&self, k: &str) -> Option<&str> {
-        self.params.iter().find(|(pk, _)| pk.eq_ignore_ascii_case(k)).map(|(_, v)| *v)
+        self.params
+            .iter()
+            .find(|(pk, _)| pk.eq_ignore_ascii_case(k))
+            .map(|(_, v)| *v)
     }
 }
 
@@ -57,7 +60,11 @@ pub fn media_ranges(accept: &str) -> Vec<MediaRange<'_>> {
         .collect()
 }
 
-const SERVED: &[&str] = &["application/json", "application/yaml", "application/vnd.kubernetes.protobuf"];
+const SERVED: &[&str] = &[
+    "application/json",
+    "application/yaml",
+    "application/vnd.kubernetes.protobuf",
+];
 
 /// Pick the representation for a resource request.
 pub fn negotiate(accept: Option<&str>) -> Result<Output, ApiError> {
@@ -80,7 +87,9 @@ pub fn negotiate(accept: Option<&str>) -> Result<Output, ApiError> {
                 };
                 match as_ {
                     "Table" => return Ok(Output::Table(v)),
-                    "PartialObjectMetadata" | "PartialObjectMetadataList" => return Ok(Output::Meta(v)),
+                    "PartialObjectMetadata" | "PartialObjectMetadataList" => {
+                        return Ok(Output::Meta(v));
+                    }
                     _ => continue,
                 }
             }
@@ -95,7 +104,9 @@ pub fn wants_pretty(pretty_param: Option<&str>, user_agent: Option<&str>) -> boo
     if let Some(p) = pretty_param {
         return crate::request::parse_query_bool(p);
     }
-    user_agent.is_some_and(|ua| ua.starts_with("curl") || ua.starts_with("Wget") || ua.starts_with("Mozilla/5.0"))
+    user_agent.is_some_and(|ua| {
+        ua.starts_with("curl") || ua.starts_with("Wget") || ua.starts_with("Mozilla/5.0")
+    })
 }
 
 /// Per-request response settings shared by every response of one request.
@@ -125,10 +136,14 @@ impl Reply {
     /// Bytes as they are, with the headers every apiserver response has.
     pub fn raw(&self, code: u16, body: Bytes, content_type: &str) -> Response<Body> {
         let mut r = Response::new(full(body));
-        *r.status_mut() = hyper::StatusCode::from_u16(code).unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
+        *r.status_mut() =
+            hyper::StatusCode::from_u16(code).unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
         let h = r.headers_mut();
         h.insert("audit-id", self.audit_id.clone());
-        h.insert("cache-control", HeaderValue::from_static("no-cache, private"));
+        h.insert(
+            "cache-control",
+            HeaderValue::from_static("no-cache, private"),
+        );
         if let Ok(v) = HeaderValue::from_str(content_type) {
             h.insert("content-type", v);
         }
@@ -166,9 +181,24 @@ mod tests {
             negotiate(Some("application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json")).unwrap(),
             Output::Meta("v1".into())
         );
-        assert_eq!(negotiate(Some("application/vnd.kubernetes.protobuf, application/json")).unwrap(), Output::Json);
-        assert_eq!(negotiate(Some("application/vnd.kubernetes.protobuf, */*")).unwrap(), Output::Json);
-        assert_eq!(negotiate(Some("application/json;as=Table;v=v9;g=meta.k8s.io,application/json")).unwrap(), Output::Json);
+        assert_eq!(
+            negotiate(Some(
+                "application/vnd.kubernetes.protobuf, application/json"
+            ))
+            .unwrap(),
+            Output::Json
+        );
+        assert_eq!(
+            negotiate(Some("application/vnd.kubernetes.protobuf, */*")).unwrap(),
+            Output::Json
+        );
+        assert_eq!(
+            negotiate(Some(
+                "application/json;as=Table;v=v9;g=meta.k8s.io,application/json"
+            ))
+            .unwrap(),
+            Output::Json
+        );
         let e = negotiate(Some("application/vnd.kubernetes.protobuf")).unwrap_err();
         assert_eq!((e.code, e.reason), (406, "NotAcceptable"));
     }

@@ -16,13 +16,20 @@ use serde_json::{Map, Value, json};
 use super::registry::Registry;
 
 fn gv_path(group: &str, version: &str) -> String {
-    if group.is_empty() { format!("api/{version}") } else { format!("apis/{group}/{version}") }
+    if group.is_empty() {
+        format!("api/{version}")
+    } else {
+        format!("apis/{group}/{version}")
+    }
 }
 
 /// The GV document, or `None` when the group-version is not served.
 pub fn group_version(reg: &Registry, group: &str, version: &str, kube_minor: u32) -> Option<Value> {
     let mut paths = Map::new();
-    for t in reg.in_group_version(group, version).filter(|t| !t.virtual_create) {
+    for t in reg
+        .in_group_version(group, version)
+        .filter(|t| !t.virtual_create)
+    {
         let base = format!("/{}", gv_path(group, version));
         let path = if t.namespaced {
             format!("{base}/namespaces/{{namespace}}/{}/{{name}}", t.plural)
@@ -50,8 +57,10 @@ pub fn group_version(reg: &Registry, group: &str, version: &str, kube_minor: u32
     if paths.is_empty() {
         return None;
     }
-    Some(json!({"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": format!("v1.{kube_minor}.0")},
-        "paths": paths, "components": {"schemas": {}}}))
+    Some(
+        json!({"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": format!("v1.{kube_minor}.0")},
+        "paths": paths, "components": {"schemas": {}}}),
+    )
 }
 
 /// `/openapi/v3`: where each group-version's document is, with a content hash so clients
@@ -60,11 +69,16 @@ pub fn index(reg: &Registry, kube_minor: u32) -> Value {
     let mut paths = Map::new();
     for (g, versions) in reg.groups() {
         for v in versions {
-            let Some(doc) = group_version(reg, &g, &v, kube_minor) else { continue };
+            let Some(doc) = group_version(reg, &g, &v, kube_minor) else {
+                continue;
+            };
             let mut h = std::collections::hash_map::DefaultHasher::new();
             doc.to_string().hash(&mut h);
             let p = gv_path(&g, &v);
-            paths.insert(p.clone(), json!({"serverRelativeURL": format!("/openapi/v3/{p}?hash={:016X}", h.finish())}));
+            paths.insert(
+                p.clone(),
+                json!({"serverRelativeURL": format!("/openapi/v3/{p}?hash={:016X}", h.finish())}),
+            );
         }
     }
     json!({"paths": paths})
@@ -82,7 +96,8 @@ pub fn v2_protobuf(reg: &Registry, kube_minor: u32) -> Vec<u8> {
     let mut doc = Writer::default();
     doc.string(1, "2.0");
     doc.message(2, |info| {
-        info.string(1, "Kubernetes").string(2, &format!("v1.{kube_minor}.0"));
+        info.string(1, "Kubernetes")
+            .string(2, &format!("v1.{kube_minor}.0"));
     });
     doc.message(8, |paths| {
         for t in reg.all().iter().filter(|t| !t.virtual_create) {
@@ -92,7 +107,10 @@ pub fn v2_protobuf(reg: &Registry, kube_minor: u32) -> Vec<u8> {
             } else {
                 format!("{base}/{}/{{name}}", t.plural)
             };
-            let gvk_yaml = format!("group: \"{}\"\nkind: {}\nversion: {}\n", t.group, t.kind, t.version);
+            let gvk_yaml = format!(
+                "group: \"{}\"\nkind: {}\nversion: {}\n",
+                t.group, t.kind, t.version
+            );
             paths.message(2, |named| {
                 named.string(1, &path);
                 named.message(2, |item| {

@@ -121,7 +121,11 @@ pub fn parse_apply_body(body: &[u8]) -> Result<Value, PatchError> {
 /// name with a different key).
 fn merge_key(field: &str, parent: &str) -> Option<&'static str> {
     Some(match field {
-        "containers" | "initContainers" | "ephemeralContainers" | "env" | "volumes"
+        "containers"
+        | "initContainers"
+        | "ephemeralContainers"
+        | "env"
+        | "volumes"
         | "imagePullSecrets" => "name",
         "ports" if parent == "containers" || parent == "initContainers" => "containerPort",
         "ports" => "port",
@@ -154,7 +158,9 @@ fn strategic_merge_map(
         }
         Some("merge") | None => {}
         Some(other) => {
-            return Err(PatchError::Malformed(format!("unknown patch type: {other:?}")));
+            return Err(PatchError::Malformed(format!(
+                "unknown patch type: {other:?}"
+            )));
         }
     }
     if let Some(keep) = patch.get("$retainKeys") {
@@ -171,7 +177,10 @@ fn strategic_merge_map(
             continue;
         }
         if let Some(field) = k.strip_prefix("$deleteFromPrimitiveList/") {
-            let gone: Vec<&Value> = pv.as_array().map(|a| a.iter().collect()).unwrap_or_default();
+            let gone: Vec<&Value> = pv
+                .as_array()
+                .map(|a| a.iter().collect())
+                .unwrap_or_default();
             if let Some(Value::Array(list)) = orig.get_mut(field) {
                 list.retain(|v| !gone.contains(&v));
             }
@@ -294,14 +303,24 @@ mod tests {
              "ports": [{"containerPort": 80, "name": "http"}]},
             {"name": "side", "image": "s:1"}
         ]}}}});
-        let out = smp(doc, json!({"spec": {"template": {"spec": {"containers": [
-            {"name": "app", "image": "a:2", "env": [{"name": "B", "value": "3"}, {"name": "C", "value": "4"}, {"name": "A", "$patch": "delete"}],
-             "ports": [{"containerPort": 443, "name": "https"}]}
-        ]}}}}));
+        let out = smp(
+            doc,
+            json!({"spec": {"template": {"spec": {"containers": [
+                {"name": "app", "image": "a:2", "env": [{"name": "B", "value": "3"}, {"name": "C", "value": "4"}, {"name": "A", "$patch": "delete"}],
+                 "ports": [{"containerPort": 443, "name": "https"}]}
+            ]}}}}),
+        );
         let c = &out["spec"]["template"]["spec"]["containers"];
-        assert_eq!(c.as_array().unwrap().len(), 2, "unnamed containers are kept");
+        assert_eq!(
+            c.as_array().unwrap().len(),
+            2,
+            "unnamed containers are kept"
+        );
         assert_eq!(c[0]["image"], "a:2");
-        assert_eq!(c[0]["env"], json!([{"name": "B", "value": "3"}, {"name": "C", "value": "4"}]));
+        assert_eq!(
+            c[0]["env"],
+            json!([{"name": "B", "value": "3"}, {"name": "C", "value": "4"}])
+        );
         assert_eq!(c[0]["ports"].as_array().unwrap().len(), 2);
         assert_eq!(c[1]["image"], "s:1");
     }
@@ -309,32 +328,71 @@ mod tests {
     #[test]
     fn strategic_directives() {
         let doc = json!({"metadata": {"finalizers": ["a", "b"], "labels": {"x": "1", "y": "2"}}, "spec": {"a": {"b": 1, "c": 2}, "keep": 1, "drop": 2}, "data": ["x"]});
-        let out = smp(doc.clone(), json!({"metadata": {"finalizers": ["c"], "labels": {"x": null}}}));
+        let out = smp(
+            doc.clone(),
+            json!({"metadata": {"finalizers": ["c"], "labels": {"x": null}}}),
+        );
         assert_eq!(out["metadata"]["finalizers"], json!(["a", "b", "c"]));
         assert_eq!(out["metadata"]["labels"], json!({"y": "2"}));
-        let out = smp(doc.clone(), json!({"$deleteFromPrimitiveList/finalizers": ["a"], "$setElementOrder/finalizers": ["b"]}));
-        assert_eq!(out["metadata"]["finalizers"], json!(["a", "b"]), "directive applies at its own level only");
-        let out = smp(doc.clone(), json!({"metadata": {"$deleteFromPrimitiveList/finalizers": ["a"]}}));
+        let out = smp(
+            doc.clone(),
+            json!({"$deleteFromPrimitiveList/finalizers": ["a"], "$setElementOrder/finalizers": ["b"]}),
+        );
+        assert_eq!(
+            out["metadata"]["finalizers"],
+            json!(["a", "b"]),
+            "directive applies at its own level only"
+        );
+        let out = smp(
+            doc.clone(),
+            json!({"metadata": {"$deleteFromPrimitiveList/finalizers": ["a"]}}),
+        );
         assert_eq!(out["metadata"]["finalizers"], json!(["b"]));
-        let out = smp(doc.clone(), json!({"spec": {"a": {"$patch": "replace", "z": 9}}}));
+        let out = smp(
+            doc.clone(),
+            json!({"spec": {"a": {"$patch": "replace", "z": 9}}}),
+        );
         assert_eq!(out["spec"]["a"], json!({"z": 9}));
         let out = smp(doc.clone(), json!({"spec": {"a": {"$patch": "delete"}}}));
         assert!(out["spec"].get("a").is_none());
-        let out = smp(doc.clone(), json!({"spec": {"$retainKeys": ["keep", "new"], "new": 3}}));
+        let out = smp(
+            doc.clone(),
+            json!({"spec": {"$retainKeys": ["keep", "new"], "new": 3}}),
+        );
         assert_eq!(out["spec"], json!({"keep": 1, "new": 3}));
         let out = smp(doc, json!({"data": ["y"]}));
-        assert_eq!(out["data"], json!(["y"]), "lists without a strategy are replaced");
+        assert_eq!(
+            out["data"],
+            json!(["y"]),
+            "lists without a strategy are replaced"
+        );
     }
 
     #[test]
     fn malformed_and_unprocessable_patches() {
         let mut d = json!({"a": 1});
-        assert!(matches!(apply(&mut d, PatchType::Merge, b"{"), Err(PatchError::Malformed(_))));
-        assert!(matches!(apply(&mut d, PatchType::Json, b"{}"), Err(PatchError::Malformed(_))));
-        let r = apply(&mut d, PatchType::Json, br#"[{"op":"remove","path":"/nope"}]"#);
+        assert!(matches!(
+            apply(&mut d, PatchType::Merge, b"{"),
+            Err(PatchError::Malformed(_))
+        ));
+        assert!(matches!(
+            apply(&mut d, PatchType::Json, b"{}"),
+            Err(PatchError::Malformed(_))
+        ));
+        let r = apply(
+            &mut d,
+            PatchType::Json,
+            br#"[{"op":"remove","path":"/nope"}]"#,
+        );
         assert!(matches!(r, Err(PatchError::Unprocessable(_))));
-        assert!(matches!(apply(&mut d, PatchType::Strategic, b"[1]"), Err(PatchError::Malformed(_))));
-        assert!(matches!(apply(&mut d, PatchType::Apply, b"- a\n- b\n"), Err(PatchError::Malformed(_))));
+        assert!(matches!(
+            apply(&mut d, PatchType::Strategic, b"[1]"),
+            Err(PatchError::Malformed(_))
+        ));
+        assert!(matches!(
+            apply(&mut d, PatchType::Apply, b"- a\n- b\n"),
+            Err(PatchError::Malformed(_))
+        ));
     }
 
     #[test]

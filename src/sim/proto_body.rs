@@ -87,13 +87,23 @@ const SECRET: &[F] = &[
 ];
 const NAMESPACE: &[F] = &[
     F(1, "metadata", T::Msg(META), false),
-    F(2, "spec", T::Msg(&[F(1, "finalizers", T::Str, true)]), false),
+    F(
+        2,
+        "spec",
+        T::Msg(&[F(1, "finalizers", T::Str, true)]),
+        false,
+    ),
     F(3, "status", T::Msg(&[F(1, "phase", T::Str, false)]), false),
 ];
 const SERVICE_ACCOUNT: &[F] = &[
     F(1, "metadata", T::Msg(META), false),
     F(2, "secrets", T::Msg(OBJECT_REF), true),
-    F(3, "imagePullSecrets", T::Msg(&[F(1, "name", T::Str, false)]), true),
+    F(
+        3,
+        "imagePullSecrets",
+        T::Msg(&[F(1, "name", T::Str, false)]),
+        true,
+    ),
     F(4, "automountServiceAccountToken", T::Bool, false),
 ];
 const LEASE: &[F] = &[
@@ -118,13 +128,29 @@ const EVENT: &[F] = &[
     F(2, "involvedObject", T::Msg(OBJECT_REF), false),
     F(3, "reason", T::Str, false),
     F(4, "message", T::Str, false),
-    F(5, "source", T::Msg(&[F(1, "component", T::Str, false), F(2, "host", T::Str, false)]), false),
+    F(
+        5,
+        "source",
+        T::Msg(&[
+            F(1, "component", T::Str, false),
+            F(2, "host", T::Str, false),
+        ]),
+        false,
+    ),
     F(6, "firstTimestamp", T::Time, false),
     F(7, "lastTimestamp", T::Time, false),
     F(8, "count", T::Int, false),
     F(9, "type", T::Str, false),
     F(10, "eventTime", T::MicroTime, false),
-    F(11, "series", T::Msg(&[F(1, "count", T::Int, false), F(2, "lastObservedTime", T::MicroTime, false)]), false),
+    F(
+        11,
+        "series",
+        T::Msg(&[
+            F(1, "count", T::Int, false),
+            F(2, "lastObservedTime", T::MicroTime, false),
+        ]),
+        false,
+    ),
     F(12, "action", T::Str, false),
     F(13, "related", T::Msg(OBJECT_REF), false),
     F(14, "reportingComponent", T::Str, false),
@@ -132,7 +158,15 @@ const EVENT: &[F] = &[
 ];
 const DELETE_OPTIONS: &[F] = &[
     F(1, "gracePeriodSeconds", T::Int, false),
-    F(2, "preconditions", T::Msg(&[F(1, "uid", T::Str, false), F(2, "resourceVersion", T::Str, false)]), false),
+    F(
+        2,
+        "preconditions",
+        T::Msg(&[
+            F(1, "uid", T::Str, false),
+            F(2, "resourceVersion", T::Str, false),
+        ]),
+        false,
+    ),
     F(3, "orphanDependents", T::Bool, false),
     F(4, "propagationPolicy", T::Str, false),
     F(5, "dryRun", T::Str, true),
@@ -216,16 +250,27 @@ fn decode_message(b: &[u8], table: &[F]) -> Result<Value, WireError> {
             }
             (T::MapStr | T::MapB64, Wire::Bytes(x)) => {
                 let (k, v) = map_entry(x, matches!(t, T::MapB64))?;
-                let m = out.entry(name.to_string()).or_insert_with(|| Value::Object(Map::new()));
+                let m = out
+                    .entry(name.to_string())
+                    .or_insert_with(|| Value::Object(Map::new()));
                 if let Some(m) = m.as_object_mut() {
                     m.insert(k, v);
                 }
                 continue;
             }
-            _ => return Err(WireError { offset: 0, what: "field has an unexpected wire type" }),
+            _ => {
+                return Err(WireError {
+                    offset: 0,
+                    what: "field has an unexpected wire type",
+                });
+            }
         };
         if *repeated {
-            if let Some(a) = out.entry(name.to_string()).or_insert_with(|| Value::Array(vec![])).as_array_mut() {
+            if let Some(a) = out
+                .entry(name.to_string())
+                .or_insert_with(|| Value::Array(vec![]))
+                .as_array_mut()
+            {
                 a.push(v);
             }
         } else {
@@ -247,7 +292,11 @@ pub enum ProtoError {
 /// envelope carries no kind.
 pub fn decode(body: &[u8], default_kind: &str) -> Result<Value, ProtoError> {
     let (api_version, kind, raw) = unwrap_unknown(body).map_err(ProtoError::Malformed)?;
-    let kind = if kind.is_empty() { default_kind.to_string() } else { kind };
+    let kind = if kind.is_empty() {
+        default_kind.to_string()
+    } else {
+        kind
+    };
     let table = table_for(&kind).ok_or_else(|| ProtoError::Unsupported(kind.clone()))?;
     let mut v = decode_message(raw, table).map_err(ProtoError::Malformed)?;
     if let Some(m) = v.as_object_mut()
@@ -280,20 +329,30 @@ mod tests {
         assert_eq!(v["data"]["k"], "changed");
         assert_eq!(v["metadata"]["creationTimestamp"], "2026-11-22T05:30:26Z");
         assert_eq!(v["metadata"]["managedFields"][0]["manager"], "curl");
-        assert_eq!(v["metadata"]["managedFields"][0]["fieldsV1"]["f:data"]["f:k"], serde_json::json!({}));
+        assert_eq!(
+            v["metadata"]["managedFields"][0]["fieldsV1"]["f:data"]["f:k"],
+            serde_json::json!({})
+        );
     }
 
     #[test]
     fn malformed_and_unsupported() {
-        assert!(matches!(decode(b"nope", "ConfigMap"), Err(ProtoError::Malformed(_))));
+        assert!(matches!(
+            decode(b"nope", "ConfigMap"),
+            Err(ProtoError::Malformed(_))
+        ));
         let mut w = crate::protobuf::Writer::default();
         w.message(1, |t| {
             t.string(1, "apps/v1").string(2, "Deployment");
         });
         let mut body = crate::protobuf::MAGIC.to_vec();
         body.extend_from_slice(&w.buf);
-        assert!(matches!(decode(&body, "Deployment"), Err(ProtoError::Unsupported(_))));
-        let mut trunc = include_bytes!("../../fixtures/kube-apiserver-1.28/cm-get-protobuf.body").to_vec();
+        assert!(matches!(
+            decode(&body, "Deployment"),
+            Err(ProtoError::Unsupported(_))
+        ));
+        let mut trunc =
+            include_bytes!("../../fixtures/kube-apiserver-1.28/cm-get-protobuf.body").to_vec();
         trunc.truncate(trunc.len() - 7);
         assert!(decode(&trunc, "ConfigMap").is_err());
     }

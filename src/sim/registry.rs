@@ -7,7 +7,6 @@
 //! whether `metadata.generation` is tracked, whether `status` is a subresource, whether an
 //! update may omit the resourceVersion, and how the type is printed as a Table.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -140,7 +139,17 @@ fn review(group: &str, plural: &str, kind: &str) -> ResourceType {
     ResourceType {
         verbs: vec!["create"],
         virtual_create: true,
-        ..builtin(group, "v1", plural, &kind.to_ascii_lowercase(), kind, false, &[], &[], false)
+        ..builtin(
+            group,
+            "v1",
+            plural,
+            &kind.to_ascii_lowercase(),
+            kind,
+            false,
+            &[],
+            &[],
+            false,
+        )
     }
 }
 
@@ -184,10 +193,40 @@ pub fn builtins() -> Vec<ResourceType> {
     // Namespaces cannot be deleted as a collection (`discovery-api-v1.body`).
     namespaces.verbs.retain(|v| *v != "deletecollection");
     vec![
-        builtin("", "v1", "configmaps", "configmap", "ConfigMap", true, &["cm"], &[], false),
-        builtin("", "v1", "events", "event", "Event", true, &["ev"], &[], false),
+        builtin(
+            "",
+            "v1",
+            "configmaps",
+            "configmap",
+            "ConfigMap",
+            true,
+            &["cm"],
+            &[],
+            false,
+        ),
+        builtin(
+            "",
+            "v1",
+            "events",
+            "event",
+            "Event",
+            true,
+            &["ev"],
+            &[],
+            false,
+        ),
         namespaces,
-        builtin("", "v1", "secrets", "secret", "Secret", true, &[], &[], false),
+        builtin(
+            "",
+            "v1",
+            "secrets",
+            "secret",
+            "Secret",
+            true,
+            &[],
+            &[],
+            false,
+        ),
         builtin(
             "",
             "v1",
@@ -200,7 +239,11 @@ pub fn builtins() -> Vec<ResourceType> {
             false,
         ),
         deployments,
-        review("authentication.k8s.io", "selfsubjectreviews", "SelfSubjectReview"),
+        review(
+            "authentication.k8s.io",
+            "selfsubjectreviews",
+            "SelfSubjectReview",
+        ),
         review(
             "authorization.k8s.io",
             "selfsubjectaccessreviews",
@@ -265,7 +308,7 @@ impl Registry {
             }
         }
         for (_, versions) in &mut out {
-            versions.sort_by(|a, b| version_priority(b).cmp(&version_priority(a)));
+            versions.sort_by_key(|v| std::cmp::Reverse(version_priority(v)));
         }
         out
     }
@@ -323,7 +366,11 @@ pub fn from_crd(crd: &Value) -> Vec<ResourceType> {
         .unwrap_or_else(|| kind.to_ascii_lowercase());
     let strings = |v: &Value| -> Vec<String> {
         v.as_array()
-            .map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_string)).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|s| s.as_str().map(str::to_string))
+                    .collect()
+            })
             .unwrap_or_default()
     };
     let namespaced = spec["scope"].as_str() != Some("Cluster");
@@ -379,9 +426,6 @@ pub fn from_crd(crd: &Value) -> Vec<ResourceType> {
     out
 }
 
-/// Index of CRD-derived storage keys to their CRD names, used when a CRD is deleted.
-pub type CrdIndex = BTreeMap<String, String>;
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -390,31 +434,46 @@ mod tests {
     #[test]
     fn crd_versions_become_types() {
         let crd = json!({"spec": {"group": "source.testbed.example.com", "scope": "Namespaced",
-            "names": {"plural": "gitrepositories", "singular": "gitrepository", "kind": "GitRepository", "shortNames": ["gitrepo"]},
-            "versions": [
-                {"name": "v1", "served": true, "storage": true, "subresources": {"status": {}},
-                 "additionalPrinterColumns": [{"name": "URL", "type": "string", "jsonPath": ".spec.url"}]},
-                {"name": "v1beta2", "served": true, "storage": false},
-                {"name": "v1alpha1", "served": false, "storage": false}
-            ]}});
+        "names": {"plural": "gitrepositories", "singular": "gitrepository", "kind": "GitRepository", "shortNames": ["gitrepo"]},
+        "versions": [
+            {"name": "v1", "served": true, "storage": true, "subresources": {"status": {}},
+             "additionalPrinterColumns": [{"name": "URL", "type": "string", "jsonPath": ".spec.url"}]},
+            {"name": "v1beta2", "served": true, "storage": false},
+            {"name": "v1alpha1", "served": false, "storage": false}
+        ]}});
         let reg = Registry::new(&[crd]);
-        let v1 = reg.find("source.testbed.example.com", "v1", "gitrepositories").unwrap();
+        let v1 = reg
+            .find("source.testbed.example.com", "v1", "gitrepositories")
+            .unwrap();
         assert!(v1.status_subresource && v1.custom && v1.generation && v1.namespaced);
         assert_eq!(v1.short_names, ["gitrepo"]);
-        let Printer::Columns(cols) = &v1.printer else { panic!() };
-        assert_eq!(cols[0].description, "Custom resource definition column (in JSONPath format): .spec.url");
-        let b = reg.find("source.testbed.example.com", "v1beta2", "gitrepositories").unwrap();
+        let Printer::Columns(cols) = &v1.printer else {
+            panic!()
+        };
+        assert_eq!(
+            cols[0].description,
+            "Custom resource definition column (in JSONPath format): .spec.url"
+        );
+        let b = reg
+            .find("source.testbed.example.com", "v1beta2", "gitrepositories")
+            .unwrap();
         assert!(!b.status_subresource);
-        assert!(reg.find("source.testbed.example.com", "v1alpha1", "gitrepositories").is_none());
+        assert!(
+            reg.find("source.testbed.example.com", "v1alpha1", "gitrepositories")
+                .is_none()
+        );
         let groups = reg.groups();
-        let (_, versions) = groups.iter().find(|(g, _)| g == "source.testbed.example.com").unwrap();
+        let (_, versions) = groups
+            .iter()
+            .find(|(g, _)| g == "source.testbed.example.com")
+            .unwrap();
         assert_eq!(versions, &["v1", "v1beta2"]);
     }
 
     #[test]
     fn version_ordering() {
         let mut v = vec!["v1alpha1", "v2", "v1beta2", "v1", "v1beta1", "foo"];
-        v.sort_by(|a, b| version_priority(b).cmp(&version_priority(a)));
+        v.sort_by_key(|x| std::cmp::Reverse(version_priority(x)));
         assert_eq!(v, ["v2", "v1", "v1beta2", "v1beta1", "v1alpha1", "foo"]);
     }
 }

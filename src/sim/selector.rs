@@ -65,7 +65,9 @@ impl LabelSelector {
         for term in split_terms(s) {
             let t = term.trim();
             if t.is_empty() {
-                return Err(format!("unable to parse requirement: found '', expected: identifier in {s:?}"));
+                return Err(format!(
+                    "unable to parse requirement: found '', expected: identifier in {s:?}"
+                ));
             }
             reqs.push(parse_requirement(t)?);
         }
@@ -87,8 +89,12 @@ impl LabelSelector {
                 Op::NotEq(x) => v != Some(x.as_str()),
                 Op::In(xs) => v.is_some_and(|v| xs.iter().any(|x| x == v)),
                 Op::NotIn(xs) => !v.is_some_and(|v| xs.iter().any(|x| x == v)),
-                Op::Gt(n) => v.and_then(|v| v.parse::<i64>().ok()).is_some_and(|v| v > *n),
-                Op::Lt(n) => v.and_then(|v| v.parse::<i64>().ok()).is_some_and(|v| v < *n),
+                Op::Gt(n) => v
+                    .and_then(|v| v.parse::<i64>().ok())
+                    .is_some_and(|v| v > *n),
+                Op::Lt(n) => v
+                    .and_then(|v| v.parse::<i64>().ok())
+                    .is_some_and(|v| v < *n),
             }
         })
     }
@@ -113,17 +119,25 @@ fn parse_requirement(t: &str) -> Result<Requirement, String> {
         }
     };
     if let Some(k) = t.strip_prefix('!') {
-        return Ok(Requirement { key: check_key(k)?, op: Op::NotExists });
+        return Ok(Requirement {
+            key: check_key(k)?,
+            op: Op::NotExists,
+        });
     }
     for (sym, mk) in [("!=", 0), ("==", 1), ("=", 1), (">", 2), ("<", 3)] {
         if let Some((k, v)) = t.split_once(sym) {
             let key = check_key(k)?;
-            let op = match mk {
-                0 => Op::NotEq(check_value(v)?),
-                1 => Op::Eq(check_value(v)?),
-                2 => Op::Gt(v.trim().parse().map_err(|_| bad("for 'gt', 'lt' operators, the value must be an integer"))?),
-                _ => Op::Lt(v.trim().parse().map_err(|_| bad("for 'gt', 'lt' operators, the value must be an integer"))?),
-            };
+            let op =
+                match mk {
+                    0 => Op::NotEq(check_value(v)?),
+                    1 => Op::Eq(check_value(v)?),
+                    2 => Op::Gt(v.trim().parse().map_err(|_| {
+                        bad("for 'gt', 'lt' operators, the value must be an integer")
+                    })?),
+                    _ => Op::Lt(v.trim().parse().map_err(|_| {
+                        bad("for 'gt', 'lt' operators, the value must be an integer")
+                    })?),
+                };
             return Ok(Requirement { key, op });
         }
     }
@@ -135,7 +149,9 @@ fn parse_requirement(t: &str) -> Result<Requirement, String> {
         } else if let Some(s) = rest.strip_prefix("in") {
             (false, s)
         } else {
-            return Err(bad("found unexpected word, expected: in, notin, =, ==, !=, gt, lt"));
+            return Err(bad(
+                "found unexpected word, expected: in, notin, =, ==, !=, gt, lt",
+            ));
         };
         let set = set.trim();
         let inner = set
@@ -149,10 +165,17 @@ fn parse_requirement(t: &str) -> Result<Requirement, String> {
         let key = check_key(words[0])?;
         return Ok(Requirement {
             key,
-            op: if neg { Op::NotIn(values) } else { Op::In(values) },
+            op: if neg {
+                Op::NotIn(values)
+            } else {
+                Op::In(values)
+            },
         });
     }
-    Ok(Requirement { key: check_key(t)?, op: Op::Exists })
+    Ok(Requirement {
+        key: check_key(t)?,
+        op: Op::Exists,
+    })
 }
 
 /// A parsed field selector: `path=value`, `path==value`, `path!=value` terms, ANDed.
@@ -237,13 +260,35 @@ mod tests {
     #[test]
     fn every_operator() {
         let l = json!({"app": "web", "tier": "front", "n": "5"});
-        let yes = ["app=web", "app==web", "app!=db", "app in (web,db)", "app notin (db)", "tier",
-            "!missing", "missing!=x", "missing notin (x)", "app=web,tier in (front, back)", "n>3", "n<6", ""];
+        let yes = [
+            "app=web",
+            "app==web",
+            "app!=db",
+            "app in (web,db)",
+            "app notin (db)",
+            "tier",
+            "!missing",
+            "missing!=x",
+            "missing notin (x)",
+            "app=web,tier in (front, back)",
+            "n>3",
+            "n<6",
+            "",
+        ];
         for s in yes {
             assert!(LabelSelector::parse(s).unwrap().matches(&l), "{s}");
         }
-        let no = ["app=db", "app!=web", "app in (db)", "app notin (web, db)", "missing", "!app",
-            "app=web,tier=back", "n>5", "missing in (x)"];
+        let no = [
+            "app=db",
+            "app!=web",
+            "app in (db)",
+            "app notin (web, db)",
+            "missing",
+            "!app",
+            "app=web,tier=back",
+            "n>5",
+            "missing in (x)",
+        ];
         for s in no {
             assert!(!LabelSelector::parse(s).unwrap().matches(&l), "{s}");
         }
@@ -259,11 +304,19 @@ mod tests {
     #[test]
     fn field_selectors() {
         let o = json!({"metadata": {"name": "a", "namespace": "ns"}, "type": "Opaque"});
-        let f = FieldSelector::parse("metadata.name=a,metadata.namespace!=x", supported_fields("ConfigMap")).unwrap();
+        let f = FieldSelector::parse(
+            "metadata.name=a,metadata.namespace!=x",
+            supported_fields("ConfigMap"),
+        )
+        .unwrap();
         assert!(f.matches(&o));
         let f = FieldSelector::parse("metadata.name==b", supported_fields("ConfigMap")).unwrap();
         assert!(!f.matches(&o));
-        assert!(FieldSelector::parse("type=Opaque", supported_fields("Secret")).unwrap().matches(&o));
+        assert!(
+            FieldSelector::parse("type=Opaque", supported_fields("Secret"))
+                .unwrap()
+                .matches(&o)
+        );
         let e = FieldSelector::parse("spec.x=1", supported_fields("ConfigMap")).unwrap_err();
         assert_eq!(e, "field label not supported: spec.x");
     }

@@ -51,7 +51,9 @@ impl Stored {
     }
 
     pub fn namespace(&self) -> &str {
-        self.value["metadata"]["namespace"].as_str().unwrap_or_default()
+        self.value["metadata"]["namespace"]
+            .as_str()
+            .unwrap_or_default()
     }
 
     pub fn uid(&self) -> &str {
@@ -228,7 +230,13 @@ impl State {
         Some(obj)
     }
 
-    fn record(&mut self, resource: &str, type_: EventType, obj: Arc<Stored>, prev: Option<Arc<Stored>>) {
+    fn record(
+        &mut self,
+        resource: &str,
+        type_: EventType,
+        obj: Arc<Stored>,
+        prev: Option<Arc<Stored>>,
+    ) {
         let ev = Arc::new(Event {
             rv: obj.rv,
             resource: Arc::from(resource),

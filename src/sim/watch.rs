@@ -41,7 +41,11 @@ use crate::status::ApiError;
 #[derive(Clone)]
 enum Encoding {
     Json,
-    Table { version: String, include: table::IncludeObject, sent_columns: bool },
+    Table {
+        version: String,
+        include: table::IncludeObject,
+        sent_columns: bool,
+    },
     Meta(String),
 }
 
@@ -74,13 +78,26 @@ impl Watcher {
     fn frame(&mut self, type_: &str, obj: &Stored) -> Bytes {
         let object = match &mut self.encoding {
             Encoding::Json => obj.json_at(&self.api_version),
-            Encoding::Table { version, include, sent_columns } => {
+            Encoding::Table {
+                version,
+                include,
+                sent_columns,
+            } => {
                 let v = obj.value_at(&self.api_version);
-                let t = table::table(&self.rt, &[v], json!({"resourceVersion": obj.rv.to_string()}), *include, version, !*sent_columns);
+                let t = table::table(
+                    &self.rt,
+                    &[v],
+                    json!({"resourceVersion": obj.rv.to_string()}),
+                    *include,
+                    version,
+                    !*sent_columns,
+                );
                 *sent_columns = true;
                 Bytes::from(serde_json::to_vec(&t).unwrap_or_default())
             }
-            Encoding::Meta(v) => Bytes::from(serde_json::to_vec(&table::partial_metadata(&obj.value, v)).unwrap_or_default()),
+            Encoding::Meta(v) => Bytes::from(
+                serde_json::to_vec(&table::partial_metadata(&obj.value, v)).unwrap_or_default(),
+            ),
         };
         event_line(type_, &object)
     }
@@ -91,16 +108,23 @@ impl Watcher {
         let mut meta = serde_json::Map::new();
         if self.rt.custom {
             if initial_end {
-                meta.insert("annotations".into(), json!({"k8s.io/initial-events-end": "true"}));
+                meta.insert(
+                    "annotations".into(),
+                    json!({"k8s.io/initial-events-end": "true"}),
+                );
             }
             meta.insert("resourceVersion".into(), rv.to_string().into());
-            let obj = json!({"apiVersion": self.api_version, "kind": self.rt.kind, "metadata": meta});
+            let obj =
+                json!({"apiVersion": self.api_version, "kind": self.rt.kind, "metadata": meta});
             return event_line("BOOKMARK", &Bytes::from(obj.to_string()));
         }
         meta.insert("resourceVersion".into(), rv.to_string().into());
         meta.insert("creationTimestamp".into(), Value::Null);
         if initial_end {
-            meta.insert("annotations".into(), json!({"k8s.io/initial-events-end": "true"}));
+            meta.insert(
+                "annotations".into(),
+                json!({"k8s.io/initial-events-end": "true"}),
+            );
         }
         let obj = json!({"kind": self.rt.kind, "apiVersion": self.api_version, "metadata": meta});
         event_line("BOOKMARK", &Bytes::from(obj.to_string()))
@@ -120,7 +144,8 @@ fn event_line(type_: &str, object: &[u8]) -> Bytes {
 
 /// The ERROR event for a resume point that is gone (`fixtures/.../cm-watch-expired.body`).
 pub fn expired_event(rv: u64, oldest: u64) -> Bytes {
-    let status = ApiError::expired(format!("too old resource version: {rv} ({oldest})")).to_status();
+    let status =
+        ApiError::expired(format!("too old resource version: {rv} ({oldest})")).to_status();
     event_line("ERROR", &Bytes::from(status.to_string()))
 }
 
@@ -137,7 +162,11 @@ pub fn watch(ctx: &Ctx) -> Result<Response<Body>, ApiError> {
     validate_list_options(p, true)?;
     let filter = Filter::from_request(ctx)?;
     let initial_events = p.send_initial_events == Some(true);
-    let timeout = match p.timeout_seconds.as_deref().and_then(|t| t.parse::<u64>().ok()) {
+    let timeout = match p
+        .timeout_seconds
+        .as_deref()
+        .and_then(|t| t.parse::<u64>().ok())
+    {
         Some(t) if t > 0 => Duration::from_secs(t),
         _ => {
             // `MinRequestTimeout` (1800 s) × [1, 2) when the client sets none.
@@ -147,10 +176,19 @@ pub fn watch(ctx: &Ctx) -> Result<Response<Body>, ApiError> {
     };
     let encoding = match &ctx.output {
         Output::Json => Encoding::Json,
-        Output::Table(v) => Encoding::Table { version: v.clone(), include: ctx.include_object(), sent_columns: false },
+        Output::Table(v) => Encoding::Table {
+            version: v.clone(),
+            include: ctx.include_object(),
+            sent_columns: false,
+        },
         Output::Meta(v) => Encoding::Meta(v.clone()),
     };
-    let mut w = Watcher { rt: ctx.rt.clone(), api_version: ctx.rt.api_version(), filter, encoding };
+    let mut w = Watcher {
+        rt: ctx.rt.clone(),
+        api_version: ctx.rt.api_version(),
+        filter,
+        encoding,
+    };
     let key = ctx.rt.storage_key();
 
     // Snapshot (or history) and subscription under one lock: nothing in between.
@@ -193,7 +231,7 @@ pub fn watch(ctx: &Ctx) -> Result<Response<Body>, ApiError> {
         (initial, st.rv, rx, expired)
     };
 
-    let (tx, body) = ChannelBody::new(64);
+    let (tx, body) = ChannelBody::channel(64);
     let sim = ctx.sim.clone();
     sim.active_watches.fetch_add(1, Ordering::Relaxed);
     let guard = ActiveGuard(sim.clone());

@@ -33,13 +33,18 @@ pub struct Writer<'a> {
 
 fn invalid(rt: &ResourceType, name: &str, errs: &[FieldError]) -> ApiError {
     let gr = rt.group_resource().to_string();
-    let what = if rt.custom { gr.as_str() } else { rt.kind.as_str() };
+    let what = if rt.custom {
+        gr.as_str()
+    } else {
+        rt.kind.as_str()
+    };
     ApiError::invalid(what, &rt.group, &rt.kind, name, errs)
 }
 
 fn decode_body(body: &[u8]) -> Result<Value, ApiError> {
-    let v: Value = serde_json::from_slice(body)
-        .map_err(|e| ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}")))?;
+    let v: Value = serde_json::from_slice(body).map_err(|e| {
+        ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
+    })?;
     if !v.is_object() {
         return Err(ApiError::bad_request(
             "couldn't get version/kind; json parse error: the object must be a JSON object",
@@ -82,14 +87,21 @@ fn check_namespace(st: &State, rt: &ResourceType, ns: &str, name: &str) -> Resul
     if !rt.namespaced {
         return Ok(());
     }
-    let ns_gr = status::GroupResource { group: "", resource: "namespaces" };
+    let ns_gr = status::GroupResource {
+        group: "",
+        resource: "namespaces",
+    };
     match st.get(NS_KEY, "", ns) {
         None => Err(ApiError::not_found(ns_gr, ns)),
-        Some(n) if n.value["metadata"].get("deletionTimestamp").is_some() => Err(ApiError::forbidden(
-            rt.group_resource(),
-            name,
-            &format!("unable to create new content in namespace {ns} because it is being terminated"),
-        )),
+        Some(n) if n.value["metadata"].get("deletionTimestamp").is_some() => {
+            Err(ApiError::forbidden(
+                rt.group_resource(),
+                name,
+                &format!(
+                    "unable to create new content in namespace {ns} because it is being terminated"
+                ),
+            ))
+        }
         Some(_) => Ok(()),
     }
 }
@@ -107,15 +119,16 @@ fn prepare_meta(rt: &ResourceType, obj: &mut Value) {
 fn prepare(rt: &ResourceType, obj: &mut Value, create: bool) {
     prepare_meta(rt, obj);
     match (rt.group.as_str(), rt.kind.as_str()) {
-        ("", "Namespace") => {
-            if create {
-                obj["spec"]["finalizers"] = json!(["kubernetes"]);
-                obj["status"] = json!({"phase": "Active"});
-            }
+        ("", "Namespace") if create => {
+            obj["spec"]["finalizers"] = json!(["kubernetes"]);
+            obj["status"] = json!({"phase": "Active"});
         }
         ("", "Secret") => {
             // stringData is write-only: folded into data (`secret strategy`).
-            if let Some(Value::Object(sd)) = obj.as_object_mut().and_then(|m| m.shift_remove("stringData")) {
+            if let Some(Value::Object(sd)) = obj
+                .as_object_mut()
+                .and_then(|m| m.shift_remove("stringData"))
+            {
                 use base64::Engine;
                 for (k, v) in sd {
                     let s = v.as_str().unwrap_or_default();
@@ -152,26 +165,57 @@ fn validate(rt: &ResourceType, obj: &Value) -> Result<(), ApiError> {
     if plural.is_empty() {
         errs.push(FieldError::required("spec.names.plural", ""));
     }
-    if spec["names"]["kind"].as_str().unwrap_or_default().is_empty() {
+    if spec["names"]["kind"]
+        .as_str()
+        .unwrap_or_default()
+        .is_empty()
+    {
         errs.push(FieldError::required("spec.names.kind", ""));
     }
     if !group.is_empty() && !plural.is_empty() && name != format!("{plural}.{group}") {
-        errs.push(FieldError::invalid("metadata.name", &format!("{name:?}"), "must be spec.names.plural+\".\"+spec.group"));
+        errs.push(FieldError::invalid(
+            "metadata.name",
+            &format!("{name:?}"),
+            "must be spec.names.plural+\".\"+spec.group",
+        ));
     }
     if !matches!(spec["scope"].as_str(), Some("Namespaced" | "Cluster")) {
         errs.push(FieldError {
             reason: "FieldValueNotSupported",
             field: "spec.scope".into(),
-            message: format!("Unsupported value: {}: supported values: \"Cluster\", \"Namespaced\"", spec["scope"]),
+            message: format!(
+                "Unsupported value: {}: supported values: \"Cluster\", \"Namespaced\"",
+                spec["scope"]
+            ),
         });
     }
-    let versions = spec["versions"].as_array().map(Vec::as_slice).unwrap_or_default();
+    let versions = spec["versions"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
     if versions.is_empty() {
-        errs.push(FieldError::invalid("spec.versions", "null", "must have exactly one version marked as storage version"));
-    } else if versions.iter().filter(|v| v["storage"].as_bool() == Some(true)).count() != 1 {
-        errs.push(FieldError::invalid("spec.versions", "[...]", "must have exactly one version marked as storage version"));
+        errs.push(FieldError::invalid(
+            "spec.versions",
+            "null",
+            "must have exactly one version marked as storage version",
+        ));
+    } else if versions
+        .iter()
+        .filter(|v| v["storage"].as_bool() == Some(true))
+        .count()
+        != 1
+    {
+        errs.push(FieldError::invalid(
+            "spec.versions",
+            "[...]",
+            "must have exactly one version marked as storage version",
+        ));
     }
-    if errs.is_empty() { Ok(()) } else { Err(invalid(rt, name, &errs)) }
+    if errs.is_empty() {
+        Ok(())
+    } else {
+        Err(invalid(rt, name, &errs))
+    }
 }
 
 /// CRD status as the apiextensions controllers settle it: names accepted, established.
@@ -210,7 +254,13 @@ fn rebuild_registry(st: &mut State) {
 }
 
 /// Create `obj` in the state (HTTP POST and internal bootstrap alike).
-pub fn create_in(st: &mut State, rt: &ResourceType, ns: Option<&str>, mut obj: Value, w: &Writer<'_>) -> Result<Arc<Stored>, ApiError> {
+pub fn create_in(
+    st: &mut State,
+    rt: &ResourceType,
+    ns: Option<&str>,
+    mut obj: Value,
+    w: &Writer<'_>,
+) -> Result<Arc<Stored>, ApiError> {
     check_type(rt, &mut obj)?;
     let m = &mut obj["metadata"];
     if let Some(ns) = ns {
@@ -234,11 +284,26 @@ pub fn create_in(st: &mut State, rt: &ResourceType, ns: Option<&str>, mut obj: V
             n
         }
         _ => {
-            return Err(invalid(rt, "", &[FieldError::required("metadata.name", "name or generateName is required")]));
+            return Err(invalid(
+                rt,
+                "",
+                &[FieldError::required(
+                    "metadata.name",
+                    "name or generateName is required",
+                )],
+            ));
         }
     };
     if let Some(why) = meta::name_problem(&name, rt.kind == "Namespace") {
-        return Err(invalid(rt, &name, &[FieldError::invalid("metadata.name", &format!("{name:?}"), &why)]));
+        return Err(invalid(
+            rt,
+            &name,
+            &[FieldError::invalid(
+                "metadata.name",
+                &format!("{name:?}"),
+                &why,
+            )],
+        ));
     }
     let ns_s = ns.unwrap_or_default();
     check_namespace(st, rt, ns_s, &name)?;
@@ -247,7 +312,16 @@ pub fn create_in(st: &mut State, rt: &ResourceType, ns: Option<&str>, mut obj: V
         return Err(ApiError::already_exists(rt.group_resource(), &name));
     }
     if let Some(meta) = m.as_object_mut() {
-        for k in ["uid", "resourceVersion", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation", "managedFields", "selfLink"] {
+        for k in [
+            "uid",
+            "resourceVersion",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "generation",
+            "managedFields",
+            "selfLink",
+        ] {
             meta.shift_remove(k);
         }
     }
@@ -272,7 +346,9 @@ pub fn create_in(st: &mut State, rt: &ResourceType, ns: Option<&str>, mut obj: V
         &Write {
             manager: &w.manager,
             operation: w.operation,
-            scope: Scope::Main { status_subresource: rt.status_subresource },
+            scope: Scope::Main {
+                status_subresource: rt.status_subresource,
+            },
             api_version: &rt.api_version(),
             applied: w.applied.as_ref(),
         },
@@ -299,10 +375,21 @@ pub fn create_in(st: &mut State, rt: &ResourceType, ns: Option<&str>, mut obj: V
 
 /// What the service-account and root-CA-publisher controllers put in every namespace.
 fn populate_namespace(st: &mut State, ns: &str) {
-    let kcm = Writer { manager: "kube-controller-manager".into(), dry_run: false, operation: "Update", applied: None };
+    let kcm = Writer {
+        manager: "kube-controller-manager".into(),
+        dry_run: false,
+        operation: "Update",
+        applied: None,
+    };
     let reg = st.registry.clone();
     if let Some(sa) = reg.find("", "v1", "serviceaccounts") {
-        let _ = create_in(st, sa, Some(ns), json!({"metadata": {"name": "default"}}), &kcm);
+        let _ = create_in(
+            st,
+            sa,
+            Some(ns),
+            json!({"metadata": {"name": "default"}}),
+            &kcm,
+        );
     }
     let ca = ROOT_CA.get().cloned().unwrap_or_default();
     if let Some(cm) = reg.find("", "v1", "configmaps") {
@@ -324,8 +411,15 @@ pub fn bootstrap(sim: &Sim) {
     let _ = ROOT_CA.set(sim.certs.ca_cert_pem.clone());
     let mut st = sim.lock();
     let reg = st.registry.clone();
-    let Some(ns_rt) = reg.find("", "v1", "namespaces") else { return };
-    let w = Writer { manager: "kube-apiserver".into(), dry_run: false, operation: "Update", applied: None };
+    let Some(ns_rt) = reg.find("", "v1", "namespaces") else {
+        return;
+    };
+    let w = Writer {
+        manager: "kube-apiserver".into(),
+        dry_run: false,
+        operation: "Update",
+        applied: None,
+    };
     for ns in ["default", "kube-node-lease", "kube-public", "kube-system"] {
         let _ = create_in(&mut st, ns_rt, None, json!({"metadata": {"name": ns}}), &w);
     }
@@ -333,7 +427,14 @@ pub fn bootstrap(sim: &Sim) {
 
 /// Apply `new` as the next version of `old`: the generic update rules, then store.
 /// Returns the object as written (or as it was, for a no-op).
-pub fn commit(st: &mut State, rt: &ResourceType, old: &Arc<Stored>, mut new: Value, scope: Scope, w: &Writer<'_>) -> Result<Arc<Stored>, ApiError> {
+pub fn commit(
+    st: &mut State,
+    rt: &ResourceType,
+    old: &Arc<Stored>,
+    mut new: Value,
+    scope: Scope,
+    w: &Writer<'_>,
+) -> Result<Arc<Stored>, ApiError> {
     let name = old.name().to_string();
     let om = &old.value["metadata"];
     // The object the write produces: for /status, the old object with the new status
@@ -379,7 +480,15 @@ pub fn commit(st: &mut State, rt: &ResourceType, old: &Arc<Stored>, mut new: Val
         )));
     }
     // Server-owned metadata cannot be changed by a write.
-    for k in ["name", "namespace", "uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"] {
+    for k in [
+        "name",
+        "namespace",
+        "uid",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "generation",
+    ] {
         match om.get(k) {
             Some(v) => m[k] = v.clone(),
             None => {
@@ -402,7 +511,13 @@ pub fn commit(st: &mut State, rt: &ResourceType, old: &Arc<Stored>, mut new: Val
     meta::update_managed_fields(
         Some(&old.value),
         &mut obj,
-        &Write { manager: &w.manager, operation: w.operation, scope, api_version: &rt.api_version(), applied: w.applied.as_ref() },
+        &Write {
+            manager: &w.manager,
+            operation: w.operation,
+            scope,
+            api_version: &rt.api_version(),
+            applied: w.applied.as_ref(),
+        },
     );
     meta::canonicalize(rt, &mut obj);
     if meta::same_content(&old.value, &obj) && meta_fields_same(&old.value, &obj) {
@@ -440,7 +555,8 @@ fn meta_fields_same(a: &Value, b: &Value) -> bool {
 
 fn has_finalizers(rt: &ResourceType, obj: &Value) -> bool {
     let nonempty = |v: &Value| v.as_array().is_some_and(|a| !a.is_empty());
-    nonempty(&obj["metadata"]["finalizers"]) || (rt.kind == "Namespace" && rt.group.is_empty() && nonempty(&obj["spec"]["finalizers"]))
+    nonempty(&obj["metadata"]["finalizers"])
+        || (rt.kind == "Namespace" && rt.group.is_empty() && nonempty(&obj["spec"]["finalizers"]))
 }
 
 /// Remove an object whose finalizers are done, with the cascades that follow.
@@ -460,7 +576,12 @@ fn finish_delete(st: &mut State, rt: &ResourceType, key: &ObjKey) -> Option<Arc<
 }
 
 /// Mark an object deleted: immediately gone without finalizers, else `deletionTimestamp`.
-fn delete_object(st: &mut State, rt: &ResourceType, old: &Arc<Stored>, dry_run: bool) -> (Arc<Stored>, bool) {
+fn delete_object(
+    st: &mut State,
+    rt: &ResourceType,
+    old: &Arc<Stored>,
+    dry_run: bool,
+) -> (Arc<Stored>, bool) {
     if old.value["metadata"].get("deletionTimestamp").is_some() {
         return (old.clone(), false);
     }
@@ -474,7 +595,8 @@ fn delete_object(st: &mut State, rt: &ResourceType, old: &Arc<Stored>, dry_run: 
         }
         if rt.generation {
             // Graceful deletion bumps generation (`registry/rest/delete.go`).
-            obj["metadata"]["generation"] = (obj["metadata"]["generation"].as_i64().unwrap_or(0) + 1).into();
+            obj["metadata"]["generation"] =
+                (obj["metadata"]["generation"].as_i64().unwrap_or(0) + 1).into();
         }
         if rt.kind == "Namespace" && rt.group.is_empty() {
             obj["status"]["phase"] = "Terminating".into();
@@ -486,7 +608,10 @@ fn delete_object(st: &mut State, rt: &ResourceType, old: &Arc<Stored>, dry_run: 
         let stored = st.put(&rt.storage_key(), obj, EventType::Modified);
         if rt.kind == "Namespace" && rt.group.is_empty() {
             empty_namespace(st, old.name());
-            return (st.get(NS_KEY, "", old.name()).cloned().unwrap_or(stored), false);
+            return (
+                st.get(NS_KEY, "", old.name()).cloned().unwrap_or(stored),
+                false,
+            );
         }
         return (stored, false);
     }
@@ -501,7 +626,11 @@ fn delete_object(st: &mut State, rt: &ResourceType, old: &Arc<Stored>, dry_run: 
 fn empty_namespace(st: &mut State, ns: &str) {
     let reg = st.registry.clone();
     let mut seen = std::collections::HashSet::new();
-    for rt in reg.all().iter().filter(|t| t.namespaced && !t.virtual_create) {
+    for rt in reg
+        .all()
+        .iter()
+        .filter(|t| t.namespaced && !t.virtual_create)
+    {
         if !seen.insert(rt.storage_key()) {
             continue;
         }
@@ -515,16 +644,25 @@ fn empty_namespace(st: &mut State, ns: &str) {
 
 /// Remove a terminating namespace once nothing is left in it.
 fn try_finalize_namespace(st: &mut State, ns: &str) {
-    let Some(n) = st.get(NS_KEY, "", ns).cloned() else { return };
+    let Some(n) = st.get(NS_KEY, "", ns).cloned() else {
+        return;
+    };
     if n.value["metadata"].get("deletionTimestamp").is_none() {
         return;
     }
     let reg = st.registry.clone();
-    let empty = reg.all().iter().filter(|t| t.namespaced).all(|t| st.iter(&t.storage_key(), Some(ns)).next().is_none());
+    let empty = reg
+        .all()
+        .iter()
+        .filter(|t| t.namespaced)
+        .all(|t| st.iter(&t.storage_key(), Some(ns)).next().is_none());
     if !empty {
         return;
     }
-    if n.value["metadata"]["finalizers"].as_array().is_some_and(|a| !a.is_empty()) {
+    if n.value["metadata"]["finalizers"]
+        .as_array()
+        .is_some_and(|a| !a.is_empty())
+    {
         return;
     }
     st.remove(NS_KEY, &n.key());
@@ -532,16 +670,24 @@ fn try_finalize_namespace(st: &mut State, ns: &str) {
 
 // ---- HTTP verbs ----------------------------------------------------------------------
 
-fn writer<'a>(ctx: &Ctx, operation: &'a str, applied: Option<Value>) -> Result<Writer<'a>, ApiError> {
+fn writer<'a>(
+    ctx: &Ctx,
+    operation: &'a str,
+    applied: Option<Value>,
+) -> Result<Writer<'a>, ApiError> {
     let dry_run = match ctx.query("dryRun") {
         None => false,
         Some("All") => true,
         Some(other) => {
-            return Err(invalid(&ctx.rt, "", &[FieldError {
-                reason: "FieldValueNotSupported",
-                field: "dryRun".into(),
-                message: format!("Unsupported value: {other:?}: supported values: \"All\""),
-            }]));
+            return Err(invalid(
+                &ctx.rt,
+                "",
+                &[FieldError {
+                    reason: "FieldValueNotSupported",
+                    field: "dryRun".into(),
+                    message: format!("Unsupported value: {other:?}: supported values: \"All\""),
+                }],
+            ));
         }
     };
     Ok(Writer {
@@ -555,15 +701,17 @@ fn writer<'a>(ctx: &Ctx, operation: &'a str, applied: Option<Value>) -> Result<W
 fn scope_of(ctx: &Ctx) -> Scope {
     match ctx.req.subresource.as_deref() {
         Some("status") => Scope::Status,
-        _ => Scope::Main { status_subresource: ctx.rt.status_subresource },
+        _ => Scope::Main {
+            status_subresource: ctx.rt.status_subresource,
+        },
     }
 }
 
 pub fn create(ctx: &Ctx, body: &[u8]) -> Result<(u16, Arc<Stored>), ApiError> {
     if ctx.req.name.is_some() {
-        return Err(ApiError::method_not_allowed(format!(
-            "the server does not allow this method on the requested resource"
-        )));
+        return Err(ApiError::method_not_allowed(
+            "the server does not allow this method on the requested resource",
+        ));
     }
     let obj = decode_body(body)?;
     let w = writer(ctx, "Update", None)?;
@@ -574,9 +722,13 @@ pub fn create(ctx: &Ctx, body: &[u8]) -> Result<(u16, Arc<Stored>), ApiError> {
 
 fn existing(st: &State, ctx: &Ctx) -> Result<Arc<Stored>, ApiError> {
     let name = ctx.req.name.as_deref().unwrap_or_default();
-    st.get(&ctx.rt.storage_key(), ctx.req.namespace.as_deref().unwrap_or_default(), name)
-        .cloned()
-        .ok_or_else(|| ApiError::not_found(ctx.rt.group_resource(), name))
+    st.get(
+        &ctx.rt.storage_key(),
+        ctx.req.namespace.as_deref().unwrap_or_default(),
+        name,
+    )
+    .cloned()
+    .ok_or_else(|| ApiError::not_found(ctx.rt.group_resource(), name))
 }
 
 pub fn update(ctx: &Ctx, body: &[u8]) -> Result<(u16, Arc<Stored>), ApiError> {
@@ -592,12 +744,22 @@ pub fn update(ctx: &Ctx, body: &[u8]) -> Result<(u16, Arc<Stored>), ApiError> {
     let w = writer(ctx, "Update", None)?;
     let mut st = ctx.sim.lock();
     let old = existing(&st, ctx)?;
-    let rv = obj["metadata"]["resourceVersion"].as_str().unwrap_or_default();
+    let rv = obj["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap_or_default();
     if rv.is_empty() {
         // Custom resources never allow unconditional updates
         // (`customResourceStrategy.AllowUnconditionalUpdate`); the built-ins here do.
         if ctx.rt.custom {
-            return Err(invalid(&ctx.rt, &name, &[FieldError::invalid("metadata.resourceVersion", "0x0", "must be specified for an update")]));
+            return Err(invalid(
+                &ctx.rt,
+                &name,
+                &[FieldError::invalid(
+                    "metadata.resourceVersion",
+                    "0x0",
+                    "must be specified for an update",
+                )],
+            ));
         }
     } else if rv != old.rv.to_string() {
         return Err(ApiError::conflict_modified(ctx.rt.group_resource(), &name));
@@ -611,7 +773,11 @@ pub fn update(ctx: &Ctx, body: &[u8]) -> Result<(u16, Arc<Stored>), ApiError> {
     Ok((200, out))
 }
 
-pub fn patch(ctx: &Ctx, content_type: Option<&str>, body: &[u8]) -> Result<(u16, Arc<Stored>), ApiError> {
+pub fn patch(
+    ctx: &Ctx,
+    content_type: Option<&str>,
+    body: &[u8],
+) -> Result<(u16, Arc<Stored>), ApiError> {
     let accepted = patch::accepted_patch_types(ctx.rt.custom);
     let pt = content_type
         .and_then(PatchType::from_content_type)
@@ -628,7 +794,15 @@ pub fn patch(ctx: &Ctx, content_type: Option<&str>, body: &[u8]) -> Result<(u16,
     } else {
         None
     };
-    let w = writer(ctx, if pt == PatchType::Apply { "Apply" } else { "Update" }, applied.clone())?;
+    let w = writer(
+        ctx,
+        if pt == PatchType::Apply {
+            "Apply"
+        } else {
+            "Update"
+        },
+        applied.clone(),
+    )?;
     let mut st = ctx.sim.lock();
     let old = match existing(&st, ctx) {
         Ok(o) => o,
@@ -644,7 +818,9 @@ pub fn patch(ctx: &Ctx, content_type: Option<&str>, body: &[u8]) -> Result<(u16,
     let mut doc = old.value_at(&ctx.rt.api_version());
     patch::apply(&mut doc, pt, body).map_err(patch_error)?;
     // A resourceVersion inside the patch is a precondition (`MergeFromWithOptimisticLock`).
-    let patched_rv = doc["metadata"]["resourceVersion"].as_str().unwrap_or_default();
+    let patched_rv = doc["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap_or_default();
     if !patched_rv.is_empty() && patched_rv != old.rv.to_string() {
         return Err(ApiError::conflict_modified(ctx.rt.group_resource(), &name));
     }
@@ -683,7 +859,10 @@ pub fn delete(ctx: &Ctx, body: &[u8]) -> Result<Deleted, ApiError> {
     } else {
         decode_body(body)?
     };
-    let dry_run = opts["dryRun"].as_array().is_some_and(|a| a.iter().any(|v| v == "All")) || ctx.query("dryRun") == Some("All");
+    let dry_run = opts["dryRun"]
+        .as_array()
+        .is_some_and(|a| a.iter().any(|v| v == "All"))
+        || ctx.query("dryRun") == Some("All");
     let name = ctx.req.name.clone().unwrap_or_default();
     let mut st = ctx.sim.lock();
     let old = existing(&st, ctx)?;
@@ -694,7 +873,10 @@ pub fn delete(ctx: &Ctx, body: &[u8]) -> Result<Deleted, ApiError> {
         return Err(ApiError::conflict(
             ctx.rt.group_resource(),
             &name,
-            &format!("Precondition failed: UID in precondition: {uid}, UID in object meta: {}", old.uid()),
+            &format!(
+                "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                old.uid()
+            ),
         ));
     }
     if let Some(rv) = pre["resourceVersion"].as_str()
@@ -711,14 +893,21 @@ pub fn delete(ctx: &Ctx, body: &[u8]) -> Result<Deleted, ApiError> {
     }
     let (obj, gone) = delete_object(&mut st, &ctx.rt, &old, dry_run);
     if gone && !(ctx.rt.kind == "Namespace" && ctx.rt.group.is_empty()) {
-        Ok(Deleted::Status(status::delete_success(ctx.rt.group_resource(), &name, obj.uid())))
+        Ok(Deleted::Status(status::delete_success(
+            ctx.rt.group_resource(),
+            &name,
+            obj.uid(),
+        )))
     } else {
         Ok(Deleted::Object(obj))
     }
 }
 
 /// DELETE on a collection: every matching object, as one request.
-pub fn delete_collection(ctx: &Ctx, filter: &super::read::Filter) -> Result<Vec<Arc<Stored>>, ApiError> {
+pub fn delete_collection(
+    ctx: &Ctx,
+    filter: &super::read::Filter,
+) -> Result<Vec<Arc<Stored>>, ApiError> {
     let mut st = ctx.sim.lock();
     let objs: Vec<Arc<Stored>> = st
         .iter(&ctx.rt.storage_key(), ctx.req.namespace.as_deref())
@@ -726,7 +915,10 @@ pub fn delete_collection(ctx: &Ctx, filter: &super::read::Filter) -> Result<Vec<
         .cloned()
         .collect();
     let dry_run = ctx.query("dryRun") == Some("All");
-    Ok(objs.iter().map(|o| delete_object(&mut st, &ctx.rt, o, dry_run).0).collect())
+    Ok(objs
+        .iter()
+        .map(|o| delete_object(&mut st, &ctx.rt, o, dry_run).0)
+        .collect())
 }
 
 /// Items of a `…List` body from a sequence of objects (deletecollection's answer).
@@ -735,7 +927,10 @@ pub fn list_body(rt: &ResourceType, rv: u64, objs: &[Arc<Stored>]) -> Value {
     let mut m = Map::new();
     m.insert("kind".into(), rt.list_kind().into());
     m.insert("apiVersion".into(), rt.api_version().into());
-    m.insert("metadata".into(), json!({"resourceVersion": rv.to_string()}));
+    m.insert(
+        "metadata".into(),
+        json!({"resourceVersion": rv.to_string()}),
+    );
     m.insert("items".into(), Value::Array(items));
     Value::Object(m)
 }
