@@ -32,7 +32,7 @@ impl Sim {
             .arg("--tls-dir")
             .arg(&tls)
             .args(extra)
-            .env("RUST_LOG", "warn")
+            .env("RUST_LOG", "warn,rustls=error")
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
