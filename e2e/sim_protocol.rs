@@ -635,3 +635,33 @@ fn large_lists_are_gzipped_when_asked() {
     let r = sim.curl("GET", "/version", &[("Accept-Encoding", "gzip")], None);
     assert!(r.header("content-encoding").is_none());
 }
+
+#[test]
+fn sigterm_ends_open_watches_and_exits_cleanly() {
+    let mut sim = Sim::start();
+    let (ca, url) = (sim.ca(), sim.url.clone());
+    let watcher = std::thread::spawn(move || {
+        curl(
+            &ca,
+            &url,
+            "GET",
+            "/api/v1/namespaces?watch=1",
+            &[],
+            None,
+            &["--max-time", "20"],
+        )
+    });
+    common::wait_for("the watch to be open", Duration::from_secs(10), || {
+        (sim.curl("GET", "/_sim/state", &[], None).json()["watches"] == 1).then_some(())
+    });
+    let st = sim
+        .terminate(Duration::from_secs(10))
+        .expect("exited within the drain deadline");
+    assert!(st.success(), "{st}");
+    let r = watcher.join().unwrap();
+    assert_eq!(
+        (r.status, lines(&r.body).len()),
+        (200, 4),
+        "the watch ended cleanly after its events"
+    );
+}

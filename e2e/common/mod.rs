@@ -55,6 +55,22 @@ impl Sim {
         }
     }
 
+    /// Send SIGTERM and wait (bounded) for the exit status.
+    pub fn terminate(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.child.id().to_string())
+            .status();
+        let start = Instant::now();
+        while start.elapsed() < within {
+            if let Ok(Some(st)) = self.child.try_wait() {
+                return Some(st);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+
     pub fn ca(&self) -> PathBuf {
         self.dir.path().join("tls").join("ca.crt")
     }

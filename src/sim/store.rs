@@ -146,6 +146,8 @@ pub struct State {
     pub compacted_rv: u64,
     limits: HistoryLimits,
     tx: broadcast::Sender<Arc<Event>>,
+    /// The CA bundle published in every namespace's `kube-root-ca.crt`.
+    pub root_ca: String,
 }
 
 impl State {
@@ -159,6 +161,7 @@ impl State {
             compacted_rv: 0,
             limits,
             tx,
+            root_ca: String::new(),
         }
     }
 

@@ -391,7 +391,7 @@ fn populate_namespace(st: &mut State, ns: &str) {
             &kcm,
         );
     }
-    let ca = ROOT_CA.get().cloned().unwrap_or_default();
+    let ca = st.root_ca.clone();
     if let Some(cm) = reg.find("", "v1", "configmaps") {
         let _ = create_in(
             st,
@@ -404,12 +404,10 @@ fn populate_namespace(st: &mut State, ns: &str) {
     }
 }
 
-static ROOT_CA: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-
 /// Create the namespaces every cluster starts with.
 pub fn bootstrap(sim: &Sim) {
-    let _ = ROOT_CA.set(sim.certs.ca_cert_pem.clone());
     let mut st = sim.lock();
+    st.root_ca = sim.certs.ca_cert_pem.clone();
     let reg = st.registry.clone();
     let Some(ns_rt) = reg.find("", "v1", "namespaces") else {
         return;
