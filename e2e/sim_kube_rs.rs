@@ -383,3 +383,53 @@ async fn paging_selectors_and_consistent_continue() {
     let s = api_error(api.list(&ListParams::default().labels("app in a")).await);
     assert_eq!(s.code, 400);
 }
+
+/// Leader election as client-go and kube-rs do it: GET the Lease, PUT it back with its RV;
+/// the loser of a race gets 409. Events are stored and listed like any other kind.
+#[tokio::test]
+async fn lease_updates_are_optimistic_and_events_are_stored() {
+    use k8s_openapi::api::coordination::v1::Lease;
+    use k8s_openapi::api::core::v1::Event;
+    let sim = Sim::start();
+    let client = sim.client().await;
+    let leases: Api<Lease> = Api::namespaced(client.clone(), "kube-system");
+    let l: Lease = serde_json::from_value(json!({"metadata": {"name": "ctrl"}, "spec": {"holderIdentity": "a", "leaseDurationSeconds": 15}})).unwrap();
+    leases.create(&PostParams::default(), &l).await.unwrap();
+    let mut mine = leases.get("ctrl").await.unwrap();
+    let mut theirs = mine.clone();
+    mine.spec.as_mut().unwrap().holder_identity = Some("b".into());
+    leases
+        .replace("ctrl", &PostParams::default(), &mine)
+        .await
+        .unwrap();
+    theirs.spec.as_mut().unwrap().holder_identity = Some("c".into());
+    let s = api_error(
+        leases
+            .replace("ctrl", &PostParams::default(), &theirs)
+            .await,
+    );
+    assert_eq!((s.code, s.reason.as_str()), (409, "Conflict"));
+    assert_eq!(
+        leases
+            .get("ctrl")
+            .await
+            .unwrap()
+            .spec
+            .unwrap()
+            .holder_identity
+            .as_deref(),
+        Some("b")
+    );
+
+    let events: Api<Event> = Api::namespaced(client.clone(), "default");
+    let e: Event = serde_json::from_value(json!({"metadata": {"name": "e1"}, "involvedObject": {"kind": "ConfigMap", "name": "x", "namespace": "default"},
+        "reason": "Tested", "message": "hello", "type": "Normal"}))
+    .unwrap();
+    events.create(&PostParams::default(), &e).await.unwrap();
+    let l = events
+        .list(&ListParams::default().fields("involvedObject.name=x,reason=Tested"))
+        .await
+        .unwrap();
+    assert_eq!(l.items.len(), 1);
+    assert_eq!(l.items[0].message.as_deref(), Some("hello"));
+}

@@ -33,6 +33,8 @@ pub mod patch;
 pub mod proto_body;
 pub mod read;
 pub mod registry;
+#[cfg(test)]
+mod robustness_tests;
 pub mod selector;
 pub mod store;
 pub mod table;
