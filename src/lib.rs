@@ -2,13 +2,18 @@
 //! TLS-terminating proxy in front of a real kube-apiserver, and judge whether they recover.
 //!
 //! Layout (DESIGN.md "Inside"): `cli/` one file per verb; `listen/` the rustls + hyper
-//! server; `request` classifies requests; `sim/` is the embedded API simulator.
+//! server; `request` classifies requests; `upstream/` reaches the real apiserver; `proxy`
+//! forwards; `sim/` is the embedded API simulator.
 
+pub mod admin;
 pub mod certs;
 pub mod cli;
 pub mod kubeconfig;
 pub mod listen;
+pub mod metrics;
 pub mod protobuf;
+pub mod proxy;
 pub mod request;
 pub mod sim;
 pub mod status;
+pub mod upstream;

@@ -1,5 +1,8 @@
 //! The command line: one verb per job, each in its own file.
 
+pub mod certs;
+pub mod kubeconfig;
+pub mod serve;
 pub mod sim;
 
 use std::process::ExitCode;
@@ -35,8 +38,14 @@ pub enum LogFormat {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Run the proxy in front of a kube-apiserver (TLS-terminating, streaming).
+    Serve(serve::ServeArgs),
     /// Run the built-in Kubernetes API simulator (an in-memory apiserver over HTTPS).
     Sim(sim::SimArgs),
+    /// Write a kubeconfig for clients of a running proxy.
+    Kubeconfig(kubeconfig::KubeconfigArgs),
+    /// Generate a CA and a serving certificate for the proxy or a sidecar.
+    Certs(certs::CertsArgs),
 }
 
 fn init_logging(format: LogFormat) {
@@ -67,7 +76,10 @@ pub fn main() -> ExitCode {
     };
     let result = rt.block_on(async {
         match cli.command {
+            Command::Serve(args) => serve::run(args).await,
             Command::Sim(args) => sim::run(args).await,
+            Command::Kubeconfig(args) => kubeconfig::run(args),
+            Command::Certs(args) => certs::run(args),
         }
     });
     match result {

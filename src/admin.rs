@@ -1,0 +1,90 @@
+//! The admin listener: `/metrics`, `/healthz`, `/readyz` (plain HTTP, loopback by default).
+//! The control API joins it with the staleness engine.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Request, Response, StatusCode};
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use tokio::net::TcpListener;
+
+use crate::listen::Body;
+use crate::listen::body::full;
+use crate::metrics::Metrics;
+use crate::upstream::Upstream;
+
+pub struct Admin {
+    pub metrics: Arc<Metrics>,
+    pub upstream: Upstream,
+}
+
+fn text(code: StatusCode, body: impl Into<Bytes>, content_type: &'static str) -> Response<Body> {
+    let mut r = Response::new(full(body));
+    *r.status_mut() = code;
+    r.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static(content_type),
+    );
+    r
+}
+
+async fn handle(admin: Arc<Admin>, req: Request<Incoming>) -> Response<Body> {
+    match (req.method(), req.uri().path()) {
+        (&http::Method::GET, "/metrics") => text(
+            StatusCode::OK,
+            admin.metrics.render(),
+            "text/plain; version=0.0.4",
+        ),
+        (&http::Method::GET, "/healthz" | "/livez") => text(StatusCode::OK, "ok", "text/plain"),
+        (&http::Method::GET, "/readyz") => match admin.upstream.probe(Duration::from_secs(3)).await
+        {
+            Ok(code) if code < 500 => text(StatusCode::OK, "ok", "text/plain"),
+            Ok(code) => text(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("upstream answered {code}\n"),
+                "text/plain",
+            ),
+            Err(e) => text(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("upstream unreachable: {e}\n"),
+                "text/plain",
+            ),
+        },
+        _ => text(
+            StatusCode::NOT_FOUND,
+            "not found: try /metrics, /healthz or /readyz\n",
+            "text/plain",
+        ),
+    }
+}
+
+/// Serve the admin endpoints until `shutdown` resolves.
+pub async fn serve(
+    listener: TcpListener,
+    admin: Arc<Admin>,
+    shutdown: impl std::future::Future<Output = ()>,
+) {
+    tokio::pin!(shutdown);
+    loop {
+        let (tcp, _) = tokio::select! {
+            _ = &mut shutdown => return,
+            a = listener.accept() => match a {
+                Ok(x) => x,
+                Err(_) => { tokio::time::sleep(Duration::from_millis(50)).await; continue; }
+            },
+        };
+        let admin = admin.clone();
+        tokio::spawn(async move {
+            let svc = hyper::service::service_fn(move |req| {
+                let a = admin.clone();
+                async move { Ok::<_, Infallible>(handle(a, req).await) }
+            });
+            let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+                .serve_connection(TokioIo::new(tcp), svc)
+                .await;
+        });
+    }
+}

@@ -1,0 +1,69 @@
+//! Prometheus metrics (names and labels from DESIGN.md "Interfaces"). Label sets are
+//! bounded: `client` is a schedule client name or `other`, `resource` a served resource.
+
+use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry};
+
+pub struct Metrics {
+    pub registry: Registry,
+    pub requests: IntCounterVec,
+    pub duration: HistogramVec,
+    pub watch_streams: IntGaugeVec,
+}
+
+impl Metrics {
+    pub fn new() -> Metrics {
+        let registry = Registry::new_custom(Some("stalemate".into()), None).unwrap_or_default();
+        let requests = IntCounterVec::new(
+            Opts::new(
+                "requests_total",
+                "Requests through the proxy, by client, verb, resource and response code.",
+            ),
+            &["client", "verb", "resource", "code"],
+        )
+        .expect("static metric definition");
+        let duration = HistogramVec::new(
+            HistogramOpts::new(
+                "request_duration_seconds",
+                "Time to the upstream's response headers (watches: until the stream starts), by client and verb.",
+            )
+            .buckets(vec![0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0]),
+            &["client", "verb"],
+        )
+        .expect("static metric definition");
+        let watch_streams = IntGaugeVec::new(
+            Opts::new(
+                "watch_streams",
+                "Open watch streams, by client and resource.",
+            ),
+            &["client", "resource"],
+        )
+        .expect("static metric definition");
+        for c in [
+            Box::new(requests.clone()) as Box<dyn prometheus::core::Collector>,
+            Box::new(duration.clone()),
+            Box::new(watch_streams.clone()),
+        ] {
+            let _ = registry.register(c);
+        }
+        Metrics {
+            registry,
+            requests,
+            duration,
+            watch_streams,
+        }
+    }
+
+    /// The text exposition of every metric.
+    pub fn render(&self) -> String {
+        use prometheus::Encoder;
+        let mut buf = Vec::new();
+        let _ = prometheus::TextEncoder::new().encode(&self.registry.gather(), &mut buf);
+        String::from_utf8(buf).unwrap_or_default()
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}

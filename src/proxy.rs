@@ -1,0 +1,359 @@
+//! Forwarding: the transparent half of stalemate.
+//!
+//! ```text
+//!  client ─TLS─► listen ─► proxy::handle ─► classify ─► upstream (TLS, pooled, HTTP/2)
+//!                              │                           │
+//!                              └── metrics ◄── response ◄──┘  (body streamed back)
+//! ```
+//!
+//! Bodies are streams both ways and are never buffered: a 100 MB LIST costs a few frames
+//! of memory, and each watch frame is flushed as the upstream sends it. Headers are kept
+//! except the hop-by-hop ones (RFC 9110 §7.6.1) and `X-Remote-*`, which a front proxy's
+//! client could otherwise use to claim any identity (PROTOCOL.md §A.11). Dropping the
+//! client's response body (client gone) drops the upstream response: the upstream request
+//! is cancelled with it.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use http::{Request, Response};
+use http_body::Frame;
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+
+use crate::listen::{Body, BodyError, Peer};
+use crate::metrics::Metrics;
+use crate::request::{self, RequestInfo, Verb};
+use crate::status::ApiError;
+use crate::upstream::{Upstream, error};
+
+/// Shared state of a running proxy.
+pub struct Proxy {
+    pub upstream: Upstream,
+    pub metrics: Arc<Metrics>,
+    /// Time allowed for the upstream's response headers (not for streaming bodies).
+    pub header_timeout: Duration,
+}
+
+/// The bearer token in kubeconfigs written for proxy clients. It stands for "no
+/// credentials of my own": the proxy removes it and the upstream credentials are used.
+/// (A kubeconfig user with no credentials at all makes kubectl prompt for a password.)
+pub const UPSTREAM_CREDENTIALS_TOKEN: &str = "stalemate-use-upstream-credentials";
+
+/// Hop-by-hop headers (RFC 9110 §7.6.1), never forwarded.
+const HOP_BY_HOP: &[&str] = &[
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+];
+
+fn is_upgrade(h: &HeaderMap) -> bool {
+    h.get(header::CONNECTION)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.split(',')
+                .any(|t| t.trim().eq_ignore_ascii_case("upgrade"))
+        })
+        && h.contains_key(header::UPGRADE)
+}
+
+/// Remove hop-by-hop headers, and those the `Connection` header names. For an upgrade,
+/// `Connection: Upgrade` and `Upgrade` are end-to-end in effect and are kept.
+pub fn strip_hop_by_hop(h: &mut HeaderMap, keep_upgrade: bool) {
+    let named: Vec<HeaderName> = h
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|t| HeaderName::from_bytes(t.trim().as_bytes()).ok())
+        .collect();
+    let upgrade = keep_upgrade
+        .then(|| h.get(header::UPGRADE).cloned())
+        .flatten();
+    for n in named {
+        h.remove(n);
+    }
+    for n in HOP_BY_HOP {
+        h.remove(*n);
+    }
+    if let Some(u) = upgrade {
+        h.insert(header::CONNECTION, HeaderValue::from_static("Upgrade"));
+        h.insert(header::UPGRADE, u);
+    }
+}
+
+/// Client request headers that must not reach the upstream: hop-by-hop, `Host` (the
+/// client library sets it for the upstream), and every `X-Remote-*`.
+pub fn sanitize_request_headers(h: &mut HeaderMap, upgrade: bool) {
+    strip_hop_by_hop(h, upgrade);
+    h.remove(header::HOST);
+    let sentinel = h
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split_once(' '))
+        .is_some_and(|(scheme, tok)| {
+            scheme.eq_ignore_ascii_case("bearer") && tok.trim() == UPSTREAM_CREDENTIALS_TOKEN
+        });
+    if sentinel {
+        h.remove(header::AUTHORIZATION);
+    }
+    let remote: Vec<HeaderName> = h
+        .keys()
+        .filter(|k| k.as_str().starts_with("x-remote-"))
+        .cloned()
+        .collect();
+    for k in remote {
+        h.remove(k);
+    }
+}
+
+fn status_response(e: &ApiError) -> Response<Body> {
+    let body = serde_json::to_vec(&e.to_status()).unwrap_or_default();
+    let mut r = Response::new(crate::listen::body::full(body));
+    *r.status_mut() = http::StatusCode::from_u16(e.code).unwrap_or(http::StatusCode::BAD_GATEWAY);
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    r
+}
+
+/// Labels for one request.
+struct Labels {
+    client: &'static str,
+    verb: &'static str,
+    resource: String,
+    watch: bool,
+}
+
+fn labels(info: &RequestInfo) -> Labels {
+    match info {
+        RequestInfo::NonResource { .. } => Labels {
+            client: "other",
+            verb: "get",
+            resource: String::new(),
+            watch: false,
+        },
+        RequestInfo::Resource(r) => Labels {
+            client: "other",
+            verb: r.verb.as_str(),
+            resource: match &r.subresource {
+                Some(s) => format!("{}/{s}", r.resource_name()),
+                None => r.resource_name(),
+            },
+            watch: r.verb == Verb::Watch,
+        },
+    }
+}
+
+/// A response body that keeps a watch counted while the client holds it.
+struct Counted {
+    inner: Body,
+    _guard: Option<prometheus::IntGauge>,
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        if let Some(g) = &self._guard {
+            g.dec();
+        }
+    }
+}
+
+impl http_body::Body for Counted {
+    type Data = Bytes;
+    type Error = BodyError;
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
+        Pin::new(&mut self.inner).poll_frame(cx)
+    }
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+pub async fn handle(proxy: Arc<Proxy>, mut req: Request<Incoming>, _peer: Peer) -> Response<Body> {
+    let start = Instant::now();
+    let info = request::classify(req.method(), req.uri().path(), req.uri().query());
+    let l = labels(&info);
+    let upgrade = is_upgrade(req.headers());
+    let client_upgrade = upgrade.then(|| hyper::upgrade::on(&mut req));
+
+    let path_and_query = req
+        .uri()
+        .path_and_query()
+        .map_or("/", |p| p.as_str())
+        .to_string();
+    let (mut parts, body) = req.into_parts();
+    let uri = match proxy.upstream.uri_for(&path_and_query) {
+        Ok(u) => u,
+        Err(e) => {
+            return finish(
+                &proxy,
+                &l,
+                start,
+                status_response(&ApiError::bad_request(format!(
+                    "cannot forward {path_and_query:?}: {e}"
+                ))),
+            );
+        }
+    };
+    sanitize_request_headers(&mut parts.headers, upgrade);
+    parts.uri = uri;
+    // The upstream connection's HTTP version is the client library's business.
+    parts.version = http::Version::HTTP_11;
+    let body: Body = body.map_err(BodyError::from).boxed();
+    let up_req = Request::from_parts(parts, body);
+
+    let sent =
+        tokio::time::timeout(proxy.header_timeout, proxy.upstream.send(up_req, upgrade)).await;
+    let mut resp = match sent {
+        Ok(Ok(r)) => r,
+        Ok(Err(e)) => {
+            let err = error::to_api_error(&proxy.upstream.base.to_string(), &*e);
+            tracing::warn!(verb = l.verb, resource = %l.resource, code = err.code, error = %err.message, "upstream request failed");
+            return finish(&proxy, &l, start, status_response(&err));
+        }
+        Err(_) => {
+            let err = ApiError::new(
+                504,
+                "Timeout",
+                format!(
+                    "stalemate: the upstream apiserver {} sent no response headers within {:?}",
+                    proxy.upstream.base, proxy.header_timeout
+                ),
+            );
+            return finish(&proxy, &l, start, status_response(&err));
+        }
+    };
+
+    if resp.status() == http::StatusCode::SWITCHING_PROTOCOLS {
+        if let Some(client_up) = client_upgrade {
+            let upstream_up = hyper::upgrade::on(&mut resp);
+            tokio::spawn(async move {
+                match tokio::try_join!(client_up, upstream_up) {
+                    Ok((c, u)) => {
+                        let mut c = hyper_util::rt::TokioIo::new(c);
+                        let mut u = hyper_util::rt::TokioIo::new(u);
+                        if let Err(e) = tokio::io::copy_bidirectional(&mut c, &mut u).await {
+                            tracing::debug!(error = %e, "upgraded connection ended");
+                        }
+                    }
+                    Err(e) => tracing::debug!(error = %e, "connection upgrade failed"),
+                }
+            });
+        }
+    }
+
+    let (mut parts, body) = resp.into_parts();
+    let switching = parts.status == http::StatusCode::SWITCHING_PROTOCOLS;
+    strip_hop_by_hop(&mut parts.headers, switching);
+    let guard = (l.watch && parts.status.is_success()).then(|| {
+        let g = proxy
+            .metrics
+            .watch_streams
+            .with_label_values(&[l.client, &l.resource]);
+        g.inc();
+        g
+    });
+    let body: Body = Counted {
+        inner: body.map_err(BodyError::from).boxed(),
+        _guard: guard,
+    }
+    .boxed();
+    finish(&proxy, &l, start, Response::from_parts(parts, body))
+}
+
+fn finish(proxy: &Proxy, l: &Labels, start: Instant, resp: Response<Body>) -> Response<Body> {
+    let code = resp.status().as_u16().to_string();
+    proxy
+        .metrics
+        .requests
+        .with_label_values(&[l.client, l.verb, &l.resource, &code])
+        .inc();
+    proxy
+        .metrics
+        .duration
+        .with_label_values(&[l.client, l.verb])
+        .observe(start.elapsed().as_secs_f64());
+    resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strips_hop_by_hop_and_remote_headers() {
+        let mut h = HeaderMap::new();
+        for (k, v) in [
+            ("connection", "keep-alive, x-custom-hop"),
+            ("keep-alive", "timeout=5"),
+            ("x-custom-hop", "1"),
+            ("te", "trailers"),
+            ("host", "proxy:7443"),
+            ("x-remote-user", "mallory"),
+            ("x-remote-group", "system:masters"),
+            ("x-remote-extra-scopes", "all"),
+            ("impersonate-user", "system:serviceaccount:ns:sa"),
+            ("authorization", "Bearer t"),
+            ("accept", "application/json"),
+            ("user-agent", "source-controller/v1"),
+            ("audit-id", "abc"),
+        ] {
+            h.append(k, HeaderValue::from_static(v));
+        }
+        sanitize_request_headers(&mut h, false);
+        let mut left: Vec<&str> = h.keys().map(|k| k.as_str()).collect();
+        left.sort();
+        assert_eq!(
+            left,
+            [
+                "accept",
+                "audit-id",
+                "authorization",
+                "impersonate-user",
+                "user-agent"
+            ]
+        );
+        // The proxy-kubeconfig sentinel means "use the upstream credentials".
+        let mut h = HeaderMap::new();
+        h.insert(
+            "authorization",
+            HeaderValue::from_str(&format!("Bearer {UPSTREAM_CREDENTIALS_TOKEN}")).unwrap(),
+        );
+        sanitize_request_headers(&mut h, false);
+        assert!(h.get("authorization").is_none());
+    }
+
+    #[test]
+    fn keeps_upgrade_headers_for_upgrades() {
+        let mut h = HeaderMap::new();
+        h.insert("connection", HeaderValue::from_static("Upgrade"));
+        h.insert("upgrade", HeaderValue::from_static("SPDY/3.1"));
+        h.insert(
+            "x-stream-protocol-version",
+            HeaderValue::from_static("v4.channel.k8s.io"),
+        );
+        assert!(is_upgrade(&h));
+        sanitize_request_headers(&mut h, true);
+        assert_eq!(h.get("upgrade").unwrap(), "SPDY/3.1");
+        assert_eq!(h.get("connection").unwrap(), "Upgrade");
+        assert!(h.contains_key("x-stream-protocol-version"));
+    }
+}

@@ -1,0 +1,244 @@
+//! The upstream kube-apiserver: where it is, how to trust it, and whose credentials to
+//! use when a client brings none.
+//!
+//! Loading is `kube::Config`'s job (kubeconfig contexts, in-cluster service-account files,
+//! client certificates, tokens, exec plugins and their refresh); the transport is a
+//! hyper-util client over hyper-rustls with the TLS config kube builds from it. Two
+//! services share one connection pool: `passthrough` forwards a request as it is (the
+//! client's own `Authorization`, e.g. a pod's rotating service-account token), `authed`
+//! adds the upstream credentials through kube's auth layer.
+
+pub mod error;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use bytes::Bytes;
+use http::{Request, Response, Uri};
+use hyper::body::Incoming;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use kube::client::ConfigExt;
+use tower::util::BoxCloneSyncService;
+use tower::{Layer, ServiceExt};
+
+use crate::listen::Body;
+
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+type Svc = BoxCloneSyncService<Request<Body>, Response<Incoming>, BoxError>;
+/// The upstream's answer, as a boxed `'static` future (which also keeps the service's
+/// trait-object types out of the callers' async state machines).
+pub type ResponseFuture = std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<Response<Incoming>, BoxError>> + Send + 'static>,
+>;
+
+/// Where the upstream configuration comes from.
+#[derive(Debug, Clone)]
+pub enum Source {
+    /// A kubeconfig file (`None`: the usual lookup, `$KUBECONFIG` then `~/.kube/config`).
+    Kubeconfig {
+        path: Option<PathBuf>,
+        context: Option<String>,
+    },
+    /// The pod's service account (`KUBERNETES_SERVICE_HOST/PORT` and the mounted files).
+    InCluster,
+    /// An explicit URL and CA bundle, no credentials of our own.
+    Url { url: String, ca: PathBuf },
+}
+
+/// A connected upstream.
+#[derive(Clone)]
+pub struct Upstream {
+    /// Scheme, authority and base path of the apiserver.
+    pub base: Uri,
+    passthrough: Svc,
+    authed: Svc,
+    /// HTTP/1.1-only clients for connection upgrades (exec, attach, port-forward).
+    upgrade: Svc,
+    authed_upgrade: Svc,
+    pub has_credentials: bool,
+}
+
+/// Settings for the upstream transport.
+#[derive(Debug, Clone)]
+pub struct TransportOptions {
+    pub insecure_skip_verify: bool,
+    pub connect_timeout: Duration,
+}
+
+async fn load(source: &Source) -> Result<kube::Config> {
+    match source {
+        Source::Kubeconfig { path, context } => {
+            let opts = kube::config::KubeConfigOptions {
+                context: context.clone(),
+                ..Default::default()
+            };
+            match path {
+                Some(p) => {
+                    let kc = kube::config::Kubeconfig::read_from(p)
+                        .with_context(|| format!("--upstream-kubeconfig {}: cannot read it as a kubeconfig", p.display()))?;
+                    kube::Config::from_custom_kubeconfig(kc, &opts)
+                        .await
+                        .with_context(|| format!("--upstream-kubeconfig {}", p.display()))
+                }
+                None => kube::Config::from_kubeconfig(&opts)
+                    .await
+                    .context("loading the default kubeconfig ($KUBECONFIG or ~/.kube/config); use --upstream-kubeconfig, --in-cluster or --upstream"),
+            }
+        }
+        Source::InCluster => kube::Config::incluster().context(
+            "--in-cluster: not running in a pod, or the service-account files are missing",
+        ),
+        Source::Url { url, ca } => {
+            let uri: Uri = url
+                .parse()
+                .with_context(|| format!("--upstream {url:?} is not a URL"))?;
+            if uri.scheme_str() != Some("https") {
+                bail!("--upstream {url:?}: the apiserver must be reached over https");
+            }
+            let pem =
+                std::fs::read(ca).with_context(|| format!("--upstream-ca {}", ca.display()))?;
+            use rustls::pki_types::CertificateDer;
+            use rustls::pki_types::pem::PemObject;
+            let certs: Vec<Vec<u8>> = CertificateDer::pem_slice_iter(&pem)
+                .map(|c| c.map(|c| c.to_vec()))
+                .collect::<Result<_, _>>()
+                .with_context(|| {
+                    format!(
+                        "--upstream-ca {}: not a PEM certificate bundle",
+                        ca.display()
+                    )
+                })?;
+            if certs.is_empty() {
+                bail!("--upstream-ca {}: no certificate in it", ca.display());
+            }
+            let mut cfg = kube::Config::new(uri);
+            cfg.root_cert = Some(certs);
+            Ok(cfg)
+        }
+    }
+}
+
+fn client(
+    tls: rustls::ClientConfig,
+    opts: &TransportOptions,
+    http2: bool,
+) -> Client<hyper_rustls::HttpsConnector<HttpConnector>, Body> {
+    let mut http = HttpConnector::new();
+    http.enforce_http(false);
+    http.set_nodelay(true);
+    http.set_connect_timeout(Some(opts.connect_timeout));
+    let builder = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(tls)
+        .https_only();
+    let connector = if http2 {
+        builder.enable_http1().enable_http2().wrap_connector(http)
+    } else {
+        builder.enable_http1().wrap_connector(http)
+    };
+    let mut b = Client::builder(TokioExecutor::new());
+    b.timer(hyper_util::rt::TokioTimer::new())
+        .pool_timer(hyper_util::rt::TokioTimer::new());
+    b.pool_idle_timeout(Duration::from_secs(90));
+    // Keep HTTP/2 connections to the apiserver alive while watches are quiet.
+    b.http2_keep_alive_interval(Duration::from_secs(30))
+        .http2_keep_alive_while_idle(true);
+    b.build(connector)
+}
+
+fn boxed(c: Client<hyper_rustls::HttpsConnector<HttpConnector>, Body>) -> Svc {
+    BoxCloneSyncService::new(tower::service_fn(move |req: Request<Body>| {
+        let c = c.clone();
+        async move { c.request(req).await.map_err(BoxError::from) }
+    }))
+}
+
+impl Upstream {
+    pub async fn connect(source: &Source, opts: &TransportOptions) -> Result<Upstream> {
+        let mut cfg = load(source).await?;
+        if opts.insecure_skip_verify {
+            cfg.accept_invalid_certs = true;
+        }
+        let tls = cfg
+            .rustls_client_config()
+            .context("building the upstream TLS configuration")?;
+        let passthrough = boxed(client(tls.clone(), opts, true));
+        let upgrade = boxed(client(tls, opts, false));
+        let layer = cfg
+            .auth_layer()
+            .context("loading the upstream credentials")?;
+        let has_credentials = layer.is_some()
+            || cfg.auth_info.client_certificate.is_some()
+            || cfg.auth_info.client_certificate_data.is_some();
+        let with_auth = |inner: &Svc| match &layer {
+            Some(l) => BoxCloneSyncService::new(l.layer(inner.clone()).map_err(BoxError::from)),
+            None => inner.clone(),
+        };
+        let authed = with_auth(&passthrough);
+        let authed_upgrade = with_auth(&upgrade);
+        Ok(Upstream {
+            base: cfg.cluster_url,
+            passthrough,
+            authed,
+            upgrade,
+            authed_upgrade,
+            has_credentials,
+        })
+    }
+
+    /// The upstream URI for a client request's path and query.
+    pub fn uri_for(&self, path_and_query: &str) -> Result<Uri, http::Error> {
+        let base_path = self.base.path().trim_end_matches('/');
+        let mut parts = self.base.clone().into_parts();
+        parts.path_and_query = Some(format!("{base_path}{path_and_query}").parse()?);
+        Ok(Uri::from_parts(parts)?)
+    }
+
+    /// Send a request upstream; the upstream credentials are added only when the client
+    /// sent no `Authorization` of its own. (A plain function returning the service's
+    /// future, not an `async fn`: the future owns everything and is `'static`.)
+    pub fn send(&self, req: Request<Body>, upgrade: bool) -> ResponseFuture {
+        let own = req.headers().contains_key(http::header::AUTHORIZATION);
+        // Upgrades (exec, attach, port-forward) exist only in HTTP/1.1.
+        let svc = match (upgrade, own) {
+            (false, true) => &self.passthrough,
+            (false, false) => &self.authed,
+            (true, true) => &self.upgrade,
+            (true, false) => &self.authed_upgrade,
+        };
+        Box::pin(svc.clone().oneshot(req))
+    }
+
+    /// A cheap request to tell whether the upstream answers at all (for `/readyz`).
+    pub fn probe(
+        &self,
+        timeout: Duration,
+    ) -> impl std::future::Future<Output = Result<u16, String>> + Send + 'static {
+        let req = self
+            .uri_for("/readyz")
+            .map_err(|e| e.to_string())
+            .and_then(|uri| {
+                Request::get(uri)
+                    .body(crate::listen::body::full(Bytes::new()))
+                    .map_err(|e| e.to_string())
+            });
+        let call = req.map(|r| -> ResponseFuture { Box::pin(self.authed.clone().oneshot(r)) });
+        async move {
+            let call = call?;
+            Self::probe_result(tokio::time::timeout(timeout, call).await, timeout)
+        }
+    }
+
+    fn probe_result(
+        r: Result<Result<Response<Incoming>, BoxError>, tokio::time::error::Elapsed>,
+        timeout: Duration,
+    ) -> Result<u16, String> {
+        match r {
+            Ok(Ok(r)) => Ok(r.status().as_u16()),
+            Ok(Err(e)) => Err(error::describe(&*e)),
+            Err(_) => Err(format!("no answer within {timeout:?}")),
+        }
+    }
+}
