@@ -242,22 +242,23 @@ pub async fn handle(proxy: Arc<Proxy>, mut req: Request<Incoming>, _peer: Peer) 
         }
     };
 
-    if resp.status() == http::StatusCode::SWITCHING_PROTOCOLS {
-        if let Some(client_up) = client_upgrade {
-            let upstream_up = hyper::upgrade::on(&mut resp);
-            tokio::spawn(async move {
-                match tokio::try_join!(client_up, upstream_up) {
-                    Ok((c, u)) => {
-                        let mut c = hyper_util::rt::TokioIo::new(c);
-                        let mut u = hyper_util::rt::TokioIo::new(u);
-                        if let Err(e) = tokio::io::copy_bidirectional(&mut c, &mut u).await {
-                            tracing::debug!(error = %e, "upgraded connection ended");
-                        }
+    if resp.status() == http::StatusCode::SWITCHING_PROTOCOLS
+        && let Some(client_up) = client_upgrade
+    {
+        // exec / attach / port-forward: after 101, bytes flow both ways untouched.
+        let upstream_up = hyper::upgrade::on(&mut resp);
+        tokio::spawn(async move {
+            match tokio::try_join!(client_up, upstream_up) {
+                Ok((c, u)) => {
+                    let mut c = hyper_util::rt::TokioIo::new(c);
+                    let mut u = hyper_util::rt::TokioIo::new(u);
+                    if let Err(e) = tokio::io::copy_bidirectional(&mut c, &mut u).await {
+                        tracing::debug!(error = %e, "upgraded connection ended");
                     }
-                    Err(e) => tracing::debug!(error = %e, "connection upgrade failed"),
                 }
-            });
-        }
+                Err(e) => tracing::debug!(error = %e, "connection upgrade failed"),
+            }
+        });
     }
 
     let (mut parts, body) = resp.into_parts();
