@@ -13,6 +13,7 @@
 //! client's response body (client gone) drops the upstream response: the upstream request
 //! is cancelled with it.
 
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -37,6 +38,9 @@ pub struct Proxy {
     pub metrics: Arc<Metrics>,
     /// Time allowed for the upstream's response headers (not for streaming bodies).
     pub header_timeout: Duration,
+    /// Becomes `true` when the proxy shuts down: watch streams then end cleanly at their
+    /// next frame boundary, so clients resume (PROTOCOL.md §C) instead of seeing a reset.
+    pub shutdown: tokio::sync::watch::Receiver<bool>,
 }
 
 /// The bearer token in kubeconfigs written for proxy clients. It stands for "no
@@ -156,15 +160,20 @@ fn labels(info: &RequestInfo) -> Labels {
     }
 }
 
-/// A response body that keeps a watch counted while the client holds it.
+type Shutdown = Pin<Box<dyn Future<Output = ()> + Send + Sync>>;
+
+/// A response body that keeps a watch counted while the client holds it, and ends a
+/// watch cleanly between upstream chunks when the proxy shuts down. (The apiserver
+/// flushes one event per chunk; event-exact framing arrives with the watch codecs.)
 struct Counted {
     inner: Body,
-    _guard: Option<prometheus::IntGauge>,
+    gauge: Option<prometheus::IntGauge>,
+    shutdown: Option<Shutdown>,
 }
 
 impl Drop for Counted {
     fn drop(&mut self) {
-        if let Some(g) = &self._guard {
+        if let Some(g) = &self.gauge {
             g.dec();
         }
     }
@@ -177,6 +186,11 @@ impl http_body::Body for Counted {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
+        if let Some(s) = self.shutdown.as_mut()
+            && s.as_mut().poll(cx).is_ready()
+        {
+            return Poll::Ready(None);
+        }
         Pin::new(&mut self.inner).poll_frame(cx)
     }
     fn is_end_stream(&self) -> bool {
@@ -264,7 +278,8 @@ pub async fn handle(proxy: Arc<Proxy>, mut req: Request<Incoming>, _peer: Peer) 
     let (mut parts, body) = resp.into_parts();
     let switching = parts.status == http::StatusCode::SWITCHING_PROTOCOLS;
     strip_hop_by_hop(&mut parts.headers, switching);
-    let guard = (l.watch && parts.status.is_success()).then(|| {
+    let streaming = l.watch && parts.status.is_success();
+    let gauge = streaming.then(|| {
         let g = proxy
             .metrics
             .watch_streams
@@ -272,9 +287,16 @@ pub async fn handle(proxy: Arc<Proxy>, mut req: Request<Incoming>, _peer: Peer) 
         g.inc();
         g
     });
+    let shutdown = streaming.then(|| {
+        let mut rx = proxy.shutdown.clone();
+        Box::pin(async move {
+            let _ = rx.wait_for(|s| *s).await;
+        }) as Shutdown
+    });
     let body: Body = Counted {
         inner: body.map_err(BodyError::from).boxed(),
-        _guard: guard,
+        gauge,
+        shutdown,
     }
     .boxed();
     finish(&proxy, &l, start, Response::from_parts(parts, body))

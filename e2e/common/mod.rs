@@ -299,3 +299,163 @@ pub fn install_gitrepo_crd(sim: &Sim) {
         "crd/gitrepositories.source.testbed.example.com",
     ]);
 }
+
+/// A running `stalemate serve` in front of a simulator, killed when dropped.
+pub struct Proxy {
+    child: Child,
+    pub url: String,
+    pub admin: String,
+    pub dir: tempfile::TempDir,
+    pub kubeconfig: PathBuf,
+}
+
+impl Proxy {
+    /// Start a proxy whose upstream is `sim`, through the simulator's kubeconfig.
+    pub fn start(sim: &Sim, extra: &[&str]) -> Proxy {
+        let kc = sim.kubeconfig.to_string_lossy().into_owned();
+        let mut args = vec!["--upstream-kubeconfig", kc.as_str()];
+        args.extend_from_slice(extra);
+        Proxy::start_raw(&args)
+    }
+
+    /// Start a proxy with exactly these upstream arguments.
+    pub fn start_raw(upstream_args: &[&str]) -> Proxy {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let kubeconfig = dir.path().join("kubeconfig");
+        let mut child = Command::new(BIN)
+            .args([
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--admin-listen",
+                "127.0.0.1:0",
+                "--tls-dir",
+            ])
+            .arg(dir.path().join("tls"))
+            .arg("--kubeconfig-out")
+            .arg(&kubeconfig)
+            .args(upstream_args)
+            .env("RUST_LOG", "warn,rustls=error")
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("spawn stalemate serve");
+        let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut line = String::new();
+        out.read_line(&mut line).expect("read the URL line");
+        let url = line.trim().to_string();
+        line.clear();
+        out.read_line(&mut line).expect("read the admin line");
+        let admin = line
+            .trim()
+            .strip_prefix("admin ")
+            .unwrap_or_default()
+            .to_string();
+        assert!(
+            url.starts_with("https://127.0.0.1:") && admin.starts_with("http://"),
+            "unexpected output: {url:?} {admin:?}"
+        );
+        Proxy {
+            child,
+            url,
+            admin,
+            dir,
+            kubeconfig,
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn ca(&self) -> PathBuf {
+        self.dir.path().join("tls").join("ca.crt")
+    }
+
+    pub fn kubectl(&self, args: &[&str]) -> Output {
+        kubectl_cmd(&self.kubeconfig, &self.dir.path().join("kubectl-cache"))
+            .args(args)
+            .output()
+            .expect("run kubectl")
+    }
+
+    pub fn kubectl_ok(&self, args: &[&str]) -> String {
+        let out = self.kubectl(args);
+        assert!(
+            out.status.success(),
+            "kubectl {args:?} via the proxy failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    pub fn curl(
+        &self,
+        method: &str,
+        path_and_query: &str,
+        headers: &[(&str, &str)],
+        body: Option<&[u8]>,
+    ) -> Response {
+        curl(
+            &self.ca(),
+            &self.url,
+            method,
+            path_and_query,
+            headers,
+            body,
+            &[],
+        )
+    }
+
+    pub async fn client(&self) -> kube::Client {
+        let kc = kube::config::Kubeconfig::read_from(&self.kubeconfig).expect("read kubeconfig");
+        let cfg =
+            kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+                .await
+                .expect("kube config");
+        kube::Client::try_from(cfg).expect("kube client")
+    }
+
+    /// GET on the admin listener (plain HTTP).
+    pub fn admin_get(&self, path: &str) -> (u16, String) {
+        let out = Command::new("curl")
+            .args(["-sS", "--max-time", "10", "-w", "\n%{http_code}"])
+            .arg(format!("{}{path}", self.admin))
+            .output()
+            .expect("curl admin");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
+        (code.trim().parse().unwrap_or(0), body.to_string())
+    }
+
+    pub fn terminate(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.child.id().to_string())
+            .status();
+        let start = Instant::now();
+        while start.elapsed() < within {
+            if let Ok(Some(st)) = self.child.try_wait() {
+                return Some(st);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Peak resident set size of a process, in bytes (`VmHWM` in /proc/PID/status).
+pub fn peak_rss(pid: u32) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    s.lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|kb| kb.parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
+}

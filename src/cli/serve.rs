@@ -169,10 +169,12 @@ pub async fn run(args: ServeArgs) -> Result<()> {
         write_client_kubeconfig(out, &url, ca)?;
     }
     let metrics = Arc::new(crate::metrics::Metrics::new());
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let proxy = Arc::new(crate::proxy::Proxy {
         upstream: upstream.clone(),
         metrics: metrics.clone(),
         header_timeout: args.upstream_timeout,
+        shutdown: stop_rx.clone(),
     });
     let admin = Arc::new(crate::admin::Admin {
         metrics,
@@ -186,7 +188,6 @@ pub async fn run(args: ServeArgs) -> Result<()> {
         let _ = out.flush();
     }
     tracing::info!(%url, upstream = %upstream.base, admin = %admin_addr, upstream_credentials = upstream.has_credentials, "proxy serving");
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let admin_task = tokio::spawn(crate::admin::serve(admin_listener, admin, {
         let mut rx = stop_rx.clone();
         async move {
@@ -195,11 +196,17 @@ pub async fn run(args: ServeArgs) -> Result<()> {
     }));
     let handler = move |req, peer| crate::proxy::handle(proxy.clone(), req, peer);
     let (_kill_tx, kill_rx) = tokio::sync::watch::channel(0u64);
+    let stop = stop_tx.clone();
+    let shutdown = async move {
+        super::shutdown_signal().await;
+        // Watches end cleanly first; then the listener drains what is left.
+        let _ = stop.send(true);
+    };
     crate::listen::serve(
         listener,
         tls,
         handler,
-        super::shutdown_signal(),
+        shutdown,
         args.drain_timeout,
         kill_rx,
     )

@@ -1,0 +1,458 @@
+//! `stalemate serve` as a transparent proxy in front of `stalemate sim`: real kubectl,
+//! kube-rs and curl (HTTP/1.1 and HTTP/2) through the real binary.
+
+#[path = "common/mod.rs"]
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::{Proxy, Sim, curl, install_gitrepo_crd, kubectl_cmd, peak_rss, wait_for};
+use futures_util::TryStreamExt;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::runtime::watcher;
+use serde_json::{Value, json};
+
+const GITREPO: &str = r#"apiVersion: source.testbed.example.com/v1
+kind: GitRepository
+metadata: {name: podinfo, namespace: default}
+spec: {url: "https://example.invalid/podinfo.git"}
+"#;
+
+#[test]
+fn kubectl_works_through_the_proxy() {
+    let sim = Sim::start_with(&["--kube-version", "1.33"]);
+    let proxy = Proxy::start(&sim, &[]);
+    let v: Value = serde_json::from_str(&proxy.kubectl_ok(&["version", "-o", "json"])).unwrap();
+    assert_eq!(v["serverVersion"]["minor"], "33");
+    install_gitrepo_crd(&sim);
+    let res = proxy.kubectl_ok(&["api-resources", "-o", "name"]);
+    assert!(
+        res.lines()
+            .any(|l| l == "gitrepositories.source.testbed.example.com"),
+        "{res}"
+    );
+    proxy.kubectl_ok(&["create", "namespace", "p"]);
+    proxy.kubectl_ok(&["-n", "p", "create", "configmap", "c", "--from-literal=a=1"]);
+    proxy.kubectl_ok(&[
+        "-n",
+        "p",
+        "patch",
+        "configmap",
+        "c",
+        "-p",
+        r#"{"data":{"b":"2"}}"#,
+    ]);
+    proxy.kubectl_ok(&[
+        "-n",
+        "p",
+        "patch",
+        "configmap",
+        "c",
+        "--type",
+        "json",
+        "-p",
+        r#"[{"op":"add","path":"/data/c","value":"3"}]"#,
+    ]);
+    let cm: Value =
+        serde_json::from_str(&proxy.kubectl_ok(&["-n", "p", "get", "cm", "c", "-o", "json"]))
+            .unwrap();
+    assert_eq!(cm["data"], json!({"a": "1", "b": "2", "c": "3"}));
+
+    // apply + get -w through the proxy.
+    let mut watch = kubectl_cmd(&proxy.kubeconfig, &proxy.dir.path().join("kubectl-cache"))
+        .args([
+            "get",
+            "gitrepositories",
+            "-A",
+            "-w",
+            "--output-watch-events",
+            "-o",
+            "json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let stdout = watch.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for l in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(l);
+        }
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    let mut apply = kubectl_cmd(&proxy.kubeconfig, &proxy.dir.path().join("kubectl-cache"))
+        .args(["apply", "-f", "-"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    apply
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(GITREPO.as_bytes())
+        .unwrap();
+    assert!(apply.wait().unwrap().success());
+    proxy.kubectl_ok(&[
+        "patch",
+        "gitrepo",
+        "podinfo",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"spec":{"url":"u2"}}"#,
+    ]);
+    proxy.kubectl_ok(&["delete", "gitrepo", "podinfo"]);
+    let types: Vec<String> = (0..3)
+        .map(|_| {
+            let l = rx
+                .recv_timeout(Duration::from_secs(20))
+                .expect("watch event through the proxy");
+            serde_json::from_str::<Value>(&l).unwrap()["type"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    let _ = watch.kill();
+    let _ = watch.wait();
+    assert_eq!(types, ["ADDED", "MODIFIED", "DELETED"]);
+    proxy.kubectl_ok(&["delete", "namespace", "p"]);
+}
+
+#[test]
+fn raw_bodies_are_byte_identical_through_the_proxy() {
+    let sim = Sim::start();
+    let proxy = Proxy::start(&sim, &[]);
+    for i in 0..5 {
+        sim.kubectl_ok(&[
+            "-n",
+            "default",
+            "create",
+            "configmap",
+            &format!("c{i}"),
+            &format!("--from-literal=k=v{i}"),
+        ]);
+    }
+    for path in [
+        "/api/v1/namespaces/default/configmaps/c3",
+        "/api/v1/namespaces/default/configmaps",
+        "/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=0&timeoutSeconds=1",
+        "/apis",
+        "/openapi/v3",
+    ] {
+        let direct = sim.kubectl(&["get", "--raw", path]);
+        let proxied = proxy.kubectl(&["get", "--raw", path]);
+        assert!(
+            direct.status.success() && proxied.status.success(),
+            "{path}"
+        );
+        assert!(!direct.stdout.is_empty(), "{path}");
+        assert_eq!(direct.stdout, proxied.stdout, "{path}: bodies differ");
+    }
+}
+
+#[test]
+fn credentials_client_token_wins_else_upstream_credentials() {
+    let sim = Sim::start();
+    let proxy = Proxy::start(&sim, &[]);
+    // The proxy kubeconfig carries no credentials of its own: the upstream's are used.
+    assert!(
+        proxy
+            .kubectl_ok(&["auth", "whoami"])
+            .contains("stalemate-sim:admin")
+    );
+    // A client's own bearer token reaches the upstream unchanged (sidecar mode).
+    let review =
+        json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}).to_string();
+    let who = |auth: Option<String>| {
+        let mut h = vec![("Content-Type", "application/json".to_string())];
+        if let Some(a) = auth {
+            h.push(("Authorization", a));
+        }
+        let h: Vec<(&str, &str)> = h.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let r = proxy.curl(
+            "POST",
+            "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+            &h,
+            Some(review.as_bytes()),
+        );
+        assert_eq!(r.status, 201, "{}", r.text());
+        r.json()["status"]["userInfo"]["username"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let jwt =
+        stalemate::sim::auth::unsigned_jwt("system:serviceaccount:flux-system:source-controller");
+    assert_eq!(
+        who(Some(format!("Bearer {jwt}"))),
+        "system:serviceaccount:flux-system:source-controller"
+    );
+    assert_eq!(who(None), "stalemate-sim:admin");
+    assert_eq!(
+        who(Some("Bearer not-a-jwt".into())),
+        "system:anonymous",
+        "forwarded as is, not replaced"
+    );
+}
+
+#[tokio::test]
+async fn kube_rs_client_and_watcher_through_the_proxy() {
+    let sim = Sim::start();
+    let proxy = Proxy::start(&sim, &[]);
+    let client = proxy.client().await;
+    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+    let mut stream = Box::pin(watcher(
+        api.clone(),
+        watcher::Config::default().labels("via=proxy"),
+    ));
+    tokio::time::timeout(Duration::from_secs(20), async {
+        while !matches!(
+            stream.try_next().await.unwrap(),
+            Some(watcher::Event::InitDone)
+        ) {}
+    })
+    .await
+    .unwrap();
+    let cm: ConfigMap = serde_json::from_value(
+        json!({"metadata": {"name": "k", "labels": {"via": "proxy"}}, "data": {"v": "0"}}),
+    )
+    .unwrap();
+    api.create(&PostParams::default(), &cm).await.unwrap();
+    for i in 1..=3 {
+        api.patch(
+            "k",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"v": i.to_string()}})),
+        )
+        .await
+        .unwrap();
+    }
+    let mut seen = Vec::new();
+    tokio::time::timeout(Duration::from_secs(20), async {
+        while seen.len() < 4 {
+            if let Some(watcher::Event::Apply(o)) = stream.try_next().await.unwrap() {
+                seen.push(o.data.unwrap()["v"].clone());
+            }
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(seen, ["0", "1", "2", "3"]);
+}
+
+#[test]
+fn http2_clients_multiplex_watches_on_one_connection() {
+    let sim = Sim::start();
+    let proxy = Proxy::start(&sim, &[]);
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new("curl");
+    cmd.args([
+        "-sS",
+        "--http2",
+        "--parallel",
+        "--parallel-max",
+        "8",
+        "--max-time",
+        "15",
+        "-w",
+        "%{http_version} %{num_connects}\n",
+        "--cacert",
+    ])
+    .arg(proxy.ca());
+    for i in 0..8 {
+        cmd.arg("-o").arg(dir.path().join(format!("w{i}")));
+        cmd.arg(format!(
+            "{}/api/v1/namespaces?watch=1&resourceVersion=0&timeoutSeconds=2",
+            proxy.url
+        ));
+    }
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stats = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stats.lines().all(|l| l.starts_with("2 ")),
+        "all over HTTP/2: {stats}"
+    );
+    let connects: u32 = stats
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u32>().ok())
+        .sum();
+    assert_eq!(connects, 1, "eight watches, one connection: {stats}");
+    for i in 0..8 {
+        let body = std::fs::read_to_string(dir.path().join(format!("w{i}"))).unwrap();
+        assert_eq!(body.lines().count(), 4, "watch {i}: the four namespaces");
+    }
+}
+
+#[test]
+fn upstream_down_gives_503_and_recovers_without_restart() {
+    let sim = Sim::start();
+    let proxy = Proxy::start(&sim, &[]);
+    assert_eq!(
+        proxy.curl("GET", "/api/v1/namespaces", &[], None).status,
+        200
+    );
+    assert_eq!(proxy.admin_get("/readyz").0, 200);
+    sim.admin("/_sim/restart?down=3s");
+    std::thread::sleep(Duration::from_millis(400));
+    let r = proxy.curl("GET", "/api/v1/namespaces", &[], None);
+    assert_eq!(r.status, 503, "{}", r.text());
+    let st = r.json();
+    assert_eq!(
+        (st["kind"].clone(), st["reason"].clone()),
+        (json!("Status"), json!("ServiceUnavailable"))
+    );
+    assert!(
+        st["message"].as_str().unwrap().contains("unreachable"),
+        "{st}"
+    );
+    assert_eq!(proxy.admin_get("/readyz").0, 503);
+    wait_for("the upstream to come back", Duration::from_secs(15), || {
+        (proxy.curl("GET", "/api/v1/namespaces", &[], None).status == 200).then_some(())
+    });
+    assert_eq!(proxy.admin_get("/readyz").0, 200);
+}
+
+#[test]
+fn clients_without_the_proxy_ca_are_refused_and_upstream_tls_is_verified() {
+    let sim = Sim::start();
+    let proxy = Proxy::start(&sim, &[]);
+    // A client that trusts only the simulator's CA cannot talk to the proxy.
+    let st = Command::new("curl")
+        .args(["-sS", "-o", "/dev/null", "--cacert"])
+        .arg(sim.ca())
+        .arg(format!("{}/version", proxy.url))
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert_eq!(st.code(), Some(60), "certificate verification failure");
+    // An upstream presented with the wrong CA: every request is a 502 naming TLS.
+    let wrong_ca = proxy.ca().to_string_lossy().into_owned();
+    let bad = Proxy::start_raw(&["--upstream", &sim.url, "--upstream-ca", &wrong_ca]);
+    let r = bad.curl("GET", "/version", &[], None);
+    assert_eq!(r.status, 502, "{}", r.text());
+    assert!(
+        r.json()["message"].as_str().unwrap().contains("TLS"),
+        "{}",
+        r.text()
+    );
+    // The right CA: fine (no credentials: the simulator sees an anonymous user).
+    let sim_ca = sim.ca().to_string_lossy().into_owned();
+    let good = Proxy::start_raw(&["--upstream", &sim.url, "--upstream-ca", &sim_ca]);
+    assert_eq!(good.curl("GET", "/version", &[], None).status, 200);
+    // Explicitly insecure: works, and says so.
+    let insecure = Proxy::start_raw(&[
+        "--upstream",
+        &sim.url,
+        "--upstream-ca",
+        &wrong_ca,
+        "--insecure-skip-upstream-verify",
+    ]);
+    assert_eq!(insecure.curl("GET", "/version", &[], None).status, 200);
+}
+
+#[test]
+fn large_list_streams_without_buffering_and_metrics_count_it() {
+    let sim = Sim::start();
+    let proxy = Proxy::start(&sim, &[]);
+    let blob = "x".repeat(1024 * 1024);
+    for i in 0..40 {
+        let body =
+            json!({"metadata": {"name": format!("big-{i}")}, "data": {"k": blob}}).to_string();
+        let r = sim.curl(
+            "POST",
+            "/api/v1/namespaces/default/configmaps",
+            &[("Content-Type", "application/json")],
+            Some(body.as_bytes()),
+        );
+        assert_eq!(r.status, 201);
+    }
+    // Warm up connections and allocator, then measure the peak across one 40 MB LIST.
+    assert_eq!(
+        proxy.curl("GET", "/api/v1/namespaces", &[], None).status,
+        200
+    );
+    let before = peak_rss(proxy.pid());
+    let out = curl(
+        &proxy.ca(),
+        &proxy.url,
+        "GET",
+        "/api/v1/namespaces/default/configmaps",
+        &[],
+        None,
+        &["-w", ""],
+    );
+    assert_eq!(out.status, 200);
+    let size = out.body.len() as u64;
+    assert!(size > 40 * 1024 * 1024, "{size}");
+    let grew = peak_rss(proxy.pid()).saturating_sub(before);
+    assert!(
+        grew < size / 4,
+        "the proxy's peak RSS grew by {grew} bytes for a {size}-byte LIST"
+    );
+    eprintln!(
+        "40 MB LIST through the proxy: peak RSS +{} KiB",
+        grew / 1024
+    );
+
+    let (code, metrics) = proxy.admin_get("/metrics");
+    assert_eq!(code, 200);
+    let line = metrics
+        .lines()
+        .find(|l| {
+            l.starts_with("stalemate_requests_total{")
+                && l.contains(r#"resource="configmaps""#)
+                && l.contains(r#"verb="list""#)
+                && l.contains(r#"code="200""#)
+        })
+        .unwrap_or_else(|| panic!("no LIST counter in:\n{metrics}"));
+    assert!(line.ends_with(" 1"), "{line}");
+    assert!(metrics.contains("stalemate_request_duration_seconds_bucket"));
+}
+
+#[test]
+fn sigterm_drains_and_exits() {
+    let sim = Sim::start();
+    let mut proxy = Proxy::start(&sim, &["--drain-timeout", "2s"]);
+    let (ca, url) = (proxy.ca(), proxy.url.clone());
+    let w = std::thread::spawn(move || {
+        curl(
+            &ca,
+            &url,
+            "GET",
+            "/api/v1/namespaces?watch=1",
+            &[],
+            None,
+            &["--max-time", "20"],
+        )
+    });
+    wait_for("the watch to be counted", Duration::from_secs(10), || {
+        proxy
+            .admin_get("/metrics")
+            .1
+            .lines()
+            .any(|l| l.starts_with("stalemate_watch_streams{") && l.ends_with(" 1"))
+            .then_some(())
+    });
+    let st = proxy
+        .terminate(Duration::from_secs(10))
+        .expect("exits within the drain deadline");
+    assert!(st.success(), "{st}");
+    let r = w.join().unwrap();
+    assert_eq!(r.status, 200);
+    assert_eq!(
+        String::from_utf8_lossy(&r.body).lines().count(),
+        4,
+        "the watch ended cleanly after its events"
+    );
+}
