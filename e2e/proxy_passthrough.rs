@@ -456,3 +456,166 @@ fn sigterm_drains_and_exits() {
         "the watch ended cleanly after its events"
     );
 }
+
+/// Connection upgrades (exec, attach, port-forward use SPDY or WebSocket) pass through:
+/// after 101 Switching Protocols, bytes flow both ways untouched.
+#[tokio::test]
+async fn connection_upgrades_pass_through() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let sim = Sim::start();
+    let proxy = Proxy::start(&sim, &[]);
+    let ca = std::fs::read(proxy.ca()).unwrap();
+    let mut roots = rustls::RootCertStore::empty();
+    use rustls::pki_types::pem::PemObject;
+    roots
+        .add(rustls::pki_types::CertificateDer::from_pem_slice(&ca).unwrap())
+        .unwrap();
+    let cfg = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    let addr = proxy.url.trim_start_matches("https://").to_string();
+    let tcp = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
+    let mut tls = tokio_rustls::TlsConnector::from(std::sync::Arc::new(cfg))
+        .connect(name, tcp)
+        .await
+        .unwrap();
+    tls.write_all(format!("GET /_sim/echo HTTP/1.1\r\nHost: {addr}\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\nX-Stream-Protocol-Version: v4.channel.k8s.io\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
+    let mut head = Vec::new();
+    while !head.ends_with(b"\r\n\r\n") {
+        let mut b = [0u8; 1];
+        tls.read_exact(&mut b).await.unwrap();
+        head.push(b[0]);
+    }
+    let head = String::from_utf8_lossy(&head).to_lowercase();
+    assert!(head.starts_with("http/1.1 101"), "{head}");
+    assert!(head.contains("upgrade: spdy/3.1"), "{head}");
+    for msg in [&b"ping"[..], b"\x00\x01binary\xff", b"pong pong"] {
+        tls.write_all(msg).await.unwrap();
+        let mut back = vec![0u8; msg.len()];
+        tls.read_exact(&mut back).await.unwrap();
+        assert_eq!(back, msg);
+    }
+}
+
+/// A client that goes away takes its upstream request with it: the simulator's watch
+/// count drops back to zero.
+#[test]
+fn client_disconnect_cancels_the_upstream_watch() {
+    let sim = Sim::start();
+    let proxy = Proxy::start(&sim, &[]);
+    let mut child = Command::new("curl")
+        .args(["-sS", "-o", "/dev/null", "--cacert"])
+        .arg(proxy.ca())
+        .arg(format!("{}/api/v1/namespaces?watch=1", proxy.url))
+        .spawn()
+        .unwrap();
+    let watches = || {
+        sim.curl("GET", "/_sim/state", &[], None).json()["watches"]
+            .as_u64()
+            .unwrap()
+    };
+    wait_for("the upstream watch", Duration::from_secs(10), || {
+        (watches() == 1).then_some(())
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    wait_for(
+        "the upstream watch to be cancelled",
+        Duration::from_secs(10),
+        || (watches() == 0).then_some(()),
+    );
+}
+
+/// Impersonation headers reach the upstream (Flux impersonates service accounts), and no
+/// credential value shows up in the proxy's logs, even at trace level.
+#[test]
+fn impersonation_passes_through_and_tokens_are_not_logged() {
+    let sim = Sim::start();
+    let dir = tempfile::tempdir().unwrap();
+    let kc = sim.kubeconfig.to_string_lossy().into_owned();
+    let mut child = Command::new(common::BIN)
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--admin-listen",
+            "127.0.0.1:0",
+            "--upstream-kubeconfig",
+            &kc,
+            "--tls-dir",
+        ])
+        .arg(dir.path().join("tls"))
+        .env("RUST_LOG", "trace")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Drain the trace logs while the proxy runs, or the pipe fills and blocks it.
+    let mut stderr = child.stderr.take().unwrap();
+    let logs_thread = std::thread::spawn(move || {
+        let mut logs = String::new();
+        use std::io::Read;
+        let _ = stderr.read_to_string(&mut logs);
+        logs
+    });
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut url = String::new();
+    out.read_line(&mut url).unwrap();
+    let url = url.trim().to_string();
+    let ca = dir.path().join("tls/ca.crt");
+    let token = stalemate::sim::auth::unsigned_jwt("alice");
+    let review =
+        json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}).to_string();
+    let auth = format!("Bearer {token}");
+    let r = curl(
+        &ca,
+        &url,
+        "POST",
+        "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+        &[
+            ("Content-Type", "application/json"),
+            ("Authorization", &auth),
+            ("Impersonate-User", "bob"),
+            ("Impersonate-Group", "devs"),
+        ],
+        Some(review.as_bytes()),
+        &[],
+    );
+    assert_eq!(r.status, 201);
+    let u = &r.json()["status"]["userInfo"];
+    assert_eq!(u["username"], "bob");
+    assert!(u["groups"].as_array().unwrap().contains(&json!("devs")));
+    // Requests without a token get the upstream's (the simulator kubeconfig's token).
+    let r = curl(
+        &ca,
+        &url,
+        "POST",
+        "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+        &[("Content-Type", "application/json")],
+        Some(review.as_bytes()),
+        &[],
+    );
+    assert_eq!(
+        r.json()["status"]["userInfo"]["username"],
+        "stalemate-sim:admin"
+    );
+    let _ = Command::new("kill")
+        .arg("-TERM")
+        .arg(child.id().to_string())
+        .status();
+    let _ = child.wait();
+    let logs = logs_thread.join().unwrap();
+    assert!(logs.len() > 1000, "trace logging produced output");
+    let upstream_token = stalemate::sim::auth::unsigned_jwt("stalemate-sim:admin");
+    for secret in [token.as_str(), upstream_token.as_str()] {
+        let payload = secret.split('.').nth(1).unwrap();
+        assert!(!logs.contains(payload), "a token appeared in the logs");
+    }
+}

@@ -40,6 +40,31 @@ pub fn jwt_subject(token: &str) -> Option<String> {
     claims["sub"].as_str().map(str::to_string)
 }
 
+/// Apply `Impersonate-User` / `Impersonate-Group` (the apiserver's impersonation filter,
+/// `filters/impersonation/impersonation.go`): an authenticated caller acts as the named
+/// user. The simulator authorizes every caller to impersonate; anonymous callers may not.
+pub fn impersonate(user: UserInfo, impersonate_user: Option<&str>, groups: &[&str]) -> UserInfo {
+    let Some(name) = impersonate_user.filter(|n| !n.is_empty()) else {
+        return user;
+    };
+    if user.username == "system:anonymous" {
+        return user;
+    }
+    let mut out = UserInfo {
+        username: name.to_string(),
+        groups: groups.iter().map(|g| g.to_string()).collect(),
+    };
+    if let Some(rest) = name.strip_prefix("system:serviceaccount:")
+        && let Some((ns, _)) = rest.split_once(':')
+        && groups.is_empty()
+    {
+        out.groups.push("system:serviceaccounts".to_string());
+        out.groups.push(format!("system:serviceaccounts:{ns}"));
+    }
+    out.groups.push("system:authenticated".to_string());
+    out
+}
+
 /// Identify a request from its `Authorization` header.
 pub fn identify(authorization: Option<&str>) -> UserInfo {
     let token = authorization.and_then(|h| {
@@ -104,6 +129,21 @@ mod tests {
         let u = identify(Some(&format!("bearer {}", unsigned_jwt("alice"))));
         assert_eq!(u.username, "alice");
         assert_eq!(jwt_subject("a.b"), None);
+        let admin = identify(Some(&format!("Bearer {}", unsigned_jwt("admin"))));
+        let bob = impersonate(admin.clone(), Some("bob"), &["devs"]);
+        assert_eq!(
+            (bob.username.as_str(), bob.groups.as_slice()),
+            (
+                "bob",
+                ["devs".to_string(), "system:authenticated".to_string()].as_slice()
+            )
+        );
+        let sa = impersonate(admin, Some("system:serviceaccount:ns:x"), &[]);
+        assert!(sa.groups.contains(&"system:serviceaccounts:ns".to_string()));
+        assert_eq!(
+            impersonate(UserInfo::anonymous(), Some("bob"), &[]),
+            UserInfo::anonymous()
+        );
         assert_eq!(jwt_subject("a.!!!.c"), None);
     }
 }

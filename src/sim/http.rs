@@ -67,6 +67,9 @@ pub async fn handle(sim: Arc<Sim>, req: Request<Incoming>, peer: Peer) -> Respon
         ),
         audit_id,
     };
+    if req.uri().path() == "/_sim/echo" {
+        return echo_upgrade(req, &reply);
+    }
     if req.uri().path().starts_with("/_sim/") {
         return admin(&sim, &req, &reply);
     }
@@ -123,7 +126,17 @@ async fn route(
     let info = request::classify(req.method(), req.uri().path(), req.uri().query());
     let accept = header(&req, "accept").map(str::to_string);
     let user_agent = header(&req, "user-agent").map(str::to_string);
-    let user = auth::identify(header(&req, "authorization"));
+    let groups: Vec<&str> = req
+        .headers()
+        .get_all("impersonate-group")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect();
+    let user = auth::impersonate(
+        auth::identify(header(&req, "authorization")),
+        header(&req, "impersonate-user"),
+        &groups,
+    );
     let r = match info {
         RequestInfo::NonResource { path, .. } => {
             return non_resource(sim, &path, accept.as_deref(), peer, &reply);
@@ -351,6 +364,31 @@ fn review(
         }
     }
     Ok(reply.json(201, &out))
+}
+
+/// `/_sim/echo`: an HTTP/1.1 connection upgrade (`Connection: Upgrade`, any `Upgrade`
+/// protocol) that echoes every byte back — a stand-in for exec/attach/port-forward streams
+/// when testing that upgrades pass through a proxy.
+fn echo_upgrade(mut req: Request<Incoming>, reply: &Reply) -> Response<Body> {
+    let upgrade = req.headers().get("upgrade").cloned();
+    let Some(protocol) = upgrade else {
+        return reply.error(&ApiError::bad_request(
+            "/_sim/echo needs Connection: Upgrade and an Upgrade protocol",
+        ));
+    };
+    let on = hyper::upgrade::on(&mut req);
+    tokio::spawn(async move {
+        if let Ok(up) = on.await {
+            let (mut r, mut w) = tokio::io::split(hyper_util::rt::TokioIo::new(up));
+            let _ = tokio::io::copy(&mut r, &mut w).await;
+        }
+    });
+    let mut resp = reply.raw(101, Bytes::new(), "application/octet-stream");
+    resp.headers_mut().remove("content-type");
+    resp.headers_mut()
+        .insert("connection", HeaderValue::from_static("Upgrade"));
+    resp.headers_mut().insert("upgrade", protocol);
+    resp
 }
 
 /// `/_sim/...`: inspect the simulator and make it misbehave, for reliability tests.
