@@ -619,3 +619,139 @@ fn impersonation_passes_through_and_tokens_are_not_logged() {
         assert!(!logs.contains(payload), "a token appeared in the logs");
     }
 }
+
+/// The two-halves workflow with a certificate made by `stalemate certs`: `serve
+/// --tls-cert/--tls-key` with the upstream found by the usual kubeconfig lookup
+/// ($KUBECONFIG), and `stalemate kubeconfig` for its clients.
+#[test]
+fn certs_kubeconfig_and_default_upstream_lookup() {
+    let sim = Sim::start();
+    let dir = tempfile::tempdir().unwrap();
+    let certs = dir.path().join("certs");
+    let st = Command::new(common::BIN)
+        .args(["certs", "--out"])
+        .arg(&certs)
+        .args(["--san", "proxy.example"])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    for f in ["ca.crt", "ca.key", "tls.crt", "tls.key"] {
+        assert!(certs.join(f).exists(), "{f}");
+    }
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(certs.join("tls.key"))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o077,
+        0,
+        "keys are private"
+    );
+    let mut child = Command::new(common::BIN)
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--admin-listen",
+            "127.0.0.1:0",
+            "--upstream-timeout",
+            "1s",
+            "--tls-cert",
+        ])
+        .arg(certs.join("tls.crt"))
+        .arg("--tls-key")
+        .arg(certs.join("tls.key"))
+        .env("KUBECONFIG", &sim.kubeconfig)
+        .env("RUST_LOG", "error")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut url = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut url)
+        .unwrap();
+    let url = url.trim().to_string();
+    let kc = dir.path().join("kc");
+    let st = Command::new(common::BIN)
+        .args(["kubeconfig", "--server", &url, "--ca"])
+        .arg(certs.join("ca.crt"))
+        .arg("--out")
+        .arg(&kc)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let out = kubectl_cmd(&kc, &dir.path().join("cache"))
+        .args(["auth", "whoami", "-o", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let who: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(who["status"]["userInfo"]["username"], "stalemate-sim:admin");
+
+    // Response headers come back: the apiserver adopts an inbound Audit-ID.
+    let r = curl(
+        &certs.join("ca.crt"),
+        &url,
+        "GET",
+        "/api/v1/namespaces",
+        &[("Audit-ID", "e2e-audit-1")],
+        None,
+        &[],
+    );
+    assert_eq!(r.header("audit-id"), Some("e2e-audit-1"));
+    assert_eq!(r.header("content-type"), Some("application/json"));
+
+    // An upstream that does not answer within --upstream-timeout: 504 Status.
+    sim.admin("/_sim/pause?for=3s");
+    let r = curl(
+        &certs.join("ca.crt"),
+        &url,
+        "GET",
+        "/api/v1/namespaces",
+        &[],
+        None,
+        &[],
+    );
+    assert_eq!(r.status, 504, "{}", r.text());
+    assert_eq!(r.json()["reason"], "Timeout");
+    let _ = child.kill();
+    let _ = child.wait();
+
+    // Bad input to the verbs: one clear error, exit status 2.
+    let out = Command::new(common::BIN)
+        .args(["kubeconfig", "--server", "not a url", "--ca"])
+        .arg(certs.join("ca.crt"))
+        .arg("--out")
+        .arg(&kc)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--server"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = Command::new(common::BIN)
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--admin-listen",
+            "127.0.0.1:0",
+            "--upstream-kubeconfig",
+        ])
+        .arg(certs.join("ca.crt"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--upstream-kubeconfig"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
