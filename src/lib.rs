@@ -17,3 +17,4 @@ pub mod request;
 pub mod sim;
 pub mod status;
 pub mod upstream;
+pub mod watch;
