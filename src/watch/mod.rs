@@ -10,6 +10,9 @@
 //!
 //! Wire formats: PROTOCOL.md §A.5 and §B; recorded streams in `fixtures/kube-apiserver-1.28/`.
 
+pub mod gate;
+#[cfg(test)]
+mod gate_props;
 pub mod gzip;
 pub mod json;
 pub mod proto;

@@ -1,0 +1,316 @@
+//! The per-stream gate: the only place that delays or drops anything.
+//!
+//! A pure state machine over frames and time (no I/O, no clock of its own), so schedule
+//! logic is testable with any notion of "now". The proxy feeds it upstream frames and
+//! window changes and writes out what it returns.
+//!
+//! ```text
+//!               open(Freeze|Coalesce)              close / tick
+//!   Passing ───────────────────────────► Holding ───────────────► Passing
+//!      │  ▲        open(Lag{delay})         │  (release held, in order; coalesce:
+//!      │  └─────────────────────────────────┘   latest state per object, in RV order)
+//!      │ upstream end / cap / relist
+//!      ▼
+//!   Ended  — if events were held: ERROR 410 Expired, never a clean close (invariant 1)
+//! ```
+//!
+//! Invariant 2 (PROTOCOL.md §A.8): a BOOKMARK promises "you have everything up to RV";
+//! delivering one past an event still held would let a reconnecting client skip that
+//! event forever. So while anything is held, ordinary bookmarks are dropped (a later one
+//! will come), and under `lag` they queue behind the events they follow. The WatchList
+//! end marker (`k8s.io/initial-events-end`) is never dropped: client-go waits for it.
+
+use std::collections::{HashMap, VecDeque};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+
+use super::{EventType, Frame};
+
+/// How a window holds a stream's events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HoldMode {
+    /// Nothing until the window ends; then everything held, in order.
+    Freeze,
+    /// Like freeze, but at the end only the latest event of each object, in RV order.
+    Coalesce,
+    /// Every event `delay` late, in order.
+    Lag(Duration),
+}
+
+/// What the gate asks the stream to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Output {
+    /// Write these bytes (an original frame) to the client now.
+    Deliver(Bytes),
+    /// End the stream with an ERROR 410 `Expired` event, so the client relists.
+    EndExpired { reason: &'static str },
+    /// End the stream cleanly (the client resumes from its last RV).
+    EndClean,
+    /// Reset the stream (as a crashed apiserver would).
+    Abort,
+}
+
+/// Why a held frame left the gate without being delivered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dropped {
+    /// An ordinary bookmark while events were held.
+    Bookmark,
+    /// An earlier state of an object a coalesce window replaced.
+    Coalesced,
+}
+
+#[derive(Debug)]
+struct Held {
+    frame: Frame,
+    due: Option<Instant>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Passing,
+    Holding(HoldMode),
+    Ended,
+}
+
+/// Counters a stream reports as metrics.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct GateStats {
+    pub delivered: u64,
+    pub held: u64,
+    pub released: u64,
+    pub dropped_bookmarks: u64,
+    pub coalesced: u64,
+}
+
+#[derive(Debug)]
+pub struct Gate {
+    state: State,
+    held: VecDeque<Held>,
+    held_bytes: usize,
+    max_held_bytes: usize,
+    pub stats: GateStats,
+}
+
+impl Gate {
+    pub fn new(max_held_bytes: usize) -> Gate {
+        Gate {
+            state: State::Passing,
+            held: VecDeque::new(),
+            held_bytes: 0,
+            max_held_bytes,
+            stats: GateStats::default(),
+        }
+    }
+
+    pub fn held_bytes(&self) -> usize {
+        self.held_bytes
+    }
+
+    pub fn held_len(&self) -> usize {
+        self.held.len()
+    }
+
+    /// Resource versions of the events (not bookmarks) still held, oldest first.
+    pub fn held_rvs(&self) -> impl Iterator<Item = &str> {
+        self.held
+            .iter()
+            .filter(|h| h.frame.meta.type_ != Some(EventType::Bookmark))
+            .map(|h| h.frame.meta.resource_version.as_str())
+    }
+
+    pub fn is_ended(&self) -> bool {
+        self.state == State::Ended
+    }
+
+    /// When `tick` has something to release (lag), if ever.
+    pub fn next_due(&self) -> Option<Instant> {
+        self.held.front().and_then(|h| h.due)
+    }
+
+    /// A window opens over this stream. A second window replaces the first's mode; the
+    /// events already held stay held, in order.
+    pub fn open(&mut self, mode: HoldMode, now: Instant) -> Vec<Output> {
+        if self.state == State::Ended {
+            return vec![];
+        }
+        self.state = State::Holding(mode);
+        if let HoldMode::Lag(d) = mode {
+            for h in &mut self.held {
+                h.due.get_or_insert(now + d);
+            }
+        } else {
+            for h in &mut self.held {
+                h.due = None;
+            }
+        }
+        vec![]
+    }
+
+    /// The window ends: release everything held, in order (coalesced if the mode says so).
+    pub fn close(&mut self, _now: Instant) -> Vec<Output> {
+        let State::Holding(mode) = self.state else {
+            return vec![];
+        };
+        self.state = State::Passing;
+        if mode == HoldMode::Coalesce {
+            self.coalesce();
+        }
+        self.release_all()
+    }
+
+    /// Release lagged events whose time has come.
+    pub fn tick(&mut self, now: Instant) -> Vec<Output> {
+        let mut out = Vec::new();
+        if let State::Holding(HoldMode::Lag(_)) = self.state {
+            while self
+                .held
+                .front()
+                .is_some_and(|h| h.due.is_some_and(|d| d <= now))
+            {
+                if let Some(h) = self.pop() {
+                    self.stats.released += 1;
+                    out.push(Output::Deliver(h.frame.bytes));
+                }
+            }
+        }
+        out
+    }
+
+    /// A frame arrived from the upstream.
+    pub fn on_frame(&mut self, frame: Frame, now: Instant) -> Vec<Output> {
+        match self.state {
+            State::Ended => vec![],
+            State::Passing if self.held.is_empty() => {
+                self.stats.delivered += 1;
+                vec![Output::Deliver(frame.bytes)]
+            }
+            State::Passing => {
+                // Still draining (cannot happen: close releases all) — keep order anyway.
+                self.push(frame, None)
+            }
+            State::Holding(mode) => {
+                let is_bookmark = frame.meta.type_ == Some(EventType::Bookmark);
+                if is_bookmark && !frame.meta.initial_events_end {
+                    match mode {
+                        HoldMode::Lag(d) if !self.held.is_empty() => {
+                            return self.push(frame, Some(now + d));
+                        }
+                        HoldMode::Lag(_) => {
+                            self.stats.delivered += 1;
+                            return vec![Output::Deliver(frame.bytes)];
+                        }
+                        _ => {
+                            self.stats.dropped_bookmarks += 1;
+                            return vec![];
+                        }
+                    }
+                }
+                if frame.meta.type_ == Some(EventType::Error) {
+                    // An upstream ERROR ends the stream: whatever is held would be lost.
+                    return self.end_while_holding(
+                        "the upstream sent an ERROR event while events were held",
+                    );
+                }
+                let due = match mode {
+                    HoldMode::Lag(d) => Some(now + d),
+                    _ => None,
+                };
+                self.push(frame, due)
+            }
+        }
+    }
+
+    /// The upstream ended the stream.
+    pub fn on_upstream_end(&mut self) -> Vec<Output> {
+        if self.state == State::Ended {
+            return vec![];
+        }
+        if self.held.is_empty() {
+            self.state = State::Ended;
+            return vec![Output::EndClean];
+        }
+        self.end_while_holding("the upstream closed the watch while events were held")
+    }
+
+    /// A `relist` fault: end the stream now, with 410 (`expired`) or a reset (`close`).
+    pub fn relist(&mut self, expired: bool) -> Vec<Output> {
+        if self.state == State::Ended {
+            return vec![];
+        }
+        self.clear();
+        self.state = State::Ended;
+        vec![if expired {
+            Output::EndExpired {
+                reason: "stalemate: relist fault",
+            }
+        } else {
+            Output::Abort
+        }]
+    }
+
+    fn end_while_holding(&mut self, reason: &'static str) -> Vec<Output> {
+        self.clear();
+        self.state = State::Ended;
+        vec![Output::EndExpired { reason }]
+    }
+
+    fn clear(&mut self) {
+        self.held.clear();
+        self.held_bytes = 0;
+    }
+
+    fn push(&mut self, frame: Frame, due: Option<Instant>) -> Vec<Output> {
+        let size = frame.bytes.len();
+        if self.held_bytes + size > self.max_held_bytes {
+            // Bounded memory (invariant 5) without losing anything silently (invariant 1).
+            return self.end_while_holding("stalemate: the held-events memory cap was reached");
+        }
+        self.held_bytes += size;
+        self.stats.held += 1;
+        self.held.push_back(Held { frame, due });
+        vec![]
+    }
+
+    fn pop(&mut self) -> Option<Held> {
+        let h = self.held.pop_front()?;
+        self.held_bytes -= h.frame.bytes.len();
+        Some(h)
+    }
+
+    fn release_all(&mut self) -> Vec<Output> {
+        let mut out = Vec::with_capacity(self.held.len());
+        while let Some(h) = self.pop() {
+            self.stats.released += 1;
+            out.push(Output::Deliver(h.frame.bytes));
+        }
+        out
+    }
+
+    /// Keep only the last held event of each object (namespace/name), in the order of
+    /// those last events; the WatchList end marker keeps its place.
+    fn coalesce(&mut self) {
+        let mut last: HashMap<(String, String), usize> = HashMap::new();
+        for (i, h) in self.held.iter().enumerate() {
+            if h.frame.meta.type_ != Some(EventType::Bookmark) {
+                last.insert(
+                    (h.frame.meta.namespace.clone(), h.frame.meta.name.clone()),
+                    i,
+                );
+            }
+        }
+        let mut kept = VecDeque::with_capacity(last.len() + 1);
+        for (i, h) in std::mem::take(&mut self.held).into_iter().enumerate() {
+            let keep = h.frame.meta.type_ == Some(EventType::Bookmark)
+                || last.get(&(h.frame.meta.namespace.clone(), h.frame.meta.name.clone()))
+                    == Some(&i);
+            if keep {
+                kept.push_back(h);
+            } else {
+                self.held_bytes -= h.frame.bytes.len();
+                self.stats.coalesced += 1;
+            }
+        }
+        self.held = kept;
+    }
+}
