@@ -1,5 +1,6 @@
-//! The admin listener: `/metrics`, `/healthz`, `/readyz` (plain HTTP, loopback by default).
-//! The control API joins it with the staleness engine.
+//! The admin listener (plain HTTP, loopback by default): `/metrics`, `/healthz`,
+//! `/readyz`, and the control API — `GET /v1/status`, `GET|POST /v1/windows`,
+//! `DELETE /v1/windows/{name}` (ends it now: held events are released).
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -19,6 +20,11 @@ use crate::upstream::Upstream;
 pub struct Admin {
     pub metrics: Arc<Metrics>,
     pub upstream: Upstream,
+    pub engine: Arc<crate::schedule::engine::Engine>,
+}
+
+fn json(code: StatusCode, v: &serde_json::Value) -> Response<Body> {
+    text(code, v.to_string(), "application/json")
 }
 
 fn text(code: StatusCode, body: impl Into<Bytes>, content_type: &'static str) -> Response<Body> {
@@ -32,7 +38,54 @@ fn text(code: StatusCode, body: impl Into<Bytes>, content_type: &'static str) ->
 }
 
 async fn handle(admin: Arc<Admin>, req: Request<Incoming>) -> Response<Body> {
-    match (req.method(), req.uri().path()) {
+    let path = req.uri().path().to_string();
+    match (req.method(), path.as_str()) {
+        (&http::Method::GET, "/v1/status" | "/v1/windows") => {
+            json(StatusCode::OK, &admin.engine.describe())
+        }
+        (&http::Method::POST, "/v1/windows") => {
+            use http_body_util::BodyExt;
+            let body = match http_body_util::Limited::new(req.into_body(), 1 << 20)
+                .collect()
+                .await
+            {
+                Ok(b) => b.to_bytes(),
+                Err(e) => {
+                    return json(
+                        StatusCode::BAD_REQUEST,
+                        &serde_json::json!({"error": format!("reading the body: {e}")}),
+                    );
+                }
+            };
+            let text_body = String::from_utf8_lossy(&body);
+            match crate::schedule::Window::parse(&text_body) {
+                Err(e) => json(
+                    StatusCode::BAD_REQUEST,
+                    &serde_json::json!({"error": e.to_string()}),
+                ),
+                Ok(w) => {
+                    let name = w.name.clone();
+                    match admin.engine.open(w) {
+                        Ok(()) => json(StatusCode::CREATED, &serde_json::json!({"opened": name})),
+                        Err(e) => json(
+                            StatusCode::UNPROCESSABLE_ENTITY,
+                            &serde_json::json!({"error": e}),
+                        ),
+                    }
+                }
+            }
+        }
+        (&http::Method::DELETE, p) if p.starts_with("/v1/windows/") => {
+            let name = &p["/v1/windows/".len()..];
+            if admin.engine.close(name) {
+                json(StatusCode::OK, &serde_json::json!({"closed": name}))
+            } else {
+                json(
+                    StatusCode::NOT_FOUND,
+                    &serde_json::json!({"error": format!("no open window named {name:?}")}),
+                )
+            }
+        }
         (&http::Method::GET, "/metrics") => text(
             StatusCode::OK,
             admin.metrics.render(),

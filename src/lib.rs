@@ -14,6 +14,7 @@ pub mod metrics;
 pub mod protobuf;
 pub mod proxy;
 pub mod request;
+pub mod schedule;
 pub mod sim;
 pub mod status;
 pub mod upstream;

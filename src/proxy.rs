@@ -41,6 +41,10 @@ pub struct Proxy {
     /// Becomes `true` when the proxy shuts down: watch streams then end cleanly at their
     /// next frame boundary, so clients resume (PROTOCOL.md §C) instead of seeing a reset.
     pub shutdown: tokio::sync::watch::Receiver<bool>,
+    /// The schedule's windows; watch streams they target go through a gate.
+    pub engine: Arc<crate::schedule::engine::Engine>,
+    /// Held bytes allowed per watch stream before it is ended with 410.
+    pub max_held_bytes: usize,
 }
 
 /// The bearer token in kubeconfigs written for proxy clients. It stands for "no
@@ -134,22 +138,22 @@ fn status_response(e: &ApiError) -> Response<Body> {
 
 /// Labels for one request.
 struct Labels {
-    client: &'static str,
+    client: String,
     verb: &'static str,
     resource: String,
     watch: bool,
 }
 
-fn labels(info: &RequestInfo) -> Labels {
+fn labels(info: &RequestInfo, client: String) -> Labels {
     match info {
         RequestInfo::NonResource { .. } => Labels {
-            client: "other",
+            client,
             verb: "get",
             resource: String::new(),
             watch: false,
         },
         RequestInfo::Resource(r) => Labels {
-            client: "other",
+            client,
             verb: r.verb.as_str(),
             resource: match &r.subresource {
                 Some(s) => format!("{}/{s}", r.resource_name()),
@@ -201,10 +205,21 @@ impl http_body::Body for Counted {
     }
 }
 
-pub async fn handle(proxy: Arc<Proxy>, mut req: Request<Incoming>, _peer: Peer) -> Response<Body> {
+pub async fn handle(proxy: Arc<Proxy>, mut req: Request<Incoming>, peer: Peer) -> Response<Body> {
     let start = Instant::now();
     let info = request::classify(req.method(), req.uri().path(), req.uri().query());
-    let l = labels(&info);
+    let client = proxy
+        .engine
+        .identify(req.headers(), &peer.local.to_string());
+    let l = labels(&info, client);
+    let namespace = match &info {
+        RequestInfo::Resource(r) => r.namespace.clone(),
+        RequestInfo::NonResource { .. } => None,
+    };
+    if l.watch {
+        // The gate reads frames: ask for a plain stream (PROTOCOL.md §A.6).
+        req.headers_mut().remove(header::ACCEPT_ENCODING);
+    }
     let upgrade = is_upgrade(req.headers());
     let client_upgrade = upgrade.then(|| hyper::upgrade::on(&mut req));
 
@@ -283,7 +298,7 @@ pub async fn handle(proxy: Arc<Proxy>, mut req: Request<Incoming>, _peer: Peer) 
         let g = proxy
             .metrics
             .watch_streams
-            .with_label_values(&[l.client, &l.resource]);
+            .with_label_values(&[&l.client, &l.resource]);
         g.inc();
         g
     });
@@ -293,8 +308,28 @@ pub async fn handle(proxy: Arc<Proxy>, mut req: Request<Incoming>, _peer: Peer) 
             let _ = rx.wait_for(|s| *s).await;
         }) as Shutdown
     });
+    let format = parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(crate::watch::stream::Format::from_content_type)
+        .filter(|_| streaming && !parts.headers.contains_key(header::CONTENT_ENCODING));
+    let inner: Body = match format {
+        Some(format) => crate::watch::stream::gated(
+            body,
+            format,
+            crate::watch::stream::Target {
+                client: l.client.clone(),
+                resource: l.resource.clone(),
+                namespace,
+            },
+            proxy.engine.clone(),
+            proxy.max_held_bytes,
+        ),
+        None => body.map_err(BodyError::from).boxed(),
+    };
     let body: Body = Counted {
-        inner: body.map_err(BodyError::from).boxed(),
+        inner,
         gauge,
         shutdown,
     }
@@ -307,12 +342,12 @@ fn finish(proxy: &Proxy, l: &Labels, start: Instant, resp: Response<Body>) -> Re
     proxy
         .metrics
         .requests
-        .with_label_values(&[l.client, l.verb, &l.resource, &code])
+        .with_label_values(&[l.client.as_str(), l.verb, &l.resource, &code])
         .inc();
     proxy
         .metrics
         .duration
-        .with_label_values(&[l.client, l.verb])
+        .with_label_values(&[l.client.as_str(), l.verb])
         .observe(start.elapsed().as_secs_f64());
     resp
 }

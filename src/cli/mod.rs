@@ -1,6 +1,7 @@
 //! The command line: one verb per job, each in its own file.
 
 pub mod certs;
+pub mod check;
 pub mod kubeconfig;
 pub mod serve;
 pub mod sim;
@@ -36,6 +37,8 @@ pub enum LogFormat {
     Json,
 }
 
+// Parsed once per process; boxing the larger argument structs would buy nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the proxy in front of a kube-apiserver (TLS-terminating, streaming).
@@ -46,6 +49,8 @@ pub enum Command {
     Kubeconfig(kubeconfig::KubeconfigArgs),
     /// Generate a CA and a serving certificate for the proxy or a sidecar.
     Certs(certs::CertsArgs),
+    /// Validate schedule files; report every error with line, column and field.
+    Check(check::CheckArgs),
 }
 
 fn init_logging(format: LogFormat) {
@@ -80,6 +85,7 @@ pub fn main() -> ExitCode {
             Command::Sim(args) => sim::run(args).await,
             Command::Kubeconfig(args) => kubeconfig::run(args),
             Command::Certs(args) => certs::run(args),
+            Command::Check(args) => check::run(args),
         }
     });
     match result {

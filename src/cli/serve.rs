@@ -79,6 +79,16 @@ pub struct ServeArgs {
     #[arg(long, default_value = "70s", value_parser = super::parse_duration, value_name = "DURATION")]
     pub upstream_timeout: Duration,
 
+    /// Schedule file (JSON): clients, windows and oracles. Windows can also be opened at
+    /// run time over the control API (POST /v1/windows on the admin listener).
+    #[arg(long, value_name = "FILE")]
+    pub schedule: Option<PathBuf>,
+
+    /// Bytes of held events allowed per watch stream; past it the stream ends with
+    /// ERROR 410 so the client relists (nothing is silently lost).
+    #[arg(long, default_value_t = 64 * 1024 * 1024, value_name = "BYTES")]
+    pub max_held_bytes: usize,
+
     /// On SIGINT/SIGTERM, how long open requests and watches may take to finish.
     #[arg(long, default_value = "10s", value_parser = super::parse_duration, value_name = "DURATION")]
     pub drain_timeout: Duration,
@@ -141,6 +151,11 @@ pub async fn run(args: ServeArgs) -> Result<()> {
             "--insecure-skip-upstream-verify: the upstream's certificate is NOT verified; anyone on the path can read and alter the traffic, credentials included"
         );
     }
+    let schedule = match &args.schedule {
+        Some(path) => super::check::load(path)?,
+        None => crate::schedule::Schedule::default(),
+    };
+    let engine = crate::schedule::engine::Engine::new(&schedule);
     let upstream = Upstream::connect(
         &source(&args)?,
         &TransportOptions {
@@ -175,10 +190,17 @@ pub async fn run(args: ServeArgs) -> Result<()> {
         metrics: metrics.clone(),
         header_timeout: args.upstream_timeout,
         shutdown: stop_rx.clone(),
+        engine: engine.clone(),
+        max_held_bytes: args.max_held_bytes,
     });
+    let _ = metrics
+        .registry
+        .register(Box::new(engine.opened_total.clone()));
+    engine.start(&schedule);
     let admin = Arc::new(crate::admin::Admin {
         metrics,
         upstream: upstream.clone(),
+        engine,
     });
     {
         use std::io::Write;

@@ -16,6 +16,7 @@ mod gate_props;
 pub mod gzip;
 pub mod json;
 pub mod proto;
+pub mod stream;
 
 use bytes::Bytes;
 

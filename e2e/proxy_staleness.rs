@@ -1,0 +1,294 @@
+//! The staleness engine through the real binary: windows opened over the control API
+//! gate real clients' watches (kubectl, kube-rs, curl) in front of `stalemate sim`.
+
+#[path = "common/mod.rs"]
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::sync::mpsc::Receiver;
+use std::time::{Duration, Instant};
+
+use common::{Proxy, Sim, kubectl_cmd};
+use serde_json::{Value, json};
+
+fn admin(proxy: &Proxy, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
+    let mut c = Command::new("curl");
+    c.args([
+        "-sS",
+        "--max-time",
+        "10",
+        "-X",
+        method,
+        "-w",
+        "\n%{http_code}",
+    ]);
+    if let Some(b) = body {
+        c.args([
+            "-H",
+            "Content-Type: application/json",
+            "--data-binary",
+            &b.to_string(),
+        ]);
+    }
+    let out = c.arg(format!("{}{path}", proxy.admin)).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
+    (
+        code.trim().parse().unwrap_or(0),
+        serde_json::from_str(body).unwrap_or(Value::Null),
+    )
+}
+
+/// `kubectl get -w --output-watch-events -o json` lines, on a channel.
+fn watch_lines(
+    kubeconfig: &std::path::Path,
+    cache: &std::path::Path,
+    args: &[&str],
+) -> (std::process::Child, Receiver<(Instant, Value)>) {
+    let mut child = kubectl_cmd(kubeconfig, cache)
+        .args(args)
+        .args(["-w", "--output-watch-events", "-o", "json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let out = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for l in BufReader::new(out).lines().map_while(Result::ok) {
+            if let Ok(v) = serde_json::from_str::<Value>(&l)
+                && tx.send((Instant::now(), v)).is_err()
+            {
+                break;
+            }
+        }
+    });
+    (child, rx)
+}
+
+fn summary(v: &Value) -> (String, String, String) {
+    (
+        v["type"].as_str().unwrap_or("").to_string(),
+        v["object"]["metadata"]["name"]
+            .as_str()
+            .unwrap_or("")
+            .to_string(),
+        v["object"]["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap_or("")
+            .to_string(),
+    )
+}
+
+/// (a) A 2 s freeze opened over the control API: changes made during the window reach the
+/// proxied watch only after it closes, in order, none missing — the same events a direct
+/// watch on the simulator saw.
+#[test]
+fn freeze_over_the_control_api_holds_then_releases_everything_in_order() {
+    let sim = Sim::start();
+    let proxy = Proxy::start(&sim, &[]);
+    sim.kubectl_ok(&["create", "namespace", "f"]);
+    let cache = proxy.dir.path().join("cache-w");
+    let (mut direct, direct_rx) = watch_lines(
+        &sim.kubeconfig,
+        &sim.dir.path().join("cache-d"),
+        &["-n", "f", "get", "configmaps", "-l", "e2e=yes"],
+    );
+    let (mut proxied, proxied_rx) = watch_lines(
+        &proxy.kubeconfig,
+        &cache,
+        &["-n", "f", "get", "configmaps", "-l", "e2e=yes"],
+    );
+    std::thread::sleep(Duration::from_millis(800));
+
+    let (code, _) = admin(
+        &proxy,
+        "POST",
+        "/v1/windows",
+        Some(
+            &json!({"name": "freeze-f", "resources": ["configmaps"], "namespaces": ["f"], "fault": {"freeze": {}}, "duration": "2s"}),
+        ),
+    );
+    assert_eq!(code, 201);
+    let (_, status) = admin(&proxy, "GET", "/v1/windows", None);
+    assert_eq!(status["windows"][0]["window"]["name"], "freeze-f");
+    let opened = Instant::now();
+    for i in 0..4 {
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": format!("c{i}"), "namespace": "f", "labels": {"e2e": "yes"}}, "data": {"v": "1"}});
+        let out = sim.kubectl_stdin(&["create", "-f", "-"], &cm.to_string());
+        assert!(out.status.success());
+    }
+    sim.kubectl_ok(&[
+        "-n",
+        "f",
+        "patch",
+        "configmap",
+        "c1",
+        "-p",
+        r#"{"data":{"v":"2"}}"#,
+    ]);
+    sim.kubectl_ok(&["-n", "f", "delete", "configmap", "c2"]);
+
+    let collect = |rx: &Receiver<(Instant, Value)>| -> Vec<(Instant, Value)> {
+        (0..6)
+            .map(|_| {
+                rx.recv_timeout(Duration::from_secs(20))
+                    .expect("watch event")
+            })
+            .collect()
+    };
+    let d = collect(&direct_rx);
+    let p = collect(&proxied_rx);
+    let _ = direct.kill();
+    let _ = proxied.kill();
+    let _ = (direct.wait(), proxied.wait());
+    let ds: Vec<_> = d.iter().map(|(_, v)| summary(v)).collect();
+    let ps: Vec<_> = p.iter().map(|(_, v)| summary(v)).collect();
+    assert_eq!(ps, ds, "the same events, in the same order");
+    assert!(
+        d[0].0 < opened + Duration::from_millis(1500),
+        "the direct watch saw them at once"
+    );
+    for (t, v) in &p {
+        assert!(
+            *t >= opened + Duration::from_millis(1900),
+            "{:?} arrived {:?} after the window opened",
+            summary(v),
+            t.duration_since(opened)
+        );
+    }
+    let (_, status) = admin(&proxy, "GET", "/v1/windows", None);
+    assert_eq!(status["windows"], json!([]), "closed after its duration");
+}
+
+/// (c) `relist {how: expired}` makes a kube-rs watcher relist; a freeze can be ended early
+/// with DELETE, releasing what it held.
+#[tokio::test]
+async fn relist_fault_and_early_close() {
+    use futures_util::StreamExt;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::api::{Api, PostParams};
+    use kube::runtime::watcher;
+    let sim = Sim::start();
+    let proxy = Proxy::start(&sim, &[]);
+    let client = proxy.client().await;
+    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+    let mut stream = watcher(api.clone(), watcher::Config::default()).boxed();
+    let next = async |s: &mut futures_util::stream::BoxStream<
+        'static,
+        Result<watcher::Event<ConfigMap>, watcher::Error>,
+    >| {
+        tokio::time::timeout(Duration::from_secs(20), s.next())
+            .await
+            .expect("watch event")
+            .expect("stream ended")
+    };
+    while !matches!(next(&mut stream).await, Ok(watcher::Event::InitDone)) {}
+    let p2 = proxy.admin.clone();
+    let post = move |b: Value| {
+        let p = p2.clone();
+        std::thread::spawn(move || {
+            Command::new("curl")
+                .args([
+                    "-sS",
+                    "-X",
+                    "POST",
+                    "-H",
+                    "Content-Type: application/json",
+                    "--data-binary",
+                    &b.to_string(),
+                ])
+                .arg(format!("{p}/v1/windows"))
+                .output()
+                .unwrap()
+        })
+        .join()
+        .unwrap()
+    };
+    // Make sure the watch itself is open (kube-rs starts it lazily after InitDone): a
+    // relist window ends the streams open when it opens.
+    let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "probe"}})).unwrap();
+    api.create(&PostParams::default(), &cm).await.unwrap();
+    while !matches!(next(&mut stream).await, Ok(watcher::Event::Apply(_))) {}
+    post(
+        json!({"name": "relist", "resources": ["configmaps"], "fault": {"relist": {"how": "expired"}}}),
+    );
+    let mut saw_410 = false;
+    loop {
+        match next(&mut stream).await {
+            Err(watcher::Error::WatchError(s)) if s.code == 410 => saw_410 = true,
+            Ok(watcher::Event::Init) => break,
+            _ => {}
+        }
+    }
+    assert!(saw_410, "the relist fault arrived as ERROR 410");
+    while !matches!(next(&mut stream).await, Ok(watcher::Event::InitDone)) {}
+
+    // A freeze without a duration holds until DELETE /v1/windows/{name}.
+    post(json!({"name": "hold", "resources": ["configmaps"], "fault": {"freeze": {}}}));
+    let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "held"}})).unwrap();
+    api.create(&PostParams::default(), &cm).await.unwrap();
+    assert!(
+        tokio::time::timeout(Duration::from_millis(700), stream.next())
+            .await
+            .is_err(),
+        "held while frozen"
+    );
+    let admin_url = proxy.admin.clone();
+    let out = std::thread::spawn(move || {
+        Command::new("curl")
+            .args([
+                "-sS",
+                "-X",
+                "DELETE",
+                "-w",
+                "%{http_code}",
+                "-o",
+                "/dev/null",
+            ])
+            .arg(format!("{admin_url}/v1/windows/hold"))
+            .output()
+            .unwrap()
+    })
+    .join()
+    .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "200");
+    match next(&mut stream).await {
+        Ok(watcher::Event::Apply(o)) => assert_eq!(o.metadata.name.as_deref(), Some("held")),
+        other => panic!("expected the held event, got {other:?}"),
+    }
+}
+
+/// `stalemate check` accepts good schedules and names the field of a bad one.
+#[test]
+fn check_reports_errors_with_location_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("good.json");
+    std::fs::write(&good, r#"{"windows": [{"name": "w", "resources": ["configmaps"], "fault": {"lag": {"delay": "2s"}}, "duration": "10s"}]}"#).unwrap();
+    let out = Command::new(common::BIN)
+        .args(["check"])
+        .arg(&good)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, "{\n  \"windows\": [\n    {\"name\": \"w\", \"fault\": {\"lag\": {\"delay\": \"soon\"}}}\n  ]\n}\n").unwrap();
+    let out = Command::new(common::BIN)
+        .args(["check"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("bad.json:3:")
+            && err.contains("windows[0].fault")
+            && err.contains("not a duration"),
+        "{err}"
+    );
+}

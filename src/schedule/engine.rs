@@ -1,0 +1,310 @@
+//! The running schedule: which windows are open, opening and closing them on time, and
+//! telling every gated stream when that changes.
+//!
+//! Time is tokio's clock, so tests drive windows with paused time.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use http::HeaderMap;
+use serde_json::{Value, json};
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use super::{ClientMatcher, Fault, Schedule, Trigger, Window};
+
+struct Client {
+    name: String,
+    user_agent: Option<regex::Regex>,
+    service_account: Option<String>,
+    listener: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Active {
+    pub window: Window,
+    pub opened: Instant,
+    /// Distinguishes re-openings of the same window (relist faults fire once per opening).
+    pub generation: u64,
+}
+
+pub struct Engine {
+    clients: Vec<Client>,
+    client_specs: BTreeMap<String, ClientMatcher>,
+    active: Mutex<BTreeMap<String, Active>>,
+    generation: Mutex<u64>,
+    changes: watch::Sender<u64>,
+    pub opened_total: prometheus::IntCounter,
+}
+
+impl Engine {
+    pub fn new(schedule: &Schedule) -> Arc<Engine> {
+        let clients = schedule
+            .clients
+            .iter()
+            .map(|(name, m)| Client {
+                name: name.clone(),
+                user_agent: m
+                    .user_agent
+                    .as_ref()
+                    .and_then(|r| regex::Regex::new(r).ok()),
+                service_account: m.service_account.clone(),
+                listener: m.listener.clone(),
+            })
+            .collect();
+        Arc::new(Engine {
+            clients,
+            client_specs: schedule.clients.clone(),
+            active: Mutex::new(BTreeMap::new()),
+            generation: Mutex::new(0),
+            changes: watch::channel(0).0,
+            opened_total: prometheus::IntCounter::new("windows_opened_total", "Windows opened.")
+                .expect("static metric definition"),
+        })
+    }
+
+    /// Open the schedule's windows: those without a trigger now, `at` ones on time.
+    pub fn start(self: &Arc<Self>, schedule: &Schedule) {
+        for w in &schedule.windows {
+            match &w.trigger {
+                None => {
+                    let _ = self.open(w.clone());
+                }
+                Some(Trigger::At(d)) => {
+                    let (engine, w, d) = (self.clone(), w.clone(), d.0);
+                    tokio::spawn(async move {
+                        tokio::time::sleep(d).await;
+                        let _ = engine.open(w);
+                    });
+                }
+                Some(Trigger::Manual {}) => {}
+            }
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Active>> {
+        self.active.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn bump(&self) {
+        self.changes.send_modify(|n| *n += 1);
+    }
+
+    /// Open a window now (it closes after its duration, if it has one).
+    pub fn open(self: &Arc<Self>, w: Window) -> Result<(), String> {
+        let errs = w.check(&self.client_specs);
+        if let Some((field, msg)) = errs.first() {
+            return Err(format!("{field}: {msg}"));
+        }
+        let generation = {
+            let mut g = self.generation.lock().unwrap_or_else(|p| p.into_inner());
+            *g += 1;
+            *g
+        };
+        let name = w.name.clone();
+        let duration = w.duration.map(|d| d.0);
+        self.lock().insert(
+            name.clone(),
+            Active {
+                window: w,
+                opened: Instant::now(),
+                generation,
+            },
+        );
+        self.opened_total.inc();
+        tracing::info!(window = %name, ?duration, "window opened");
+        self.bump();
+        if let Some(d) = duration {
+            let engine = self.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(d).await;
+                let still = engine
+                    .lock()
+                    .get(&name)
+                    .is_some_and(|a| a.generation == generation);
+                if still {
+                    engine.close(&name);
+                }
+            });
+        }
+        Ok(())
+    }
+
+    /// Close a window now; its held events are released.
+    pub fn close(&self, name: &str) -> bool {
+        let removed = self.lock().remove(name).is_some();
+        if removed {
+            tracing::info!(window = %name, "window closed");
+            self.bump();
+        }
+        removed
+    }
+
+    pub fn changes(&self) -> watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
+    /// The schedule client a request belongs to, or `other`.
+    pub fn identify(&self, headers: &HeaderMap, listener: &str) -> String {
+        let ua = headers
+            .get(http::header::USER_AGENT)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        let sa = headers
+            .get(http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split_once(' ').map(|(_, t)| t.trim()))
+            .and_then(crate::sim::auth::jwt_subject)
+            .and_then(|sub| {
+                sub.strip_prefix("system:serviceaccount:")
+                    .map(str::to_string)
+            });
+        for c in &self.clients {
+            let ok = c.user_agent.as_ref().is_none_or(|r| r.is_match(ua))
+                && c.service_account
+                    .as_ref()
+                    .is_none_or(|want| sa.as_deref() == Some(want.as_str()))
+                && c.listener.as_ref().is_none_or(|l| l == listener);
+            if ok {
+                return c.name.clone();
+            }
+        }
+        "other".into()
+    }
+
+    /// The open windows that target a stream, oldest first.
+    pub fn windows_for(
+        &self,
+        client: &str,
+        resource: &str,
+        namespace: Option<&str>,
+    ) -> Vec<Active> {
+        let mut v: Vec<Active> = self
+            .lock()
+            .values()
+            .filter(|a| {
+                (a.window.client == "*" || a.window.client == client)
+                    && a.window.targets(resource, namespace)
+            })
+            .cloned()
+            .collect();
+        v.sort_by_key(|a| a.opened);
+        v
+    }
+
+    /// `GET /v1/windows` and `/v1/status` material.
+    pub fn describe(&self) -> Value {
+        let now = Instant::now();
+        let windows: Vec<Value> = self
+            .lock()
+            .values()
+            .map(|a| {
+                let remaining = a.window.duration.map(|d| d.0.saturating_sub(now.duration_since(a.opened)).as_secs_f64());
+                json!({"window": a.window, "openForSeconds": now.duration_since(a.opened).as_secs_f64(), "remainingSeconds": remaining})
+            })
+            .collect();
+        json!({"windows": windows})
+    }
+
+    pub fn active_names(&self) -> Vec<String> {
+        self.lock().keys().cloned().collect()
+    }
+}
+
+/// The hold a set of windows puts on a stream: freeze or coalesce win over lag (the
+/// stronger staleness), the newest lag's delay otherwise.
+pub fn hold_mode(windows: &[Active]) -> Option<crate::watch::gate::HoldMode> {
+    use crate::watch::gate::HoldMode;
+    let mut mode = None;
+    for a in windows {
+        match &a.window.fault {
+            Fault::Freeze {} => return Some(HoldMode::Freeze),
+            Fault::Coalesce {} => mode = Some(HoldMode::Coalesce),
+            Fault::Lag { delay, jitter } if mode != Some(HoldMode::Coalesce) => {
+                let j = jitter.map_or(Duration::ZERO, |j| j.0);
+                let d = if j.is_zero() {
+                    delay.0
+                } else {
+                    use rand::Rng;
+                    let off =
+                        rand::rng().random_range(0.0..=2.0 * j.as_secs_f64()) - j.as_secs_f64();
+                    Duration::from_secs_f64((delay.0.as_secs_f64() + off).max(0.0))
+                };
+                mode = Some(HoldMode::Lag(d));
+            }
+            _ => {}
+        }
+    }
+    mode
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::watch::gate::HoldMode;
+
+    fn window(json: &str) -> Window {
+        Window::parse(json).unwrap()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn windows_open_and_close_on_paused_time() {
+        let s = Schedule::parse(
+            r#"{"clients": {"sc": {"userAgent": "^source-controller/"}},
+                "windows": [{"name": "later", "client": "sc", "resources": ["configmaps"], "fault": {"freeze": {}}, "trigger": {"at": "10s"}, "duration": "1500ms"},
+                            {"name": "manual", "resources": ["*"], "fault": {"coalesce": {}}, "trigger": {"manual": {}}}]}"#,
+            "t",
+        )
+        .unwrap();
+        let e = Engine::new(&s);
+        e.start(&s);
+        let mut changes = e.changes();
+        assert!(e.windows_for("sc", "configmaps", Some("a")).is_empty());
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        changes.changed().await.unwrap();
+        let w = e.windows_for("sc", "configmaps", Some("a"));
+        assert_eq!(hold_mode(&w), Some(HoldMode::Freeze));
+        assert!(
+            e.windows_for("other", "configmaps", Some("a")).is_empty(),
+            "only its client"
+        );
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        changes.changed().await.unwrap();
+        assert!(
+            e.windows_for("sc", "configmaps", Some("a")).is_empty(),
+            "closed after its duration"
+        );
+        e.open(s.windows[1].clone()).unwrap();
+        assert_eq!(
+            hold_mode(&e.windows_for("x", "secrets", None)),
+            Some(HoldMode::Coalesce)
+        );
+        assert!(e.close("manual"));
+        assert!(!e.close("manual"));
+        assert!(
+            e.open(window(
+                r#"{"name": "w", "client": "ghost", "fault": {"freeze": {}}}"#
+            ))
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn identifies_clients() {
+        let s = Schedule::parse(
+            r#"{"clients": {"sc": {"userAgent": "^source-controller/"}, "gc": {"serviceAccount": "kube-system:gc"}}}"#,
+            "t",
+        )
+        .unwrap();
+        let e = Engine::new(&s);
+        let mut h = HeaderMap::new();
+        h.insert("user-agent", "source-controller/v1.2 flux".parse().unwrap());
+        assert_eq!(e.identify(&h, "l"), "sc");
+        let mut h = HeaderMap::new();
+        let tok = crate::sim::auth::unsigned_jwt("system:serviceaccount:kube-system:gc");
+        h.insert("authorization", format!("Bearer {tok}").parse().unwrap());
+        assert_eq!(e.identify(&h, "l"), "gc");
+        assert_eq!(e.identify(&HeaderMap::new(), "l"), "other");
+    }
+}

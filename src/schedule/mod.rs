@@ -1,0 +1,348 @@
+//! Schedules: which clients see which resources stale, how, and when.
+//!
+//! The JSON format is DESIGN.md's "Schedule file"; the same window objects are accepted by
+//! the control API. Unknown fields are rejected so a typo never silently disables a
+//! window, and every error names its field path (and, for files, line and column).
+
+pub mod engine;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+/// A Go-style duration (`1500ms`, `2s`, `1m30s`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct GoDuration(#[serde(serialize_with = "ser_duration")] pub Duration);
+
+fn ser_duration<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&humantime::format_duration(*d).to_string().replace(' ', ""))
+}
+
+impl<'de> Deserialize<'de> for GoDuration {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        humantime::parse_duration(&s).map(GoDuration).map_err(|e| {
+            serde::de::Error::custom(format!(
+                "{s:?} is not a duration like 1500ms, 2s or 1m30s ({e})"
+            ))
+        })
+    }
+}
+
+/// How a client is recognised. All given matchers must match.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ClientMatcher {
+    /// Regular expression on the User-Agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_agent: Option<String>,
+    /// `namespace:name` of the service account in the bearer token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_account: Option<String>,
+    /// The listener address the client connected to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub listener: Option<String>,
+}
+
+/// The faults (DESIGN.md "Faults"). Each window has exactly one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub enum Fault {
+    Freeze {},
+    Lag {
+        delay: GoDuration,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        jitter: Option<GoDuration>,
+    },
+    Coalesce {},
+    Relist {
+        #[serde(default)]
+        how: RelistHow,
+    },
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum RelistHow {
+    #[default]
+    Expired,
+    Close,
+}
+
+/// When a window opens.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub enum Trigger {
+    /// Offset from the start of the run.
+    At(GoDuration),
+    /// Opened only through the control API.
+    Manual {},
+}
+
+/// One window: a fault applied to a target for a duration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Window {
+    pub name: String,
+    /// A client name from the schedule's `clients`, or `*` for everyone.
+    #[serde(default = "star")]
+    pub client: String,
+    /// Resources as kubectl names them (`plural.group`, core: `plural`), or `*`.
+    #[serde(default = "stars")]
+    pub resources: Vec<String>,
+    /// Namespaces; empty means all.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub namespaces: Vec<String>,
+    pub fault: Fault,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trigger: Option<Trigger>,
+    /// How long the window stays open; absent: until closed over the control API.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration: Option<GoDuration>,
+}
+
+fn star() -> String {
+    "*".into()
+}
+fn stars() -> Vec<String> {
+    vec!["*".into()]
+}
+
+/// A whole schedule file.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Schedule {
+    #[serde(default)]
+    pub seed: u64,
+    #[serde(default)]
+    pub clients: BTreeMap<String, ClientMatcher>,
+    #[serde(default)]
+    pub windows: Vec<Window>,
+    /// Oracle settings; judged by the oracles (issue 5), kept here as given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oracles: Option<serde_json::Value>,
+}
+
+/// A schedule error: where, and what.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{location}{path}: {message}")]
+pub struct ScheduleError {
+    pub location: String,
+    pub path: String,
+    pub message: String,
+}
+
+fn parse_with_path<T: serde::de::DeserializeOwned>(
+    text: &str,
+    source: &str,
+) -> Result<T, ScheduleError> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        ScheduleError {
+            location: format!("{source}:{}:{}: ", inner.line(), inner.column()),
+            path: if path == "." { String::new() } else { path },
+            message: inner
+                .to_string()
+                .split(" at line ")
+                .next()
+                .unwrap_or_default()
+                .to_string(),
+        }
+    })
+}
+
+impl Schedule {
+    /// Parse and check a schedule. `source` names it in errors (a file path).
+    pub fn parse(text: &str, source: &str) -> Result<Schedule, Vec<ScheduleError>> {
+        let s: Schedule = parse_with_path(text, source).map_err(|e| vec![e])?;
+        let errs = s.check(source);
+        if errs.is_empty() { Ok(s) } else { Err(errs) }
+    }
+
+    /// Checks serde cannot make: references, regexes, unique names.
+    pub fn check(&self, source: &str) -> Vec<ScheduleError> {
+        let mut errs = Vec::new();
+        let err = |path: String, message: String| ScheduleError {
+            location: format!("{source}: "),
+            path,
+            message,
+        };
+        for (name, c) in &self.clients {
+            if let Some(re) = &c.user_agent
+                && let Err(e) = regex::Regex::new(re)
+            {
+                errs.push(err(
+                    format!("clients.{name}.userAgent"),
+                    format!("not a regular expression: {e}"),
+                ));
+            }
+            if let Some(sa) = &c.service_account
+                && sa.split(':').count() != 2
+            {
+                errs.push(err(
+                    format!("clients.{name}.serviceAccount"),
+                    format!("{sa:?} is not NAMESPACE:NAME"),
+                ));
+            }
+        }
+        let mut seen = std::collections::HashSet::new();
+        for (i, w) in self.windows.iter().enumerate() {
+            errs.extend(
+                w.check(&self.clients)
+                    .into_iter()
+                    .map(|(p, m)| err(format!("windows[{i}].{p}"), m)),
+            );
+            if !seen.insert(&w.name) {
+                errs.push(err(
+                    format!("windows[{i}].name"),
+                    format!("{:?} is used by another window", w.name),
+                ));
+            }
+        }
+        errs
+    }
+}
+
+impl Window {
+    /// Parse a window object (control API body).
+    pub fn parse(text: &str) -> Result<Window, ScheduleError> {
+        parse_with_path(text, "window")
+    }
+
+    /// Problems as (field, message).
+    pub fn check(&self, clients: &BTreeMap<String, ClientMatcher>) -> Vec<(String, String)> {
+        let mut errs = Vec::new();
+        if self.name.is_empty() || self.name.contains('/') {
+            errs.push(("name".into(), "must be non-empty and contain no '/'".into()));
+        }
+        if self.client != "*" && !clients.contains_key(&self.client) {
+            errs.push((
+                "client".into(),
+                format!(
+                    "{:?} is not a client defined in `clients` (or \"*\")",
+                    self.client
+                ),
+            ));
+        }
+        if self.resources.is_empty() {
+            errs.push((
+                "resources".into(),
+                "list at least one resource, or \"*\"".into(),
+            ));
+        }
+        if let Fault::Lag { delay, .. } = &self.fault
+            && delay.0.is_zero()
+        {
+            errs.push(("fault.lag.delay".into(), "must be greater than zero".into()));
+        }
+        errs
+    }
+
+    /// Does this window target a stream of `resource` (kubectl name) over `namespace`
+    /// (`None`: all namespaces)? A stream across all namespaces overlaps any namespace
+    /// list and is held whole: holding only some of its events would reorder
+    /// resourceVersions, and a client resuming from a later one would lose the held ones.
+    pub fn targets(&self, resource: &str, namespace: Option<&str>) -> bool {
+        let res = self.resources.iter().any(|r| r == "*" || r == resource);
+        let ns = self.namespaces.is_empty()
+            || namespace.is_none_or(|n| self.namespaces.iter().any(|x| x == n));
+        res && ns
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DESIGN_EXAMPLE: &str = r#"{
+  "seed": 7,
+  "clients": {
+    "source-controller": { "userAgent": "^source-controller/" },
+    "kcm": { "serviceAccount": "kube-system:generic-garbage-collector" }
+  },
+  "windows": [
+    {
+      "name": "f1-stale-gitrepository",
+      "client": "source-controller",
+      "resources": ["gitrepositories.source.toolkit.fluxcd.io"],
+      "namespaces": ["flux-system"],
+      "fault": { "freeze": {} },
+      "trigger": { "manual": {} },
+      "duration": "1500ms"
+    },
+    {
+      "name": "background-lag",
+      "client": "*",
+      "resources": ["*"],
+      "fault": { "lag": { "delay": "2s", "jitter": "500ms" } },
+      "trigger": { "at": "60s" },
+      "duration": "10s"
+    }
+  ],
+  "oracles": { "convergence": { "resources": ["gitrepositories.source.toolkit.fluxcd.io"], "settle": "30s" } }
+}"#;
+
+    #[test]
+    fn parses_the_design_example() {
+        let s = Schedule::parse(DESIGN_EXAMPLE, "x.json").unwrap();
+        assert_eq!(s.windows.len(), 2);
+        assert_eq!(
+            s.windows[0].duration,
+            Some(GoDuration(Duration::from_millis(1500)))
+        );
+        assert!(
+            matches!(s.windows[1].fault, Fault::Lag { delay: GoDuration(d), .. } if d == Duration::from_secs(2))
+        );
+        assert!(s.windows[0].targets(
+            "gitrepositories.source.toolkit.fluxcd.io",
+            Some("flux-system")
+        ));
+        assert!(!s.windows[0].targets("gitrepositories.source.toolkit.fluxcd.io", Some("default")));
+        assert!(s.windows[1].targets("configmaps", None));
+        assert!(
+            s.windows[0].targets("gitrepositories.source.toolkit.fluxcd.io", None),
+            "a cluster-wide stream overlaps"
+        );
+    }
+
+    #[test]
+    fn errors_name_line_column_and_field() {
+        let bad = DESIGN_EXAMPLE.replace(
+            "\"fault\": { \"freeze\": {} }",
+            "\"fault\": { \"frieze\": {} }",
+        );
+        let e = Schedule::parse(&bad, "f.json").unwrap_err();
+        assert_eq!(e.len(), 1);
+        assert!(e[0].path.contains("windows[0].fault"), "{}", e[0]);
+        assert!(e[0].location.starts_with("f.json:13:"), "{}", e[0]);
+        assert!(e[0].message.contains("frieze"), "{}", e[0]);
+        let bad = DESIGN_EXAMPLE.replace("\"1500ms\"", "\"soon\"");
+        let e = Schedule::parse(&bad, "f.json").unwrap_err();
+        assert!(
+            e[0].path.ends_with("windows[0].duration") && e[0].message.contains("not a duration"),
+            "{}",
+            e[0]
+        );
+        let bad = DESIGN_EXAMPLE.replace("\"seed\": 7", "\"sead\": 7");
+        assert!(
+            Schedule::parse(&bad, "f.json").unwrap_err()[0]
+                .message
+                .contains("sead")
+        );
+        let bad = DESIGN_EXAMPLE.replace(
+            "\"client\": \"source-controller\"",
+            "\"client\": \"nobody\"",
+        );
+        let e = Schedule::parse(&bad, "f.json").unwrap_err();
+        assert_eq!(e[0].path, "windows[0].client");
+        let bad = DESIGN_EXAMPLE.replace("^source-controller/", "(unclosed");
+        assert_eq!(
+            Schedule::parse(&bad, "f.json").unwrap_err()[0].path,
+            "clients.source-controller.userAgent"
+        );
+    }
+}

@@ -1,0 +1,238 @@
+//! A gated watch response: upstream chunks → codec → gate → client, with the schedule's
+//! windows applied as they open and close.
+//!
+//! ```text
+//!  upstream body ─► JsonFramer | ProtoFramer ─► Gate ─► ChannelBody ─► client
+//!                                                 ▲
+//!            Engine (windows open/close) ─────────┘   lag: timer on gate.next_due()
+//! ```
+//!
+//! A frame that does not parse, an upstream error, or a relist fault ends the stream
+//! with ERROR 410 `Expired`, so the client relists and nothing is silently lost.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+
+use super::gate::{Gate, Output};
+use super::json::JsonFramer;
+use super::proto::ProtoFramer;
+use super::{CodecError, DEFAULT_MAX_FRAME, Frame};
+use crate::listen::body::ChannelBody;
+use crate::listen::{Body, BodyError};
+use crate::schedule::Fault;
+use crate::schedule::engine::{Engine, hold_mode};
+
+/// The framing of a watch response, from its Content-Type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Json,
+    Protobuf,
+}
+
+impl Format {
+    pub fn from_content_type(ct: &str) -> Option<Format> {
+        let media = ct.split(';').next().unwrap_or("").trim();
+        match media {
+            "application/json" => Some(Format::Json),
+            "application/vnd.kubernetes.protobuf" if ct.contains("stream=watch") => {
+                Some(Format::Protobuf)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The ERROR 410 event that makes a client relist, in the stream's own framing.
+pub fn expired_event(format: Format, message: &str) -> Bytes {
+    match format {
+        Format::Json => {
+            let status = crate::status::ApiError::expired(message).to_status();
+            Bytes::from(format!("{{\"type\":\"ERROR\",\"object\":{status}}}\n"))
+        }
+        Format::Protobuf => {
+            use crate::protobuf::{MAGIC, Writer};
+            let mut status = Writer::default();
+            status
+                .message(1, |_| {})
+                .string(2, "Failure")
+                .string(3, message)
+                .string(4, "Expired")
+                .uint(6, 410);
+            let mut unknown = Writer::default();
+            unknown.message(1, |tm| {
+                tm.string(1, "v1").string(2, "Status");
+            });
+            unknown.bytes(2, &status.buf).bytes(3, b"").bytes(4, b"");
+            let mut raw = MAGIC.to_vec();
+            raw.extend_from_slice(&unknown.buf);
+            let mut ev = Writer::default();
+            ev.string(1, "ERROR").message(2, |ext| {
+                ext.bytes(1, &raw);
+            });
+            let mut out = (ev.buf.len() as u32).to_be_bytes().to_vec();
+            out.extend_from_slice(&ev.buf);
+            Bytes::from(out)
+        }
+    }
+}
+
+enum Framer {
+    Json(JsonFramer),
+    Proto(ProtoFramer),
+}
+
+impl Framer {
+    fn push(&mut self, chunk: &[u8]) -> Result<Vec<Frame>, CodecError> {
+        match self {
+            Framer::Json(f) => f.push(chunk),
+            Framer::Proto(f) => f.push(chunk),
+        }
+    }
+}
+
+/// Who a stream belongs to, for window matching.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub client: String,
+    pub resource: String,
+    pub namespace: Option<String>,
+}
+
+/// Gate an upstream watch body. Returns the body to send to the client.
+pub fn gated(
+    upstream: Incoming,
+    format: Format,
+    target: Target,
+    engine: Arc<Engine>,
+    max_held_bytes: usize,
+) -> Body {
+    let (tx, body) = ChannelBody::channel(64);
+    tokio::spawn(async move {
+        let mut upstream = upstream;
+        let mut framer = match format {
+            Format::Json => Framer::Json(JsonFramer::new(DEFAULT_MAX_FRAME)),
+            Format::Protobuf => Framer::Proto(ProtoFramer::new(DEFAULT_MAX_FRAME)),
+        };
+        let mut gate = Gate::new(max_held_bytes);
+        let mut changes = engine.changes();
+        // A relist window ends the streams open when it opens, once; a stream started
+        // while it is open (the client's relist) is left alone, or it would loop.
+        let mut relisted: std::collections::HashSet<u64> = engine
+            .windows_for(
+                &target.client,
+                &target.resource,
+                target.namespace.as_deref(),
+            )
+            .iter()
+            .filter(|a| matches!(a.window.fault, Fault::Relist { .. }))
+            .map(|a| a.generation)
+            .collect();
+        // Apply the windows open right now, then follow changes.
+        let mut outs = apply_windows(&engine, &target, &mut gate, &mut relisted);
+        loop {
+            for o in outs.drain(..) {
+                let (bytes, end): (Option<Result<Bytes, BodyError>>, bool) = match o {
+                    Output::Deliver(b) => (Some(Ok(b)), false),
+                    Output::EndExpired { reason } => {
+                        (Some(Ok(expired_event(format, reason))), true)
+                    }
+                    Output::EndClean => (None, true),
+                    Output::Abort => (
+                        Some(Err("stalemate: stream reset by a relist fault".into())),
+                        true,
+                    ),
+                };
+                if let Some(b) = bytes
+                    && tx.send(b).await.is_err()
+                {
+                    return;
+                }
+                if end {
+                    return;
+                }
+            }
+            let due = gate.next_due();
+            tokio::select! {
+                _ = tx.closed() => return,
+                changed = changes.changed() => {
+                    if changed.is_err() { return; }
+                    outs = apply_windows(&engine, &target, &mut gate, &mut relisted);
+                }
+                _ = async { match due { Some(d) => tokio::time::sleep_until(d.into()).await, None => std::future::pending().await } } => {
+                    outs = gate.tick(std::time::Instant::now());
+                }
+                frame = upstream.frame() => {
+                    let now = std::time::Instant::now();
+                    outs = match frame {
+                        None => gate.on_upstream_end(),
+                        Some(Err(e)) => {
+                            tracing::info!(error = %e, "upstream watch ended with an error");
+                            if gate.held_len() > 0 { gate.on_upstream_end() } else { vec![Output::Abort] }
+                        }
+                        Some(Ok(f)) => match f.into_data() {
+                            Err(_) => vec![],
+                            Ok(data) => match framer.push(&data) {
+                                Ok(frames) => frames.into_iter().flat_map(|fr| gate.on_frame(fr, now)).collect(),
+                                Err(e) => {
+                                    tracing::warn!(error = %e, resource = %target.resource, "malformed watch frame; ending the stream with 410");
+                                    let _ = gate.relist(true);
+                                    vec![Output::EndExpired { reason: "stalemate: the upstream sent a watch event it could not parse" }]
+                                }
+                            },
+                        },
+                    };
+                }
+            }
+        }
+    });
+    body
+}
+
+fn apply_windows(
+    engine: &Engine,
+    t: &Target,
+    gate: &mut Gate,
+    relisted: &mut std::collections::HashSet<u64>,
+) -> Vec<Output> {
+    let windows = engine.windows_for(&t.client, &t.resource, t.namespace.as_deref());
+    for a in &windows {
+        if let Fault::Relist { how } = &a.window.fault
+            && relisted.insert(a.generation)
+        {
+            return gate.relist(*how == crate::schedule::RelistHow::Expired);
+        }
+    }
+    let now = std::time::Instant::now();
+    match hold_mode(&windows) {
+        Some(mode) => gate.open(mode, now),
+        None => gate.close(now),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expired_events_parse_back_in_both_framings() {
+        let j = expired_event(Format::Json, "gone");
+        let f = JsonFramer::new(1 << 20).push(&j).unwrap();
+        assert_eq!(
+            (f[0].meta.type_, f[0].meta.status_code),
+            (Some(super::super::EventType::Error), Some(410))
+        );
+        let p = expired_event(Format::Protobuf, "gone");
+        let f = ProtoFramer::new(1 << 20).push(&p).unwrap();
+        assert_eq!(
+            (
+                f[0].meta.type_,
+                f[0].meta.status_code,
+                f[0].meta.kind.as_str()
+            ),
+            (Some(super::super::EventType::Error), Some(410), "Status")
+        );
+    }
+}
