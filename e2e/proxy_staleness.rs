@@ -292,3 +292,110 @@ fn check_reports_errors_with_location_and_field() {
         "{err}"
     );
 }
+
+/// (e) `errors {status: 429, retryAfter}` and `latency` as clients see them, and an
+/// `afterRequests` trigger opening a window at the Nth matching request.
+#[tokio::test]
+async fn errors_latency_and_after_requests() {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::api::Api;
+    let sim = Sim::start();
+    let dir = tempfile::tempdir().unwrap();
+    let schedule = dir.path().join("s.json");
+    std::fs::write(
+        &schedule,
+        json!({
+            "clients": {"curl": {"userAgent": "^curl/"}},
+            "windows": [
+                {"name": "throttle", "client": "*", "resources": ["configmaps"], "fault": {"errors": {"verbs": ["get"], "status": 429, "retryAfter": "1s"}}, "trigger": {"manual": {}}},
+                {"name": "slow-lists", "client": "curl", "resources": ["secrets"], "fault": {"latency": {"verbs": ["list"], "delay": "800ms"}},
+                 "trigger": {"afterRequests": {"verb": "list", "resource": "secrets", "count": 2}}, "duration": "30s"}
+            ]
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let s = schedule.to_string_lossy().into_owned();
+    let proxy = Proxy::start(&sim, &["--schedule", &s]);
+
+    // afterRequests: the first LIST is fast and untouched; the second opens the window
+    // before it is forwarded, so it is already delayed.
+    let timed = || {
+        let t = Instant::now();
+        let r = proxy.curl("GET", "/api/v1/namespaces/default/secrets", &[], None);
+        assert_eq!(r.status, 200);
+        t.elapsed()
+    };
+    let first = timed();
+    let second = timed();
+    assert!(
+        second >= Duration::from_millis(800),
+        "second LIST took {second:?}"
+    );
+    assert!(
+        first < Duration::from_millis(800),
+        "first LIST took {first:?}"
+    );
+
+    // errors: opened over the control API; GETs get the injected 429, LISTs do not.
+    let (code, _) = admin(
+        &proxy,
+        "POST",
+        "/v1/windows",
+        Some(
+            &json!({"name": "throttle-now", "resources": ["configmaps"], "fault": {"errors": {"verbs": ["get"], "status": 429, "retryAfter": "1s"}}, "duration": "3s"}),
+        ),
+    );
+    assert_eq!(code, 201);
+    let opened = Instant::now();
+    let r = proxy.curl(
+        "GET",
+        "/api/v1/namespaces/default/configmaps/kube-root-ca.crt",
+        &[],
+        None,
+    );
+    assert_eq!(r.status, 429);
+    assert_eq!(r.header("retry-after"), Some("1"));
+    let st = r.json();
+    assert_eq!(
+        (st["kind"].clone(), st["reason"].clone(), st["code"].clone()),
+        (json!("Status"), json!("TooManyRequests"), json!(429))
+    );
+    assert!(st["message"].as_str().unwrap().contains("throttle-now"));
+    assert_eq!(
+        proxy
+            .curl("GET", "/api/v1/namespaces/default/configmaps", &[], None)
+            .status,
+        200,
+        "LISTs are not targeted"
+    );
+    // kube-rs honours Retry-After and retries until the 3 s window has closed.
+    let api: Api<ConfigMap> = Api::namespaced(proxy.client().await, "default");
+    api.get("kube-root-ca.crt")
+        .await
+        .expect("succeeds once the window closes");
+    assert!(
+        opened.elapsed() >= Duration::from_millis(2500),
+        "kube-rs got through after {:?}",
+        opened.elapsed()
+    );
+    let (_, m) = proxy.admin_get("/metrics");
+    let throttled: u64 = m
+        .lines()
+        .filter(|l| l.starts_with("stalemate_requests_total{") && l.contains(r#"code="429""#))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+        .sum();
+    assert!(
+        throttled >= 2,
+        "curl's 429 and kube-rs's retried ones: {throttled}"
+    );
+    // Metrics name the schedule's clients.
+    let (_, m) = proxy.admin_get("/metrics");
+    assert!(
+        m.lines()
+            .any(|l| l.starts_with("stalemate_requests_total{") && l.contains(r#"client="curl""#)),
+        "{m}"
+    );
+    assert!(m.contains("stalemate_windows_opened_total 2"), "{m}");
+    let _ = admin(&proxy, "DELETE", "/v1/windows/slow-lists", None);
+}

@@ -136,6 +136,50 @@ fn status_response(e: &ApiError) -> Response<Body> {
     r
 }
 
+/// The synthetic `Status` of an `errors` fault, shaped like the apiserver's own.
+fn injected_error(
+    window: &str,
+    code: u16,
+    retry_after: Option<Duration>,
+    r: &request::ResourceRequest,
+) -> Response<Body> {
+    let gr = crate::status::GroupResource {
+        group: &r.group,
+        resource: &r.resource,
+    };
+    let name = r.name.as_deref().unwrap_or("");
+    let mut e = match code {
+        409 => ApiError::conflict_modified(gr, name),
+        429 => ApiError::new(
+            429,
+            "TooManyRequests",
+            "Too many requests, please try again later.",
+        ),
+        503 => {
+            ApiError::service_unavailable("the server is currently unable to handle the request")
+        }
+        504 => ApiError::new(
+            504,
+            "Timeout",
+            "the server was unable to return a response in the time allotted, but may still be processing the request",
+        ),
+        _ => ApiError::internal("an error on the server has prevented the request from succeeding"),
+    };
+    e.message = format!("{} (injected by stalemate window {window:?})", e.message);
+    if let Some(d) = retry_after {
+        let secs = d.as_secs().max(1);
+        e.retry_after = Some(secs);
+        e = e.with_details(serde_json::json!({"retryAfterSeconds": secs}));
+    }
+    let mut resp = status_response(&e);
+    if let Some(s) = e.retry_after
+        && let Ok(v) = HeaderValue::from_str(&s.to_string())
+    {
+        resp.headers_mut().insert(header::RETRY_AFTER, v);
+    }
+    resp
+}
+
 /// Labels for one request.
 struct Labels {
     client: String,
@@ -219,6 +263,39 @@ pub async fn handle(proxy: Arc<Proxy>, mut req: Request<Incoming>, peer: Peer) -
     if l.watch {
         // The gate reads frames: ask for a plain stream (PROTOCOL.md §A.6).
         req.headers_mut().remove(header::ACCEPT_ENCODING);
+    }
+    if let RequestInfo::Resource(r) = &info {
+        let resource = r.resource_name();
+        // Triggers see the request as it arrives, before it is forwarded.
+        proxy
+            .engine
+            .on_request(&l.client, l.verb, &resource, r.subresource.as_deref());
+        if let Some((window, fault)) =
+            proxy
+                .engine
+                .request_fault(&l.client, l.verb, &resource, namespace.as_deref())
+        {
+            match fault {
+                crate::schedule::Fault::Latency { delay, .. } => tokio::time::sleep(delay.0).await,
+                crate::schedule::Fault::Errors {
+                    status,
+                    rate,
+                    retry_after,
+                    ..
+                } => {
+                    use rand::Rng;
+                    if rand::rng().random_bool(rate.clamp(0.0, 1.0)) {
+                        return finish(
+                            &proxy,
+                            &l,
+                            start,
+                            injected_error(&window, status, retry_after.map(|d| d.0), r),
+                        );
+                    }
+                }
+                _ => {}
+            }
+        }
     }
     let upgrade = is_upgrade(req.headers());
     let client_upgrade = upgrade.then(|| hyper::upgrade::on(&mut req));

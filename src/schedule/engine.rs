@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use super::{ClientMatcher, Fault, Schedule, Trigger, Window};
+use super::{ClientMatcher, Fault, Schedule, Window};
 
 struct Client {
     name: String,
@@ -29,8 +29,14 @@ pub struct Active {
     pub generation: u64,
 }
 
+struct Armed {
+    window: Window,
+    seen: u64,
+}
+
 pub struct Engine {
     clients: Vec<Client>,
+    armed: Mutex<Vec<Armed>>,
     client_specs: BTreeMap<String, ClientMatcher>,
     active: Mutex<BTreeMap<String, Active>>,
     generation: Mutex<u64>,
@@ -55,6 +61,7 @@ impl Engine {
             .collect();
         Arc::new(Engine {
             clients,
+            armed: Mutex::new(Vec::new()),
             client_specs: schedule.clients.clone(),
             active: Mutex::new(BTreeMap::new()),
             generation: Mutex::new(0),
@@ -64,23 +71,120 @@ impl Engine {
         })
     }
 
-    /// Open the schedule's windows: those without a trigger now, `at` ones on time.
+    /// Start the schedule: windows without a trigger open now, `at` and `every` ones on
+    /// time, `afterRequests`/`afterEvents` ones are armed.
     pub fn start(self: &Arc<Self>, schedule: &Schedule) {
         for w in &schedule.windows {
-            match &w.trigger {
-                None => {
-                    let _ = self.open(w.clone());
-                }
-                Some(Trigger::At(d)) => {
-                    let (engine, w, d) = (self.clone(), w.clone(), d.0);
-                    tokio::spawn(async move {
-                        tokio::time::sleep(d).await;
-                        let _ = engine.open(w);
+            let Some(t) = &w.trigger else {
+                let _ = self.open(w.clone());
+                continue;
+            };
+            if let Some(at) = t.at {
+                let (engine, w) = (self.clone(), w.clone());
+                tokio::spawn(async move {
+                    tokio::time::sleep(at.0).await;
+                    let _ = engine.open(w);
+                });
+            } else if let Some(every) = t.every {
+                let (engine, w, jitter, count) =
+                    (self.clone(), w.clone(), t.jitter.map(|j| j.0), t.count);
+                tokio::spawn(async move {
+                    let mut n = 0u64;
+                    while count.is_none_or(|c| n < c) {
+                        let j = jitter.map_or(Duration::ZERO, |j| {
+                            use rand::Rng;
+                            Duration::from_secs_f64(rand::rng().random_range(0.0..=j.as_secs_f64()))
+                        });
+                        tokio::time::sleep(every.0 + j).await;
+                        let _ = engine.open(w.clone());
+                        n += 1;
+                    }
+                });
+            } else if t.after_requests.is_some() || t.after_events.is_some() {
+                self.armed
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(Armed {
+                        window: w.clone(),
+                        seen: 0,
                     });
-                }
-                Some(Trigger::Manual {}) => {}
             }
         }
+    }
+
+    /// Count a request toward `afterRequests` triggers; opens (before the request is
+    /// forwarded) the windows whose count it reaches.
+    pub fn on_request(
+        self: &Arc<Self>,
+        client: &str,
+        verb: &str,
+        resource: &str,
+        subresource: Option<&str>,
+    ) {
+        self.fire(|w| {
+            let m = w.trigger.as_ref()?.after_requests.as_ref()?;
+            let ok = (w.client == "*" || w.client == client)
+                && m.verb.as_deref().is_none_or(|v| v == verb)
+                && m.resource.as_deref().is_none_or(|r| r == resource)
+                && m.subresource
+                    .as_deref()
+                    .is_none_or(|s| Some(s) == subresource);
+            ok.then_some(m.count)
+        });
+    }
+
+    /// Count an upstream watch event toward `afterEvents` triggers.
+    pub fn on_event(self: &Arc<Self>, client: &str, resource: &str, type_: &str) {
+        self.fire(|w| {
+            let m = w.trigger.as_ref()?.after_events.as_ref()?;
+            let ok = (w.client == "*" || w.client == client)
+                && m.resource.as_deref().is_none_or(|r| r == resource)
+                && m.type_.as_deref().is_none_or(|t| t == type_);
+            ok.then_some(m.count)
+        });
+    }
+
+    fn fire(self: &Arc<Self>, counts: impl Fn(&Window) -> Option<u64>) {
+        let due: Vec<Window> = {
+            let mut armed = self.armed.lock().unwrap_or_else(|p| p.into_inner());
+            let mut due = Vec::new();
+            armed.retain_mut(|a| match counts(&a.window) {
+                Some(n) => {
+                    a.seen += 1;
+                    if a.seen >= n {
+                        due.push(a.window.clone());
+                        false
+                    } else {
+                        true
+                    }
+                }
+                None => true,
+            });
+            due
+        };
+        for w in due {
+            let _ = self.open(w);
+        }
+    }
+
+    /// An `errors` or `latency` fault for a non-watch request, if an open window has one.
+    pub fn request_fault(
+        &self,
+        client: &str,
+        verb: &str,
+        resource: &str,
+        namespace: Option<&str>,
+    ) -> Option<(String, Fault)> {
+        self.windows_for(client, resource, namespace)
+            .into_iter()
+            .find_map(|a| {
+                let verbs = match &a.window.fault {
+                    Fault::Errors { verbs, .. } | Fault::Latency { verbs, .. } => verbs,
+                    _ => return None,
+                };
+                (verbs.is_empty() || verbs.iter().any(|v| v == verb))
+                    .then(|| (a.window.name.clone(), a.window.fault.clone()))
+            })
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Active>> {
@@ -253,6 +357,8 @@ mod tests {
         let s = Schedule::parse(
             r#"{"clients": {"sc": {"userAgent": "^source-controller/"}},
                 "windows": [{"name": "later", "client": "sc", "resources": ["configmaps"], "fault": {"freeze": {}}, "trigger": {"at": "10s"}, "duration": "1500ms"},
+                            {"name": "on-patch", "client": "sc", "resources": ["secrets"], "fault": {"freeze": {}}, "trigger": {"afterRequests": {"verb": "patch", "subresource": "status", "count": 2}}},
+                            {"name": "tick", "resources": ["leases.coordination.k8s.io"], "fault": {"freeze": {}}, "trigger": {"every": "30s", "count": 2}, "duration": "1s"},
                             {"name": "manual", "resources": ["*"], "fault": {"coalesce": {}}, "trigger": {"manual": {}}}]}"#,
             "t",
         )
@@ -275,7 +381,20 @@ mod tests {
             e.windows_for("sc", "configmaps", Some("a")).is_empty(),
             "closed after its duration"
         );
-        e.open(s.windows[1].clone()).unwrap();
+        // afterRequests: the 2nd matching request opens it, at once.
+        e.on_request("sc", "patch", "secrets", Some("status"));
+        e.on_request("other", "patch", "secrets", Some("status"));
+        e.on_request("sc", "patch", "secrets", None);
+        assert!(e.windows_for("sc", "secrets", None).is_empty());
+        e.on_request("sc", "patch", "secrets", Some("status"));
+        assert_eq!(e.windows_for("sc", "secrets", None).len(), 1);
+        // every 30 s, twice, 1 s each.
+        let opened = e.opened_total.get();
+        tokio::time::sleep(Duration::from_secs(61)).await;
+        assert_eq!(e.opened_total.get(), opened + 2);
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        assert_eq!(e.opened_total.get(), opened + 2, "count: 2");
+        e.open(s.windows[3].clone()).unwrap();
         assert_eq!(
             hold_mode(&e.windows_for("x", "secrets", None)),
             Some(HoldMode::Coalesce)

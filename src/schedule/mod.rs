@@ -61,6 +61,32 @@ pub enum Fault {
         #[serde(default)]
         how: RelistHow,
     },
+    /// Matching requests are answered with a synthetic `Status`.
+    Errors {
+        /// Verbs to fail (all when empty).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        verbs: Vec<String>,
+        status: u16,
+        /// Fraction of matching requests to fail (default 1).
+        #[serde(default = "always")]
+        rate: f64,
+        #[serde(
+            default,
+            rename = "retryAfter",
+            skip_serializing_if = "Option::is_none"
+        )]
+        retry_after: Option<GoDuration>,
+    },
+    /// Matching requests are delayed before being forwarded.
+    Latency {
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        verbs: Vec<String>,
+        delay: GoDuration,
+    },
+}
+
+fn always() -> f64 {
+    1.0
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -71,14 +97,88 @@ pub enum RelistHow {
     Close,
 }
 
-/// When a window opens.
+/// Which requests an `afterRequests` trigger counts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub enum Trigger {
+pub struct RequestMatch {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verb: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subresource: Option<String>,
+    #[serde(default = "one")]
+    pub count: u64,
+}
+
+/// Which upstream watch events an `afterEvents` trigger counts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct EventMatch {
+    /// ADDED, MODIFIED, DELETED (any when absent).
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    pub type_: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource: Option<String>,
+    #[serde(default = "one")]
+    pub count: u64,
+}
+
+fn one() -> u64 {
+    1
+}
+
+/// When a window opens (exactly one of `at`, `every`, `afterRequests`, `afterEvents`,
+/// `manual`; no trigger: at once).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Trigger {
     /// Offset from the start of the run.
-    At(GoDuration),
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<GoDuration>,
+    /// Period of a repeating window (with optional `jitter` and `count`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub every: Option<GoDuration>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jitter: Option<GoDuration>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<u64>,
+    /// The window's client's Nth matching request: opens when it arrives, before it is
+    /// forwarded, so the window covers the events the request causes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_requests: Option<RequestMatch>,
+    /// The Nth matching upstream watch event on the window's client's streams.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_events: Option<EventMatch>,
     /// Opened only through the control API.
-    Manual {},
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manual: Option<serde_json::Value>,
+}
+
+impl Trigger {
+    fn check(&self) -> Vec<(String, String)> {
+        let kinds = [
+            self.at.is_some(),
+            self.every.is_some(),
+            self.after_requests.is_some(),
+            self.after_events.is_some(),
+            self.manual.is_some(),
+        ];
+        let mut errs = Vec::new();
+        if kinds.iter().filter(|k| **k).count() != 1 {
+            errs.push((
+                "trigger".into(),
+                "give exactly one of at, every, afterRequests, afterEvents, manual".into(),
+            ));
+        }
+        if (self.jitter.is_some() || self.count.is_some()) && self.every.is_none() {
+            errs.push(("trigger".into(), "jitter and count go with every".into()));
+        }
+        if self.every.is_some_and(|e| e.0.is_zero()) {
+            errs.push(("trigger.every".into(), "must be greater than zero".into()));
+        }
+        errs
+    }
 }
 
 /// One window: a fault applied to a target for a duration.
@@ -239,6 +339,23 @@ impl Window {
         {
             errs.push(("fault.lag.delay".into(), "must be greater than zero".into()));
         }
+        if let Fault::Errors { status, rate, .. } = &self.fault {
+            if !matches!(status, 409 | 429 | 500 | 503 | 504) {
+                errs.push((
+                    "fault.errors.status".into(),
+                    format!("{status} is not one of 409, 429, 500, 503, 504"),
+                ));
+            }
+            if !(0.0..=1.0).contains(rate) {
+                errs.push((
+                    "fault.errors.rate".into(),
+                    format!("{rate} is not between 0 and 1"),
+                ));
+            }
+        }
+        if let Some(t) = &self.trigger {
+            errs.extend(t.check());
+        }
         errs
     }
 
@@ -271,7 +388,7 @@ mod tests {
       "resources": ["gitrepositories.source.toolkit.fluxcd.io"],
       "namespaces": ["flux-system"],
       "fault": { "freeze": {} },
-      "trigger": { "manual": {} },
+      "trigger": { "afterRequests": { "verb": "patch", "subresource": "status", "count": 1 } },
       "duration": "1500ms"
     },
     {
@@ -279,7 +396,7 @@ mod tests {
       "client": "*",
       "resources": ["*"],
       "fault": { "lag": { "delay": "2s", "jitter": "500ms" } },
-      "trigger": { "at": "60s" },
+      "trigger": { "every": "60s", "jitter": "15s" },
       "duration": "10s"
     }
   ],
@@ -339,6 +456,12 @@ mod tests {
         );
         let e = Schedule::parse(&bad, "f.json").unwrap_err();
         assert_eq!(e[0].path, "windows[0].client");
+        let bad =
+            DESIGN_EXAMPLE.replace("\"jitter\": \"15s\"", "\"jitter\": \"15s\", \"at\": \"1s\"");
+        assert_eq!(
+            Schedule::parse(&bad, "f.json").unwrap_err()[0].path,
+            "windows[1].trigger"
+        );
         let bad = DESIGN_EXAMPLE.replace("^source-controller/", "(unclosed");
         assert_eq!(
             Schedule::parse(&bad, "f.json").unwrap_err()[0].path,

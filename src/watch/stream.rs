@@ -175,7 +175,21 @@ pub fn gated(
                         Some(Ok(f)) => match f.into_data() {
                             Err(_) => vec![],
                             Ok(data) => match framer.push(&data) {
-                                Ok(frames) => frames.into_iter().flat_map(|fr| gate.on_frame(fr, now)).collect(),
+                                Ok(frames) => {
+                                    let mut o = Vec::new();
+                                    for fr in frames {
+                                        if let Some(t) = fr.meta.type_.filter(|t| !matches!(t, super::EventType::Bookmark | super::EventType::Error)) {
+                                            engine.on_event(&target.client, &target.resource, t.as_str());
+                                        }
+                                        o.extend(gate.on_frame(fr, now));
+                                    }
+                                    // A trigger may just have opened a window over this stream.
+                                    if changes.has_changed().unwrap_or(false) {
+                                        changes.borrow_and_update();
+                                        o.extend(apply_windows(&engine, &target, &mut gate, &mut relisted));
+                                    }
+                                    o
+                                }
                                 Err(e) => {
                                     tracing::warn!(error = %e, resource = %target.resource, "malformed watch frame; ending the stream with 410");
                                     let _ = gate.relist(true);
