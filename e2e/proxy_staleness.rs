@@ -399,3 +399,183 @@ async fn errors_latency_and_after_requests() {
     assert!(m.contains("stalemate_windows_opened_total 2"), "{m}");
     let _ = admin(&proxy, "DELETE", "/v1/windows/slow-lists", None);
 }
+
+/// (b) A kube-rs reflector store behind a freeze is stale during the window and equals
+/// the simulator's state after release; `coalesce` delivers only the last state of each
+/// object.
+#[tokio::test]
+async fn reflector_is_stale_during_freeze_and_coalesce_delivers_last_states() {
+    use futures_util::StreamExt;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::api::{Api, Patch, PatchParams, PostParams};
+    use kube::runtime::{WatchStreamExt, reflector, watcher};
+    let sim = Sim::start();
+    let proxy = Proxy::start(&sim, &[]);
+    let api: Api<ConfigMap> = Api::namespaced(proxy.client().await, "default");
+    let direct: Api<ConfigMap> = Api::namespaced(sim.client().await, "default");
+    let (reader, writer) = reflector::store();
+    let cm = |name: &str| -> ConfigMap {
+        serde_json::from_value(
+            json!({"metadata": {"name": name, "labels": {"r": "yes"}}, "data": {"v": "0"}}),
+        )
+        .unwrap()
+    };
+    direct
+        .create(&PostParams::default(), &cm("a"))
+        .await
+        .unwrap();
+    // Drive the reflector in the background; applied objects come out of a channel.
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<ConfigMap>();
+    let mut stream = reflector(
+        writer,
+        watcher(api.clone(), watcher::Config::default().labels("r=yes")),
+    )
+    .applied_objects()
+    .boxed();
+    tokio::spawn(async move {
+        while let Some(Ok(o)) = stream.next().await {
+            if tx.send(o).is_err() {
+                break;
+            }
+        }
+    });
+    let mut events = tokio_stream_from(rx);
+    tokio::time::timeout(Duration::from_secs(20), reader.wait_until_ready())
+        .await
+        .unwrap()
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(20), events.next())
+        .await
+        .unwrap()
+        .unwrap();
+    let v = |s: &reflector::Store<ConfigMap>, n: &str| {
+        s.get(&reflector::ObjectRef::new(n).within("default"))
+            .and_then(|o| o.data.clone())
+            .map(|d| d["v"].clone())
+    };
+    assert_eq!(v(&reader, "a").as_deref(), Some("0"));
+
+    // Freeze: the store does not move while the simulator does.
+    let (code, _) = admin(
+        &proxy,
+        "POST",
+        "/v1/windows",
+        Some(&json!({"name": "freeze", "resources": ["configmaps"], "fault": {"freeze": {}}})),
+    );
+    assert_eq!(code, 201);
+    for i in 1..=3 {
+        direct
+            .patch(
+                "a",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"data": {"v": i.to_string()}})),
+            )
+            .await
+            .unwrap();
+    }
+    direct
+        .create(&PostParams::default(), &cm("b"))
+        .await
+        .unwrap();
+    assert!(
+        tokio::time::timeout(Duration::from_millis(700), events.next())
+            .await
+            .is_err(),
+        "nothing delivered while frozen"
+    );
+    assert_eq!(
+        v(&reader, "a").as_deref(),
+        Some("0"),
+        "stale during the window"
+    );
+    assert!(v(&reader, "b").is_none());
+    admin(&proxy, "DELETE", "/v1/windows/freeze", None);
+    let mut seen = Vec::new();
+    while seen.len() < 4 {
+        let o = tokio::time::timeout(Duration::from_secs(20), events.next())
+            .await
+            .unwrap()
+            .unwrap();
+        seen.push((
+            o.metadata.name.clone().unwrap(),
+            o.data.unwrap()["v"].clone(),
+        ));
+    }
+    assert_eq!(
+        seen,
+        [
+            ("a".to_string(), "1".to_string()),
+            ("a".into(), "2".into()),
+            ("a".into(), "3".into()),
+            ("b".into(), "0".into())
+        ]
+    );
+    assert_eq!(
+        v(&reader, "a").as_deref(),
+        Some("3"),
+        "equal to the simulator after release"
+    );
+    assert_eq!(v(&reader, "b").as_deref(), Some("0"));
+
+    // Coalesce: only the last state of each object.
+    admin(
+        &proxy,
+        "POST",
+        "/v1/windows",
+        Some(&json!({"name": "co", "resources": ["configmaps"], "fault": {"coalesce": {}}})),
+    );
+    for i in 4..=6 {
+        direct
+            .patch(
+                "a",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"data": {"v": i.to_string()}})),
+            )
+            .await
+            .unwrap();
+    }
+    direct
+        .patch(
+            "b",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"v": "9"}})),
+        )
+        .await
+        .unwrap();
+    assert!(
+        tokio::time::timeout(Duration::from_millis(500), events.next())
+            .await
+            .is_err()
+    );
+    admin(&proxy, "DELETE", "/v1/windows/co", None);
+    let mut seen = Vec::new();
+    while seen.len() < 2 {
+        let o = tokio::time::timeout(Duration::from_secs(20), events.next())
+            .await
+            .unwrap()
+            .unwrap();
+        seen.push((
+            o.metadata.name.clone().unwrap(),
+            o.data.unwrap()["v"].clone(),
+        ));
+    }
+    assert_eq!(
+        seen,
+        [("a".to_string(), "6".to_string()), ("b".into(), "9".into())]
+    );
+    assert!(
+        tokio::time::timeout(Duration::from_millis(500), events.next())
+            .await
+            .is_err(),
+        "intermediate states were not delivered"
+    );
+    assert_eq!(v(&reader, "a").as_deref(), Some("6"));
+}
+
+/// A receiver as a `Stream`, so `.next()` reads it.
+fn tokio_stream_from<T: Send + 'static>(
+    mut rx: tokio::sync::mpsc::UnboundedReceiver<T>,
+) -> futures_util::stream::BoxStream<'static, T> {
+    use futures_util::StreamExt;
+    futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx)).boxed()
+}
