@@ -57,18 +57,7 @@ impl Sim {
 
     /// Send SIGTERM and wait (bounded) for the exit status.
     pub fn terminate(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
-        let _ = Command::new("kill")
-            .arg("-TERM")
-            .arg(self.child.id().to_string())
-            .status();
-        let start = Instant::now();
-        while start.elapsed() < within {
-            if let Ok(Some(st)) = self.child.try_wait() {
-                return Some(st);
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        None
+        terminate(&mut self.child, within)
     }
 
     pub fn ca(&self) -> PathBuf {
@@ -428,18 +417,7 @@ impl Proxy {
     }
 
     pub fn terminate(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
-        let _ = Command::new("kill")
-            .arg("-TERM")
-            .arg(self.child.id().to_string())
-            .status();
-        let start = Instant::now();
-        while start.elapsed() < within {
-            if let Ok(Some(st)) = self.child.try_wait() {
-                return Some(st);
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        None
+        terminate(&mut self.child, within)
     }
 }
 
@@ -458,4 +436,20 @@ pub fn peak_rss(pid: u32) -> u64 {
         .and_then(|v| v.split_whitespace().next())
         .and_then(|kb| kb.parse::<u64>().ok())
         .map_or(0, |kb| kb * 1024)
+}
+
+/// Send SIGTERM to a child and wait (bounded) for its exit status.
+pub fn terminate(child: &mut Child, within: Duration) -> Option<std::process::ExitStatus> {
+    let _ = Command::new("kill")
+        .arg("-TERM")
+        .arg(child.id().to_string())
+        .status();
+    let start = Instant::now();
+    while start.elapsed() < within {
+        if let Ok(Some(st)) = child.try_wait() {
+            return Some(st);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    None
 }

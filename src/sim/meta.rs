@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use super::registry::ResourceType;
 
 /// ObjectMeta fields in Go struct order (`k8s.io/apimachinery/pkg/apis/meta/v1/types.go`).
-const META_ORDER: &[&str] = &[
+pub const META_ORDER: &[&str] = &[
     "name",
     "generateName",
     "namespace",
@@ -29,7 +29,7 @@ const META_ORDER: &[&str] = &[
 ];
 
 /// ManagedFieldsEntry fields in Go struct order.
-const MANAGED_ORDER: &[&str] = &[
+pub const MANAGED_ORDER: &[&str] = &[
     "manager",
     "operation",
     "apiVersion",
@@ -68,7 +68,8 @@ fn body_order(kind: &str) -> &'static [&'static str] {
     }
 }
 
-fn reorder(map: &mut Map<String, Value>, order: &[&str]) {
+/// Move the keys in `order` to the front, in that order; others keep theirs after them.
+pub fn reorder(map: &mut Map<String, Value>, order: &[&str]) {
     let mut out = Map::with_capacity(map.len());
     for k in order {
         if let Some(v) = map.shift_remove(*k) {

@@ -374,52 +374,15 @@ pub fn cells(rt: &ResourceType, obj: &Value) -> Vec<Value> {
 
 /// `PartialObjectMetadata` of an object, metadata keys in Go order.
 pub fn partial_metadata(obj: &Value, version: &str) -> Value {
+    use super::meta::{MANAGED_ORDER, META_ORDER, reorder};
     let mut meta = obj["metadata"].clone();
     if let Some(m) = meta.as_object_mut() {
-        let mut ordered = Map::new();
-        for k in [
-            "name",
-            "generateName",
-            "namespace",
-            "selfLink",
-            "uid",
-            "resourceVersion",
-            "generation",
-            "creationTimestamp",
-            "deletionTimestamp",
-            "deletionGracePeriodSeconds",
-            "labels",
-            "annotations",
-            "ownerReferences",
-            "finalizers",
-            "managedFields",
-        ] {
-            if let Some(v) = m.shift_remove(k) {
-                ordered.insert(k.into(), v);
-            }
-        }
-        ordered.extend(std::mem::take(m));
-        if let Some(Value::Array(mf)) = ordered.get_mut("managedFields") {
+        reorder(m, META_ORDER);
+        if let Some(Value::Array(mf)) = m.get_mut("managedFields") {
             for e in mf.iter_mut().filter_map(Value::as_object_mut) {
-                let mut o = Map::new();
-                for k in [
-                    "manager",
-                    "operation",
-                    "apiVersion",
-                    "time",
-                    "fieldsType",
-                    "fieldsV1",
-                    "subresource",
-                ] {
-                    if let Some(v) = e.shift_remove(k) {
-                        o.insert(k.into(), v);
-                    }
-                }
-                o.extend(std::mem::take(e));
-                *e = o;
+                reorder(e, MANAGED_ORDER);
             }
         }
-        meta = Value::Object(ordered);
     }
     json!({"kind": "PartialObjectMetadata", "apiVersion": format!("meta.k8s.io/{version}"), "metadata": meta})
 }
