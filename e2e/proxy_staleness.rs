@@ -160,6 +160,29 @@ fn freeze_over_the_control_api_holds_then_releases_everything_in_order() {
     }
     let (_, status) = admin(&proxy, "GET", "/v1/windows", None);
     assert_eq!(status["windows"], json!([]), "closed after its duration");
+    // Metrics tell the story: events held, then released; nothing held now.
+    let (_, m) = proxy.admin_get("/metrics");
+    let sum = |action: &str| -> u64 {
+        m.lines()
+            .filter(|l| {
+                l.starts_with("stalemate_watch_events_total{")
+                    && l.contains(&format!(r#"action="{action}""#))
+                    && l.contains(r#"resource="configmaps""#)
+            })
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+            .sum()
+    };
+    assert_eq!((sum("held"), sum("released")), (6, 6), "{m}");
+    assert!(
+        m.lines()
+            .any(|l| l == r#"stalemate_window_active{window="freeze-f"} 0"#),
+        "{m}"
+    );
+    assert!(
+        m.lines()
+            .any(|l| l.starts_with("stalemate_held_events{") && l.ends_with(" 0")),
+        "{m}"
+    );
 }
 
 /// (c) `relist {how: expired}` makes a kube-rs watcher relist; a freeze can be ended early

@@ -8,6 +8,9 @@ pub struct Metrics {
     pub requests: IntCounterVec,
     pub duration: HistogramVec,
     pub watch_streams: IntGaugeVec,
+    pub watch_events: IntCounterVec,
+    pub held_events: IntGaugeVec,
+    pub held_bytes: IntGaugeVec,
 }
 
 impl Metrics {
@@ -38,10 +41,34 @@ impl Metrics {
             &["client", "resource"],
         )
         .expect("static metric definition");
+        let watch_events = IntCounterVec::new(
+            Opts::new(
+                "watch_events_total",
+                "Watch events by client, resource, type and fate: delivered (passed at once), held, released (after a hold), dropped (bookmarks while holding, states a coalesce replaced), injected (ERROR 410 the proxy wrote).",
+            ),
+            &["client", "resource", "type", "action"],
+        )
+        .expect("static metric definition");
+        let held_events = IntGaugeVec::new(
+            Opts::new("held_events", "Events held now, by client and resource."),
+            &["client", "resource"],
+        )
+        .expect("static metric definition");
+        let held_bytes = IntGaugeVec::new(
+            Opts::new(
+                "held_bytes",
+                "Bytes of events held now, by client and resource.",
+            ),
+            &["client", "resource"],
+        )
+        .expect("static metric definition");
         for c in [
             Box::new(requests.clone()) as Box<dyn prometheus::core::Collector>,
             Box::new(duration.clone()),
             Box::new(watch_streams.clone()),
+            Box::new(watch_events.clone()),
+            Box::new(held_events.clone()),
+            Box::new(held_bytes.clone()),
         ] {
             let _ = registry.register(c);
         }
@@ -50,6 +77,9 @@ impl Metrics {
             requests,
             duration,
             watch_streams,
+            watch_events,
+            held_events,
+            held_bytes,
         }
     }
 

@@ -401,6 +401,7 @@ pub async fn handle(proxy: Arc<Proxy>, mut req: Request<Incoming>, peer: Peer) -
                 namespace,
             },
             proxy.engine.clone(),
+            proxy.metrics.clone(),
             proxy.max_held_bytes,
         ),
         None => body.map_err(BodyError::from).boxed(),

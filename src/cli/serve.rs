@@ -196,6 +196,9 @@ pub async fn run(args: ServeArgs) -> Result<()> {
     let _ = metrics
         .registry
         .register(Box::new(engine.opened_total.clone()));
+    let _ = metrics
+        .registry
+        .register(Box::new(engine.window_active.clone()));
     engine.start(&schedule);
     let admin = Arc::new(crate::admin::Admin {
         metrics,

@@ -42,6 +42,7 @@ pub struct Engine {
     generation: Mutex<u64>,
     changes: watch::Sender<u64>,
     pub opened_total: prometheus::IntCounter,
+    pub window_active: prometheus::IntGaugeVec,
 }
 
 impl Engine {
@@ -68,6 +69,11 @@ impl Engine {
             changes: watch::channel(0).0,
             opened_total: prometheus::IntCounter::new("windows_opened_total", "Windows opened.")
                 .expect("static metric definition"),
+            window_active: prometheus::IntGaugeVec::new(
+                prometheus::Opts::new("window_active", "1 while a window is open."),
+                &["window"],
+            )
+            .expect("static metric definition"),
         })
     }
 
@@ -217,6 +223,7 @@ impl Engine {
             },
         );
         self.opened_total.inc();
+        self.window_active.with_label_values(&[&name]).set(1);
         tracing::info!(window = %name, ?duration, "window opened");
         self.bump();
         if let Some(d) = duration {
@@ -239,6 +246,7 @@ impl Engine {
     pub fn close(&self, name: &str) -> bool {
         let removed = self.lock().remove(name).is_some();
         if removed {
+            self.window_active.with_label_values(&[name]).set(0);
             tracing::info!(window = %name, "window closed");
             self.bump();
         }

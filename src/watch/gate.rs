@@ -73,15 +73,31 @@ enum State {
     Ended,
 }
 
-/// Counters a stream reports as metrics.
+/// Counters a stream reports as metrics, per event type (indexed by [`type_index`]).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct GateStats {
-    pub delivered: u64,
-    pub held: u64,
-    pub released: u64,
+    pub delivered: [u64; 5],
+    pub held: [u64; 5],
+    pub released: [u64; 5],
+    /// Ordinary bookmarks dropped while holding, and states a coalesce replaced.
+    pub dropped: [u64; 5],
     pub dropped_bookmarks: u64,
     pub coalesced: u64,
 }
+
+/// The index of an event type in [`GateStats`] arrays.
+pub fn type_index(t: Option<EventType>) -> usize {
+    match t {
+        Some(EventType::Added) => 0,
+        Some(EventType::Modified) => 1,
+        Some(EventType::Deleted) => 2,
+        Some(EventType::Bookmark) => 3,
+        Some(EventType::Error) | None => 4,
+    }
+}
+
+/// The event type names in [`type_index`] order, for metric labels.
+pub const TYPE_NAMES: [&str; 5] = ["ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"];
 
 #[derive(Debug)]
 pub struct Gate {
@@ -169,7 +185,7 @@ impl Gate {
                 .is_some_and(|h| h.due.is_some_and(|d| d <= now))
             {
                 if let Some(h) = self.pop() {
-                    self.stats.released += 1;
+                    self.stats.released[type_index(h.frame.meta.type_)] += 1;
                     out.push(Output::Deliver(h.frame.bytes));
                 }
             }
@@ -182,7 +198,7 @@ impl Gate {
         match self.state {
             State::Ended => vec![],
             State::Passing if self.held.is_empty() => {
-                self.stats.delivered += 1;
+                self.stats.delivered[type_index(frame.meta.type_)] += 1;
                 vec![Output::Deliver(frame.bytes)]
             }
             State::Passing => {
@@ -197,11 +213,12 @@ impl Gate {
                             return self.push(frame, Some(now + d));
                         }
                         HoldMode::Lag(_) => {
-                            self.stats.delivered += 1;
+                            self.stats.delivered[type_index(frame.meta.type_)] += 1;
                             return vec![Output::Deliver(frame.bytes)];
                         }
                         _ => {
                             self.stats.dropped_bookmarks += 1;
+                            self.stats.dropped[type_index(frame.meta.type_)] += 1;
                             return vec![];
                         }
                     }
@@ -267,7 +284,7 @@ impl Gate {
             return self.end_while_holding("stalemate: the held-events memory cap was reached");
         }
         self.held_bytes += size;
-        self.stats.held += 1;
+        self.stats.held[type_index(frame.meta.type_)] += 1;
         self.held.push_back(Held { frame, due });
         vec![]
     }
@@ -281,7 +298,7 @@ impl Gate {
     fn release_all(&mut self) -> Vec<Output> {
         let mut out = Vec::with_capacity(self.held.len());
         while let Some(h) = self.pop() {
-            self.stats.released += 1;
+            self.stats.released[type_index(h.frame.meta.type_)] += 1;
             out.push(Output::Deliver(h.frame.bytes));
         }
         out
@@ -309,6 +326,7 @@ impl Gate {
             } else {
                 self.held_bytes -= h.frame.bytes.len();
                 self.stats.coalesced += 1;
+                self.stats.dropped[type_index(h.frame.meta.type_)] += 1;
             }
         }
         self.held = kept;

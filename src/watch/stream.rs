@@ -22,8 +22,81 @@ use super::proto::ProtoFramer;
 use super::{CodecError, DEFAULT_MAX_FRAME, Frame};
 use crate::listen::body::ChannelBody;
 use crate::listen::{Body, BodyError};
+use crate::metrics::Metrics;
 use crate::schedule::Fault;
 use crate::schedule::engine::{Engine, hold_mode};
+
+/// Turns the gate's counters into metrics as the stream goes, and takes its held
+/// events out of the gauges when the stream ends.
+struct Report {
+    events: [[prometheus::IntCounter; 4]; 5],
+    injected: prometheus::IntCounter,
+    held_events: prometheus::IntGauge,
+    held_bytes: prometheus::IntGauge,
+    last: super::gate::GateStats,
+    last_held: (i64, i64),
+}
+
+impl Report {
+    fn new(m: &Metrics, t: &Target) -> Report {
+        let c = |ty: &str, action: &str| {
+            m.watch_events
+                .with_label_values(&[t.client.as_str(), &t.resource, ty, action])
+        };
+        let events = super::gate::TYPE_NAMES
+            .map(|ty| ["delivered", "held", "released", "dropped"].map(|a| c(ty, a)));
+        Report {
+            events,
+            injected: c("ERROR", "injected"),
+            held_events: m
+                .held_events
+                .with_label_values(&[t.client.as_str(), &t.resource]),
+            held_bytes: m
+                .held_bytes
+                .with_label_values(&[t.client.as_str(), &t.resource]),
+            last: Default::default(),
+            last_held: (0, 0),
+        }
+    }
+
+    fn update(&mut self, gate: &Gate, outs: &[Output]) {
+        let s = &gate.stats;
+        for ty in 0..5 {
+            for (a, (now, before)) in [
+                (s.delivered[ty], self.last.delivered[ty]),
+                (s.held[ty], self.last.held[ty]),
+                (s.released[ty], self.last.released[ty]),
+                (s.dropped[ty], self.last.dropped[ty]),
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                if now > before {
+                    self.events[ty][a].inc_by(now - before);
+                }
+            }
+        }
+        self.last = s.clone();
+        let injected = outs
+            .iter()
+            .filter(|o| matches!(o, Output::EndExpired { .. }))
+            .count() as u64;
+        if injected > 0 {
+            self.injected.inc_by(injected);
+        }
+        let held = (gate.held_len() as i64, gate.held_bytes() as i64);
+        self.held_events.add(held.0 - self.last_held.0);
+        self.held_bytes.add(held.1 - self.last_held.1);
+        self.last_held = held;
+    }
+}
+
+impl Drop for Report {
+    fn drop(&mut self) {
+        self.held_events.sub(self.last_held.0);
+        self.held_bytes.sub(self.last_held.1);
+    }
+}
 
 /// The framing of a watch response, from its Content-Type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,10 +180,12 @@ pub fn gated(
     format: Format,
     target: Target,
     engine: Arc<Engine>,
+    metrics: Arc<Metrics>,
     max_held_bytes: usize,
 ) -> Body {
     let (tx, body) = ChannelBody::channel(64);
     tokio::spawn(async move {
+        let mut report = Report::new(&metrics, &target);
         let mut upstream = upstream;
         let mut framer = match format {
             Format::Json => Framer::Json(JsonFramer::new(DEFAULT_MAX_FRAME)),
@@ -133,6 +208,7 @@ pub fn gated(
         // Apply the windows open right now, then follow changes.
         let mut outs = apply_windows(&engine, &target, &mut gate, &mut relisted);
         loop {
+            report.update(&gate, &outs);
             for o in outs.drain(..) {
                 let (bytes, end): (Option<Result<Bytes, BodyError>>, bool) = match o {
                     Output::Deliver(b) => (Some(Ok(b)), false),
