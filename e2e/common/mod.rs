@@ -127,12 +127,7 @@ impl Sim {
 
     /// A kube-rs client configured from the simulator's kubeconfig.
     pub async fn client(&self) -> kube::Client {
-        let kc = kube::config::Kubeconfig::read_from(&self.kubeconfig).expect("read kubeconfig");
-        let cfg =
-            kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
-                .await
-                .expect("kube config");
-        kube::Client::try_from(cfg).expect("kube client")
+        client_from(&self.kubeconfig).await
     }
 
     pub fn admin(&self, path_and_query: &str) -> serde_json::Value {
@@ -396,12 +391,7 @@ impl Proxy {
     }
 
     pub async fn client(&self) -> kube::Client {
-        let kc = kube::config::Kubeconfig::read_from(&self.kubeconfig).expect("read kubeconfig");
-        let cfg =
-            kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
-                .await
-                .expect("kube config");
-        kube::Client::try_from(cfg).expect("kube client")
+        client_from(&self.kubeconfig).await
     }
 
     /// GET on the admin listener (plain HTTP).
@@ -452,4 +442,13 @@ pub fn terminate(child: &mut Child, within: Duration) -> Option<std::process::Ex
         std::thread::sleep(Duration::from_millis(20));
     }
     None
+}
+
+/// A kube-rs client configured from a kubeconfig file.
+pub async fn client_from(kubeconfig: &Path) -> kube::Client {
+    let kc = kube::config::Kubeconfig::read_from(kubeconfig).expect("read kubeconfig");
+    let cfg = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+        .await
+        .expect("kube config");
+    kube::Client::try_from(cfg).expect("kube client")
 }

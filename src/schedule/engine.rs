@@ -259,6 +259,10 @@ impl Engine {
 
     /// The schedule client a request belongs to, or `other`.
     pub fn identify(&self, headers: &HeaderMap, listener: &str) -> String {
+        // Every request passes here: without clients there is nothing to decode.
+        if self.clients.is_empty() {
+            return "other".into();
+        }
         let ua = headers
             .get(http::header::USER_AGENT)
             .and_then(|v| v.to_str().ok())
