@@ -1,6 +1,8 @@
 //! The admin listener (plain HTTP, loopback by default): `/metrics`, `/healthz`,
 //! `/readyz`, and the control API — `GET /v1/status`, `GET|POST /v1/windows`,
-//! `DELETE /v1/windows/{name}` (ends it now: held events are released).
+//! `DELETE /v1/windows/{name}` (ends it now: held events are released), `GET
+//! /v1/clients`. With `--admin-token`, the control API wants `Authorization: Bearer
+//! TOKEN`; metrics and health stay open for scrapers and probes.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -20,7 +22,98 @@ use crate::upstream::Upstream;
 pub struct Admin {
     pub metrics: Arc<Metrics>,
     pub upstream: Upstream,
-    pub engine: Arc<crate::schedule::engine::Engine>,
+    pub gates: Arc<crate::watch::stream::Gates>,
+    pub token: Option<String>,
+}
+
+/// Constant-time comparison, so the token cannot be guessed byte by byte from timing.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+fn authorized(admin: &Admin, h: &http::HeaderMap) -> bool {
+    let Some(want) = &admin.token else {
+        return true;
+    };
+    h.get(http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split_once(' '))
+        .is_some_and(|(scheme, tok)| {
+            scheme.eq_ignore_ascii_case("bearer") && same(tok.trim().as_bytes(), want.as_bytes())
+        })
+}
+
+/// Sum a metric family's values by the given labels.
+fn sum_by(
+    families: &[prometheus::proto::MetricFamily],
+    name: &str,
+    labels: &[&str],
+) -> std::collections::BTreeMap<Vec<String>, f64> {
+    let mut out = std::collections::BTreeMap::new();
+    for f in families.iter().filter(|f| f.name() == name) {
+        for m in f.get_metric() {
+            let key: Vec<String> = labels
+                .iter()
+                .map(|l| {
+                    m.get_label()
+                        .iter()
+                        .find(|p| p.name() == *l)
+                        .map(|p| p.value().to_string())
+                        .unwrap_or_default()
+                })
+                .collect();
+            let v = match f.get_field_type() {
+                prometheus::proto::MetricType::GAUGE => m.get_gauge().get_value(),
+                _ => m.get_counter().get_value(),
+            };
+            *out.entry(key).or_insert(0.0) += v;
+        }
+    }
+    out
+}
+
+fn status(admin: &Admin) -> serde_json::Value {
+    let fam = admin.metrics.registry.gather();
+    let streams: Vec<serde_json::Value> =
+        sum_by(&fam, "stalemate_watch_streams", &["client", "resource"])
+            .into_iter()
+            .filter(|(_, n)| *n > 0.0)
+            .map(|(k, n)| serde_json::json!({"client": k[0], "resource": k[1], "streams": n}))
+            .collect();
+    let held_events: f64 = sum_by(&fam, "stalemate_held_events", &[]).values().sum();
+    let held_bytes: f64 = sum_by(&fam, "stalemate_held_bytes", &[]).values().sum();
+    let mut v = admin.gates.engine.describe();
+    v["streams"] = serde_json::json!(streams);
+    v["held"] = serde_json::json!({"events": held_events, "bytes": held_bytes, "budgetUsedBytes": admin.gates.budget.used()});
+    v["views"] = serde_json::json!({"bytes": admin.gates.views.bytes(), "maxBytes": admin.gates.views.max_bytes()});
+    v
+}
+
+fn clients(admin: &Admin) -> serde_json::Value {
+    let fam = admin.metrics.registry.gather();
+    let requests = sum_by(&fam, "stalemate_requests_total", &["client"]);
+    let streams = sum_by(&fam, "stalemate_watch_streams", &["client"]);
+    let mut names: Vec<String> = admin.gates.engine.client_names();
+    names.push("other".into());
+    let list: Vec<serde_json::Value> = names
+        .into_iter()
+        .map(|n| {
+            let k = vec![n.clone()];
+            serde_json::json!({
+                "name": n,
+                "match": admin.gates.engine.client_matcher(&n),
+                "requests": requests.get(&k).copied().unwrap_or(0.0),
+                "watchStreams": streams.get(&k).copied().unwrap_or(0.0),
+            })
+        })
+        .collect();
+    serde_json::json!({"clients": list})
+}
+
+fn refresh_lag(admin: &Admin) {
+    for (c, r, lag) in admin.gates.views.lag(std::time::Instant::now()) {
+        admin.metrics.view_lag.with_label_values(&[&c, &r]).set(lag);
+    }
 }
 
 fn json(code: StatusCode, v: &serde_json::Value) -> Response<Body> {
@@ -39,10 +132,16 @@ fn text(code: StatusCode, body: impl Into<Bytes>, content_type: &'static str) ->
 
 async fn handle(admin: Arc<Admin>, req: Request<Incoming>) -> Response<Body> {
     let path = req.uri().path().to_string();
+    if path.starts_with("/v1/") && !authorized(&admin, req.headers()) {
+        return json(
+            StatusCode::UNAUTHORIZED,
+            &serde_json::json!({"error": "the control API wants Authorization: Bearer <--admin-token>"}),
+        );
+    }
     match (req.method(), path.as_str()) {
-        (&http::Method::GET, "/v1/status" | "/v1/windows") => {
-            json(StatusCode::OK, &admin.engine.describe())
-        }
+        (&http::Method::GET, "/v1/status") => json(StatusCode::OK, &status(&admin)),
+        (&http::Method::GET, "/v1/windows") => json(StatusCode::OK, &admin.gates.engine.describe()),
+        (&http::Method::GET, "/v1/clients") => json(StatusCode::OK, &clients(&admin)),
         (&http::Method::POST, "/v1/windows") => {
             use http_body_util::BodyExt;
             let body = match http_body_util::Limited::new(req.into_body(), 1 << 20)
@@ -65,7 +164,7 @@ async fn handle(admin: Arc<Admin>, req: Request<Incoming>) -> Response<Body> {
                 ),
                 Ok(w) => {
                     let name = w.name.clone();
-                    match admin.engine.open(w) {
+                    match admin.gates.engine.open(w) {
                         Ok(()) => json(StatusCode::CREATED, &serde_json::json!({"opened": name})),
                         Err(e) => json(
                             StatusCode::UNPROCESSABLE_ENTITY,
@@ -77,7 +176,7 @@ async fn handle(admin: Arc<Admin>, req: Request<Incoming>) -> Response<Body> {
         }
         (&http::Method::DELETE, p) if p.starts_with("/v1/windows/") => {
             let name = &p["/v1/windows/".len()..];
-            if admin.engine.close(name) {
+            if admin.gates.engine.close(name) {
                 json(StatusCode::OK, &serde_json::json!({"closed": name}))
             } else {
                 json(
@@ -86,11 +185,14 @@ async fn handle(admin: Arc<Admin>, req: Request<Incoming>) -> Response<Body> {
                 )
             }
         }
-        (&http::Method::GET, "/metrics") => text(
-            StatusCode::OK,
-            admin.metrics.render(),
-            "text/plain; version=0.0.4",
-        ),
+        (&http::Method::GET, "/metrics") => {
+            refresh_lag(&admin);
+            text(
+                StatusCode::OK,
+                admin.metrics.render(),
+                "text/plain; version=0.0.4",
+            )
+        }
         (&http::Method::GET, "/healthz" | "/livez") => text(StatusCode::OK, "ok", "text/plain"),
         (&http::Method::GET, "/readyz") => match admin.upstream.probe(Duration::from_secs(3)).await
         {
@@ -108,7 +210,7 @@ async fn handle(admin: Arc<Admin>, req: Request<Incoming>) -> Response<Body> {
         },
         _ => text(
             StatusCode::NOT_FOUND,
-            "not found: try /metrics, /healthz or /readyz\n",
+            "not found: try /metrics, /healthz, /readyz, /v1/status, /v1/windows or /v1/clients\n",
             "text/plain",
         ),
     }

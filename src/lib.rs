@@ -17,5 +17,6 @@ pub mod request;
 pub mod schedule;
 pub mod sim;
 pub mod status;
+pub mod trace;
 pub mod upstream;
 pub mod watch;

@@ -1,7 +1,9 @@
 //! Prometheus metrics (names and labels from DESIGN.md "Interfaces"). Label sets are
 //! bounded: `client` is a schedule client name or `other`, `resource` a served resource.
 
-use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry};
+use prometheus::{
+    GaugeVec, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGaugeVec, Opts, Registry,
+};
 
 pub struct Metrics {
     pub registry: Registry,
@@ -11,6 +13,11 @@ pub struct Metrics {
     pub watch_events: IntCounterVec,
     pub held_events: IntGaugeVec,
     pub held_bytes: IntGaugeVec,
+    pub view_lag: GaugeVec,
+    pub conflicts: IntCounterVec,
+    pub writes: IntCounterVec,
+    pub view_reads: IntCounterVec,
+    pub cap_hits: IntCounter,
 }
 
 impl Metrics {
@@ -62,6 +69,43 @@ impl Metrics {
             &["client", "resource"],
         )
         .expect("static metric definition");
+        let view_lag = GaugeVec::new(
+            Opts::new(
+                "view_lag_seconds",
+                "How far behind the upstream a client's view is: the age of its oldest held event (0 when nothing is held), by client and resource.",
+            ),
+            &["client", "resource"],
+        )
+        .expect("static metric definition");
+        let conflicts = IntCounterVec::new(
+            Opts::new(
+                "upstream_conflicts_total",
+                "Real 409 Conflict responses from the upstream (not injected ones), by client and resource.",
+            ),
+            &["client", "resource"],
+        )
+        .expect("static metric definition");
+        let writes = IntCounterVec::new(
+            Opts::new(
+                "writes_total",
+                "Write requests (create, update, patch, delete, deletecollection) sent upstream, by client, resource and verb.",
+            ),
+            &["client", "resource", "verb"],
+        )
+        .expect("static metric definition");
+        let view_reads = IntCounterVec::new(
+            Opts::new(
+                "view_reads_total",
+                "Reads answered from a client's view during a window, by client, resource and contract: kept (resourceVersion=0) or violated (a consistent read under staleConsistentReads).",
+            ),
+            &["client", "resource", "contract"],
+        )
+        .expect("static metric definition");
+        let cap_hits = IntCounter::new(
+            "held_cap_hits_total",
+            "Watch streams ended with ERROR 410 because a held-bytes cap (per stream or global) was reached.",
+        )
+        .expect("static metric definition");
         for c in [
             Box::new(requests.clone()) as Box<dyn prometheus::core::Collector>,
             Box::new(duration.clone()),
@@ -69,6 +113,11 @@ impl Metrics {
             Box::new(watch_events.clone()),
             Box::new(held_events.clone()),
             Box::new(held_bytes.clone()),
+            Box::new(view_lag.clone()),
+            Box::new(conflicts.clone()),
+            Box::new(writes.clone()),
+            Box::new(view_reads.clone()),
+            Box::new(cap_hits.clone()),
         ] {
             let _ = registry.register(c);
         }
@@ -80,6 +129,11 @@ impl Metrics {
             watch_events,
             held_events,
             held_bytes,
+            view_lag,
+            conflicts,
+            writes,
+            view_reads,
+            cap_hits,
         }
     }
 

@@ -41,10 +41,9 @@ pub struct Proxy {
     /// Becomes `true` when the proxy shuts down: watch streams then end cleanly at their
     /// next frame boundary, so clients resume (PROTOCOL.md §C) instead of seeing a reset.
     pub shutdown: tokio::sync::watch::Receiver<bool>,
-    /// The schedule's windows; watch streams they target go through a gate.
-    pub engine: Arc<crate::schedule::engine::Engine>,
-    /// Held bytes allowed per watch stream before it is ended with 410.
-    pub max_held_bytes: usize,
+    /// The schedule's windows, views, trace and held-bytes budget; watch streams that
+    /// windows target go through a gate.
+    pub gates: Arc<crate::watch::stream::Gates>,
 }
 
 /// The bearer token in kubeconfigs written for proxy clients. It stands for "no
@@ -180,12 +179,16 @@ fn injected_error(
     resp
 }
 
-/// Labels for one request.
+/// Labels for one request, and how it was answered (for the trace).
 struct Labels {
     client: String,
     verb: &'static str,
     resource: String,
     watch: bool,
+    namespace: Option<String>,
+    name: Option<String>,
+    answer: &'static str,
+    window: Option<String>,
 }
 
 fn labels(info: &RequestInfo, client: String) -> Labels {
@@ -195,6 +198,10 @@ fn labels(info: &RequestInfo, client: String) -> Labels {
             verb: "get",
             resource: String::new(),
             watch: false,
+            namespace: None,
+            name: None,
+            answer: "upstream",
+            window: None,
         },
         RequestInfo::Resource(r) => Labels {
             client,
@@ -204,7 +211,185 @@ fn labels(info: &RequestInfo, client: String) -> Labels {
                 None => r.resource_name(),
             },
             watch: r.verb == Verb::Watch,
+            namespace: r.namespace.clone(),
+            name: r.name.clone(),
+            answer: "upstream",
+            window: None,
         },
+    }
+}
+
+fn view_key(client: &str, r: &request::ResourceRequest) -> crate::watch::view::ViewKey {
+    crate::watch::view::ViewKey {
+        client: client.to_string(),
+        resource: r.resource_name(),
+        namespace: r.namespace.clone(),
+        label_selector: r.params.label_selector.clone().unwrap_or_default(),
+        field_selector: r.params.field_selector.clone().unwrap_or_default(),
+    }
+}
+
+/// What the client accepts, for a read answered from a view: (JSON, protobuf). A
+/// request for a Table or PartialObjectMetadata (`as=` in Accept) gets neither: the view
+/// holds full objects.
+fn accepts(h: &HeaderMap) -> (bool, bool) {
+    let accept = h
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    if accept.contains("as=") {
+        return (false, false);
+    }
+    if accept.trim().is_empty() {
+        return (true, false);
+    }
+    let mut json = false;
+    let mut proto = false;
+    for part in accept.split(',') {
+        match part.split(';').next().unwrap_or("").trim() {
+            "application/json" | "*/*" | "application/*" => json = true,
+            "application/vnd.kubernetes.protobuf" => proto = true,
+            _ => {}
+        }
+    }
+    (json, proto)
+}
+
+/// During a window that makes the client stale, answer a read from its view:
+/// `resourceVersion=0` always (the API allows any staleness there), consistent reads
+/// only when the window sets `staleConsistentReads`.
+fn answer_from_view(
+    proxy: &Proxy,
+    l: &mut Labels,
+    r: &request::ResourceRequest,
+    headers: &HeaderMap,
+) -> Option<Response<Body>> {
+    if !matches!(r.verb, Verb::Get | Verb::List) || r.subresource.is_some() {
+        return None;
+    }
+    let g = &proxy.gates;
+    if !g.views.enabled() {
+        return None;
+    }
+    let windows = g
+        .engine
+        .windows_for(&l.client, &r.resource_name(), r.namespace.as_deref());
+    let stale = windows.iter().find(|a| {
+        matches!(
+            a.window.fault,
+            crate::schedule::Fault::Freeze {}
+                | crate::schedule::Fault::Coalesce {}
+                | crate::schedule::Fault::Lag { .. }
+        )
+    })?;
+    let violation = match r.params.rv_semantics() {
+        request::RvSemantics::Any => false,
+        _ if stale.window.stale_consistent_reads => true,
+        _ => return None,
+    };
+    let (accept_json, accept_protobuf) = accepts(headers);
+    let a = g.views.answer(&crate::watch::view::Read {
+        key: view_key(&l.client, r),
+        name: r.name.as_deref(),
+        accept_json,
+        accept_protobuf,
+    })?;
+    l.answer = if violation { "view-violation" } else { "view" };
+    l.window = Some(stale.window.name.clone());
+    proxy
+        .metrics
+        .view_reads
+        .with_label_values(&[
+            l.client.as_str(),
+            &l.resource,
+            if violation { "violated" } else { "kept" },
+        ])
+        .inc();
+    if a.code == 404 {
+        let gr = crate::status::GroupResource {
+            group: &r.group,
+            resource: &r.resource,
+        };
+        return Some(status_response(&ApiError::not_found(
+            gr,
+            r.name.as_deref().unwrap_or(""),
+        )));
+    }
+    let mut resp = Response::new(crate::listen::body::full(a.body));
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(match a.encoding {
+            crate::watch::view::Encoding::Json => "application/json",
+            crate::watch::view::Encoding::Protobuf => "application/vnd.kubernetes.protobuf",
+        }),
+    );
+    Some(resp)
+}
+
+/// A LIST response body on its way to the client, copied as it passes so the client's
+/// view can be rebuilt from it when it ends. The client gets every frame at once; the
+/// copy stops (and no view is made) past the views' memory cap.
+struct ListTee {
+    inner: Body,
+    copy: Vec<u8>,
+    limit: usize,
+    gzip: bool,
+    encoding: crate::watch::view::Encoding,
+    first_page: bool,
+    key: Option<crate::watch::view::ViewKey>,
+    views: Arc<crate::watch::view::Views>,
+}
+
+impl ListTee {
+    fn finish(&mut self) {
+        let Some(key) = self.key.take() else { return };
+        let body = std::mem::take(&mut self.copy);
+        let body = if self.gzip {
+            use std::io::Read;
+            let mut out = Vec::new();
+            let mut d = flate2::read::GzDecoder::new(&body[..]).take(self.limit as u64 + 1);
+            if d.read_to_end(&mut out).is_err() || out.len() > self.limit {
+                return;
+            }
+            out
+        } else {
+            body
+        };
+        self.views
+            .feed_list(key, self.encoding, self.first_page, &body);
+    }
+}
+
+impl http_body::Body for ListTee {
+    type Data = Bytes;
+    type Error = BodyError;
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
+        let r = Pin::new(&mut self.inner).poll_frame(cx);
+        match &r {
+            Poll::Ready(Some(Ok(f))) => {
+                if let Some(d) = f.data_ref() {
+                    if self.copy.len() + d.len() > self.limit {
+                        self.key = None;
+                        self.copy = Vec::new();
+                    } else if self.key.is_some() {
+                        self.copy.extend_from_slice(d);
+                    }
+                }
+            }
+            Poll::Ready(None) => self.finish(),
+            Poll::Ready(Some(Err(_))) => self.key = None,
+            Poll::Pending => {}
+        }
+        r
+    }
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
     }
 }
 
@@ -253,9 +438,10 @@ pub async fn handle(proxy: Arc<Proxy>, mut req: Request<Incoming>, peer: Peer) -
     let start = Instant::now();
     let info = request::classify(req.method(), req.uri().path(), req.uri().query());
     let client = proxy
+        .gates
         .engine
         .identify(req.headers(), &peer.local.to_string());
-    let l = labels(&info, client);
+    let mut l = labels(&info, client);
     let namespace = match &info {
         RequestInfo::Resource(r) => r.namespace.clone(),
         RequestInfo::NonResource { .. } => None,
@@ -268,10 +454,15 @@ pub async fn handle(proxy: Arc<Proxy>, mut req: Request<Incoming>, peer: Peer) -
         let resource = r.resource_name();
         // Triggers see the request as it arrives, before it is forwarded.
         proxy
+            .gates
             .engine
             .on_request(&l.client, l.verb, &resource, r.subresource.as_deref());
+        if let Some(resp) = answer_from_view(&proxy, &mut l, r, req.headers()) {
+            return finish(&proxy, &l, start, resp);
+        }
         if let Some((window, fault)) =
             proxy
+                .gates
                 .engine
                 .request_fault(&l.client, l.verb, &resource, namespace.as_deref())
         {
@@ -283,8 +474,9 @@ pub async fn handle(proxy: Arc<Proxy>, mut req: Request<Incoming>, peer: Peer) -
                     retry_after,
                     ..
                 } => {
-                    use rand::Rng;
-                    if rand::rng().random_bool(rate.clamp(0.0, 1.0)) {
+                    if proxy.gates.engine.chance(rate) {
+                        l.answer = "injected";
+                        l.window = Some(window.clone());
                         return finish(
                             &proxy,
                             &l,
@@ -299,6 +491,24 @@ pub async fn handle(proxy: Arc<Proxy>, mut req: Request<Incoming>, peer: Peer) -
     }
     let upgrade = is_upgrade(req.headers());
     let client_upgrade = upgrade.then(|| hyper::upgrade::on(&mut req));
+    let list_view = match &info {
+        RequestInfo::Resource(r) if r.verb == Verb::List && proxy.gates.views.enabled() => {
+            Some((view_key(&l.client, r), r.params.continue_token.is_none()))
+        }
+        _ => None,
+    };
+    if let RequestInfo::Resource(r) = &info
+        && matches!(
+            r.verb,
+            Verb::Create | Verb::Update | Verb::Patch | Verb::Delete | Verb::DeleteCollection
+        )
+    {
+        proxy
+            .metrics
+            .writes
+            .with_label_values(&[l.client.as_str(), &l.resource, l.verb])
+            .inc();
+    }
 
     let path_and_query = req
         .uri()
@@ -367,6 +577,13 @@ pub async fn handle(proxy: Arc<Proxy>, mut req: Request<Incoming>, peer: Peer) -
         });
     }
 
+    if resp.status() == http::StatusCode::CONFLICT {
+        proxy
+            .metrics
+            .conflicts
+            .with_label_values(&[l.client.as_str(), &l.resource])
+            .inc();
+    }
     let (mut parts, body) = resp.into_parts();
     let switching = parts.status == http::StatusCode::SWITCHING_PROTOCOLS;
     strip_hop_by_hop(&mut parts.headers, switching);
@@ -391,20 +608,56 @@ pub async fn handle(proxy: Arc<Proxy>, mut req: Request<Incoming>, peer: Peer) -
         .and_then(|v| v.to_str().ok())
         .and_then(crate::watch::stream::Format::from_content_type)
         .filter(|_| streaming && !parts.headers.contains_key(header::CONTENT_ENCODING));
-    let inner: Body = match format {
-        Some(format) => crate::watch::stream::gated(
+    let inner: Body = match (format, &info) {
+        (Some(format), RequestInfo::Resource(r)) => crate::watch::stream::gated(
             body,
             format,
             crate::watch::stream::Target {
                 client: l.client.clone(),
                 resource: l.resource.clone(),
                 namespace,
+                view: view_key(&l.client, r),
+                watch_list: r.params.send_initial_events == Some(true),
             },
-            proxy.engine.clone(),
-            proxy.metrics.clone(),
-            proxy.max_held_bytes,
+            proxy.gates.clone(),
         ),
-        None => body.map_err(BodyError::from).boxed(),
+        _ => match list_view.filter(|_| parts.status.is_success()) {
+            Some((key, first_page)) => {
+                let ct = parts
+                    .headers
+                    .get(header::CONTENT_TYPE)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("");
+                let encoding = match ct.split(';').next().unwrap_or("").trim() {
+                    _ if ct.contains("as=") => None,
+                    "application/json" => Some(crate::watch::view::Encoding::Json),
+                    "application/vnd.kubernetes.protobuf" => {
+                        Some(crate::watch::view::Encoding::Protobuf)
+                    }
+                    _ => None,
+                };
+                let gzip = parts
+                    .headers
+                    .get(header::CONTENT_ENCODING)
+                    .and_then(|v| v.to_str().ok())
+                    .map(|v| v.trim().eq_ignore_ascii_case("gzip"));
+                match (encoding, gzip) {
+                    (Some(encoding), None | Some(true)) => ListTee {
+                        inner: body.map_err(BodyError::from).boxed(),
+                        copy: Vec::new(),
+                        limit: proxy.gates.views.max_bytes(),
+                        gzip: gzip == Some(true),
+                        encoding,
+                        first_page,
+                        key: Some(key),
+                        views: proxy.gates.views.clone(),
+                    }
+                    .boxed(),
+                    _ => body.map_err(BodyError::from).boxed(),
+                }
+            }
+            None => body.map_err(BodyError::from).boxed(),
+        },
     };
     let body: Body = Counted {
         inner,
@@ -416,7 +669,21 @@ pub async fn handle(proxy: Arc<Proxy>, mut req: Request<Incoming>, peer: Peer) -
 }
 
 fn finish(proxy: &Proxy, l: &Labels, start: Instant, resp: Response<Body>) -> Response<Body> {
-    let code = resp.status().as_u16().to_string();
+    let status = resp.status().as_u16();
+    let code = status.to_string();
+    if proxy.gates.trace.enabled() {
+        proxy.gates.trace.record(crate::trace::Record::Request {
+            client: l.client.clone(),
+            verb: l.verb,
+            resource: l.resource.clone(),
+            namespace: l.namespace.clone(),
+            name: l.name.clone(),
+            code: status,
+            latency_ms: start.elapsed().as_secs_f64() * 1000.0,
+            answer: l.answer,
+            window: l.window.clone(),
+        });
+    }
     proxy
         .metrics
         .requests

@@ -89,6 +89,33 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 64 * 1024 * 1024, value_name = "BYTES")]
     pub max_held_bytes: usize,
 
+    /// Bytes of held events allowed across all watch streams; a stream whose event would
+    /// pass it ends with ERROR 410, like the per-stream cap.
+    #[arg(long, default_value_t = 512 * 1024 * 1024, value_name = "BYTES")]
+    pub max_held_bytes_total: usize,
+
+    /// Bytes of client views (the objects each client has been shown, kept to answer
+    /// resourceVersion=0 reads during windows). A view past it is dropped and its reads
+    /// go upstream. 0 turns views off.
+    #[arg(long, default_value_t = 256 * 1024 * 1024, value_name = "BYTES")]
+    pub max_view_bytes: usize,
+
+    /// Write a JSON-lines trace here: every request, every watch event's fate, every
+    /// window opening and closing. Names only: no object contents, no tokens.
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+
+    /// Require `Authorization: Bearer TOKEN` on the admin listener's control API
+    /// (/v1/...). /metrics, /healthz and /readyz stay open. Also read from
+    /// $STALEMATE_ADMIN_TOKEN.
+    #[arg(
+        long,
+        env = "STALEMATE_ADMIN_TOKEN",
+        value_name = "TOKEN",
+        hide_env_values = true
+    )]
+    pub admin_token: Option<String>,
+
     /// On SIGINT/SIGTERM, how long open requests and watches may take to finish.
     #[arg(long, default_value = "10s", value_parser = super::parse_duration, value_name = "DURATION")]
     pub drain_timeout: Duration,
@@ -185,13 +212,30 @@ pub async fn run(args: ServeArgs) -> Result<()> {
     }
     let metrics = Arc::new(crate::metrics::Metrics::new());
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let (trace, trace_task) = match &args.trace {
+        Some(path) => {
+            let (t, task) = crate::trace::Trace::to_file(path)
+                .await
+                .with_context(|| format!("--trace {}", path.display()))?;
+            (t, Some(task))
+        }
+        None => (crate::trace::Trace::off(), None),
+    };
+    engine.set_trace(trace.clone());
+    let gates = Arc::new(crate::watch::stream::Gates {
+        engine: engine.clone(),
+        metrics: metrics.clone(),
+        views: Arc::new(crate::watch::view::Views::new(args.max_view_bytes)),
+        trace,
+        budget: crate::watch::gate::HeldBudget::new(args.max_held_bytes_total),
+        max_held_bytes: args.max_held_bytes,
+    });
     let proxy = Arc::new(crate::proxy::Proxy {
         upstream: upstream.clone(),
         metrics: metrics.clone(),
         header_timeout: args.upstream_timeout,
         shutdown: stop_rx.clone(),
-        engine: engine.clone(),
-        max_held_bytes: args.max_held_bytes,
+        gates: gates.clone(),
     });
     let _ = metrics
         .registry
@@ -203,8 +247,10 @@ pub async fn run(args: ServeArgs) -> Result<()> {
     let admin = Arc::new(crate::admin::Admin {
         metrics,
         upstream: upstream.clone(),
-        engine,
+        gates,
+        token: args.admin_token.clone(),
     });
+    drop(engine);
     {
         use std::io::Write;
         let mut out = std::io::stdout().lock();
@@ -238,6 +284,9 @@ pub async fn run(args: ServeArgs) -> Result<()> {
     .await;
     let _ = stop_tx.send(true);
     let _ = admin_task.await;
+    if let Some(w) = trace_task {
+        w.finish().await;
+    }
     Ok(())
 }
 

@@ -36,6 +36,10 @@ struct Armed {
 
 pub struct Engine {
     clients: Vec<Client>,
+    /// Every random choice (jitter, error rates) draws from here, seeded by the
+    /// schedule's `seed`, so a run's sequence of choices is reproducible.
+    rng: Mutex<rand::rngs::StdRng>,
+    trace: std::sync::OnceLock<crate::trace::Trace>,
     armed: Mutex<Vec<Armed>>,
     client_specs: BTreeMap<String, ClientMatcher>,
     active: Mutex<BTreeMap<String, Active>>,
@@ -60,8 +64,11 @@ impl Engine {
                 listener: m.listener.clone(),
             })
             .collect();
+        use rand::SeedableRng;
         Arc::new(Engine {
             clients,
+            rng: Mutex::new(rand::rngs::StdRng::seed_from_u64(schedule.seed)),
+            trace: std::sync::OnceLock::new(),
             armed: Mutex::new(Vec::new()),
             client_specs: schedule.clients.clone(),
             active: Mutex::new(BTreeMap::new()),
@@ -98,8 +105,7 @@ impl Engine {
                     let mut n = 0u64;
                     while count.is_none_or(|c| n < c) {
                         let j = jitter.map_or(Duration::ZERO, |j| {
-                            use rand::Rng;
-                            Duration::from_secs_f64(rand::rng().random_range(0.0..=j.as_secs_f64()))
+                            Duration::from_secs_f64(engine.uniform(0.0, j.as_secs_f64()))
                         });
                         tokio::time::sleep(every.0 + j).await;
                         let _ = engine.open(w.clone());
@@ -193,6 +199,42 @@ impl Engine {
             })
     }
 
+    /// A seeded draw from `lo..=hi`.
+    pub fn uniform(&self, lo: f64, hi: f64) -> f64 {
+        use rand::Rng;
+        if hi <= lo {
+            return lo;
+        }
+        self.rng
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .random_range(lo..=hi)
+    }
+
+    /// A seeded coin with probability `p`.
+    pub fn chance(&self, p: f64) -> bool {
+        use rand::Rng;
+        self.rng
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .random_bool(p.clamp(0.0, 1.0))
+    }
+
+    /// Send window openings and closings to a trace.
+    pub fn set_trace(&self, t: crate::trace::Trace) {
+        let _ = self.trace.set(t);
+    }
+
+    fn trace_window(&self, name: &str, action: &'static str, fault: &Fault) {
+        if let Some(t) = self.trace.get() {
+            t.record(crate::trace::Record::Window {
+                window: name.to_string(),
+                action,
+                fault: fault.name().to_string(),
+            });
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Active>> {
         self.active.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -214,6 +256,7 @@ impl Engine {
         };
         let name = w.name.clone();
         let duration = w.duration.map(|d| d.0);
+        self.trace_window(&name, "open", &w.fault);
         self.lock().insert(
             name.clone(),
             Active {
@@ -244,13 +287,14 @@ impl Engine {
 
     /// Close a window now; its held events are released.
     pub fn close(&self, name: &str) -> bool {
-        let removed = self.lock().remove(name).is_some();
-        if removed {
+        let removed = self.lock().remove(name);
+        if let Some(a) = &removed {
+            self.trace_window(name, "close", &a.window.fault);
             self.window_active.with_label_values(&[name]).set(0);
             tracing::info!(window = %name, "window closed");
             self.bump();
         }
-        removed
+        removed.is_some()
     }
 
     pub fn changes(&self) -> watch::Receiver<u64> {
@@ -323,14 +367,27 @@ impl Engine {
         json!({"windows": windows})
     }
 
+    /// The schedule's client names.
+    pub fn client_names(&self) -> Vec<String> {
+        self.client_specs.keys().cloned().collect()
+    }
+
+    /// How a schedule client is recognised (`null` for `other`).
+    pub fn client_matcher(&self, name: &str) -> Value {
+        self.client_specs
+            .get(name)
+            .and_then(|m| serde_json::to_value(m).ok())
+            .unwrap_or(Value::Null)
+    }
+
     pub fn active_names(&self) -> Vec<String> {
         self.lock().keys().cloned().collect()
     }
 }
 
 /// The hold a set of windows puts on a stream: freeze or coalesce win over lag (the
-/// stronger staleness), the newest lag's delay otherwise.
-pub fn hold_mode(windows: &[Active]) -> Option<crate::watch::gate::HoldMode> {
+/// stronger staleness), the newest lag's delay otherwise (jitter drawn from `engine`).
+pub fn hold_mode(engine: &Engine, windows: &[Active]) -> Option<crate::watch::gate::HoldMode> {
     use crate::watch::gate::HoldMode;
     let mut mode = None;
     for a in windows {
@@ -342,9 +399,7 @@ pub fn hold_mode(windows: &[Active]) -> Option<crate::watch::gate::HoldMode> {
                 let d = if j.is_zero() {
                     delay.0
                 } else {
-                    use rand::Rng;
-                    let off =
-                        rand::rng().random_range(0.0..=2.0 * j.as_secs_f64()) - j.as_secs_f64();
+                    let off = engine.uniform(-j.as_secs_f64(), j.as_secs_f64());
                     Duration::from_secs_f64((delay.0.as_secs_f64() + off).max(0.0))
                 };
                 mode = Some(HoldMode::Lag(d));
@@ -382,7 +437,7 @@ mod tests {
         tokio::time::sleep(Duration::from_secs(10)).await;
         changes.changed().await.unwrap();
         let w = e.windows_for("sc", "configmaps", Some("a"));
-        assert_eq!(hold_mode(&w), Some(HoldMode::Freeze));
+        assert_eq!(hold_mode(&e, &w), Some(HoldMode::Freeze));
         assert!(
             e.windows_for("other", "configmaps", Some("a")).is_empty(),
             "only its client"
@@ -408,7 +463,7 @@ mod tests {
         assert_eq!(e.opened_total.get(), opened + 2, "count: 2");
         e.open(s.windows[3].clone()).unwrap();
         assert_eq!(
-            hold_mode(&e.windows_for("x", "secrets", None)),
+            hold_mode(&e, &e.windows_for("x", "secrets", None)),
             Some(HoldMode::Coalesce)
         );
         assert!(e.close("manual"));

@@ -85,6 +85,20 @@ pub enum Fault {
     },
 }
 
+impl Fault {
+    /// The fault's name as the schedule file spells it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Fault::Freeze {} => "freeze",
+            Fault::Lag { .. } => "lag",
+            Fault::Coalesce {} => "coalesce",
+            Fault::Relist { .. } => "relist",
+            Fault::Errors { .. } => "errors",
+            Fault::Latency { .. } => "latency",
+        }
+    }
+}
+
 fn always() -> f64 {
     1.0
 }
@@ -201,6 +215,10 @@ pub struct Window {
     /// How long the window stays open; absent: until closed over the control API.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration: Option<GoDuration>,
+    /// Answer consistent reads (resourceVersion unset, NotOlderThan, Exact) from the
+    /// client's view too. Breaks the API contract; labelled so in metrics and the trace.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stale_consistent_reads: bool,
 }
 
 fn star() -> String {

@@ -21,11 +21,71 @@
 //! end marker (`k8s.io/initial-events-end`) is never dropped: client-go waits for it.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-
 use super::{EventType, Frame};
+
+/// The held bytes of all streams together, against the global cap (invariant 5).
+#[derive(Debug)]
+pub struct HeldBudget {
+    used: AtomicUsize,
+    max: usize,
+}
+
+impl HeldBudget {
+    pub fn new(max: usize) -> Arc<HeldBudget> {
+        Arc::new(HeldBudget {
+            used: AtomicUsize::new(0),
+            max,
+        })
+    }
+
+    pub fn used(&self) -> usize {
+        self.used.load(Ordering::Relaxed)
+    }
+
+    fn reserve(&self, n: usize) -> bool {
+        self.used
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |u| {
+                u.checked_add(n).filter(|t| *t <= self.max)
+            })
+            .is_ok()
+    }
+
+    fn release(&self, n: usize) {
+        self.used.fetch_sub(n, Ordering::AcqRel);
+    }
+}
+
+/// What happened to one event, for the trace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fate {
+    Delivered,
+    Held,
+    /// Delivered after being held this long.
+    Released(Duration),
+    Dropped,
+}
+
+impl Fate {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Fate::Delivered => "delivered",
+            Fate::Held => "held",
+            Fate::Released(_) => "released",
+            Fate::Dropped => "dropped",
+        }
+    }
+}
+
+/// One event's fate, recorded when [`Gate::record`] is on.
+#[derive(Debug, Clone)]
+pub struct Note {
+    pub fate: Fate,
+    pub meta: super::EventMeta,
+}
 
 /// How a window holds a stream's events.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,8 +101,8 @@ pub enum HoldMode {
 /// What the gate asks the stream to do.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Output {
-    /// Write these bytes (an original frame) to the client now.
-    Deliver(Bytes),
+    /// Write this frame (its original bytes) to the client now.
+    Deliver(Frame),
     /// End the stream with an ERROR 410 `Expired` event, so the client relists.
     EndExpired { reason: &'static str },
     /// End the stream cleanly (the client resumes from its last RV).
@@ -64,6 +124,8 @@ pub enum Dropped {
 struct Held {
     frame: Frame,
     due: Option<Instant>,
+    /// When it arrived from the upstream.
+    since: Instant,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,6 +145,8 @@ pub struct GateStats {
     pub dropped: [u64; 5],
     pub dropped_bookmarks: u64,
     pub coalesced: u64,
+    /// Streams ended because a held-bytes cap (per stream or global) was reached.
+    pub cap_hits: u64,
 }
 
 /// The index of an event type in [`GateStats`] arrays.
@@ -105,7 +169,17 @@ pub struct Gate {
     held: VecDeque<Held>,
     held_bytes: usize,
     max_held_bytes: usize,
+    budget: Option<Arc<HeldBudget>>,
     pub stats: GateStats,
+    /// Record every event's fate in [`Gate::take_notes`] (for `--trace`).
+    pub record: bool,
+    notes: Vec<Note>,
+}
+
+impl Drop for Gate {
+    fn drop(&mut self) {
+        self.clear();
+    }
 }
 
 impl Gate {
@@ -115,8 +189,36 @@ impl Gate {
             held: VecDeque::new(),
             held_bytes: 0,
             max_held_bytes,
+            budget: None,
             stats: GateStats::default(),
+            record: false,
+            notes: Vec::new(),
         }
+    }
+
+    /// Also count held bytes against a budget shared by every stream.
+    pub fn with_budget(mut self, budget: Arc<HeldBudget>) -> Gate {
+        self.budget = Some(budget);
+        self
+    }
+
+    /// The fates recorded since the last call.
+    pub fn take_notes(&mut self) -> Vec<Note> {
+        std::mem::take(&mut self.notes)
+    }
+
+    fn note(&mut self, fate: Fate, frame: &Frame) {
+        if self.record {
+            self.notes.push(Note {
+                fate,
+                meta: frame.meta.clone(),
+            });
+        }
+    }
+
+    /// When the oldest event still held arrived: how far behind the client is.
+    pub fn oldest_held_since(&self) -> Option<Instant> {
+        self.held.front().map(|h| h.since)
     }
 
     pub fn held_bytes(&self) -> usize {
@@ -164,7 +266,7 @@ impl Gate {
     }
 
     /// The window ends: release everything held, in order (coalesced if the mode says so).
-    pub fn close(&mut self, _now: Instant) -> Vec<Output> {
+    pub fn close(&mut self, now: Instant) -> Vec<Output> {
         let State::Holding(mode) = self.state else {
             return vec![];
         };
@@ -172,7 +274,7 @@ impl Gate {
         if mode == HoldMode::Coalesce {
             self.coalesce();
         }
-        self.release_all()
+        self.release_all(now)
     }
 
     /// Release lagged events whose time has come.
@@ -185,8 +287,7 @@ impl Gate {
                 .is_some_and(|h| h.due.is_some_and(|d| d <= now))
             {
                 if let Some(h) = self.pop() {
-                    self.stats.released[type_index(h.frame.meta.type_)] += 1;
-                    out.push(Output::Deliver(h.frame.bytes));
+                    out.push(self.released(h, now));
                 }
             }
         }
@@ -197,28 +298,23 @@ impl Gate {
     pub fn on_frame(&mut self, frame: Frame, now: Instant) -> Vec<Output> {
         match self.state {
             State::Ended => vec![],
-            State::Passing if self.held.is_empty() => {
-                self.stats.delivered[type_index(frame.meta.type_)] += 1;
-                vec![Output::Deliver(frame.bytes)]
-            }
+            State::Passing if self.held.is_empty() => self.deliver(frame),
             State::Passing => {
                 // Still draining (cannot happen: close releases all) — keep order anyway.
-                self.push(frame, None)
+                self.push(frame, None, now)
             }
             State::Holding(mode) => {
                 let is_bookmark = frame.meta.type_ == Some(EventType::Bookmark);
                 if is_bookmark && !frame.meta.initial_events_end {
                     match mode {
                         HoldMode::Lag(d) if !self.held.is_empty() => {
-                            return self.push(frame, Some(now + d));
+                            return self.push(frame, Some(now + d), now);
                         }
-                        HoldMode::Lag(_) => {
-                            self.stats.delivered[type_index(frame.meta.type_)] += 1;
-                            return vec![Output::Deliver(frame.bytes)];
-                        }
+                        HoldMode::Lag(_) => return self.deliver(frame),
                         _ => {
                             self.stats.dropped_bookmarks += 1;
                             self.stats.dropped[type_index(frame.meta.type_)] += 1;
+                            self.note(Fate::Dropped, &frame);
                             return vec![];
                         }
                     }
@@ -233,7 +329,7 @@ impl Gate {
                     HoldMode::Lag(d) => Some(now + d),
                     _ => None,
                 };
-                self.push(frame, due)
+                self.push(frame, due, now)
             }
         }
     }
@@ -266,6 +362,21 @@ impl Gate {
         }]
     }
 
+    fn deliver(&mut self, frame: Frame) -> Vec<Output> {
+        self.stats.delivered[type_index(frame.meta.type_)] += 1;
+        self.note(Fate::Delivered, &frame);
+        vec![Output::Deliver(frame)]
+    }
+
+    fn released(&mut self, h: Held, now: Instant) -> Output {
+        self.stats.released[type_index(h.frame.meta.type_)] += 1;
+        self.note(
+            Fate::Released(now.saturating_duration_since(h.since)),
+            &h.frame,
+        );
+        Output::Deliver(h.frame)
+    }
+
     fn end_while_holding(&mut self, reason: &'static str) -> Vec<Output> {
         self.clear();
         self.state = State::Ended;
@@ -274,32 +385,46 @@ impl Gate {
 
     fn clear(&mut self) {
         self.held.clear();
+        if let Some(b) = &self.budget {
+            b.release(self.held_bytes);
+        }
         self.held_bytes = 0;
     }
 
-    fn push(&mut self, frame: Frame, due: Option<Instant>) -> Vec<Output> {
+    fn push(&mut self, frame: Frame, due: Option<Instant>, now: Instant) -> Vec<Output> {
         let size = frame.bytes.len();
-        if self.held_bytes + size > self.max_held_bytes {
+        let fits = self.held_bytes + size <= self.max_held_bytes
+            && self.budget.as_ref().is_none_or(|b| b.reserve(size));
+        if !fits {
             // Bounded memory (invariant 5) without losing anything silently (invariant 1).
+            self.stats.cap_hits += 1;
             return self.end_while_holding("stalemate: the held-events memory cap was reached");
         }
         self.held_bytes += size;
         self.stats.held[type_index(frame.meta.type_)] += 1;
-        self.held.push_back(Held { frame, due });
+        self.note(Fate::Held, &frame);
+        self.held.push_back(Held {
+            frame,
+            due,
+            since: now,
+        });
         vec![]
     }
 
     fn pop(&mut self) -> Option<Held> {
         let h = self.held.pop_front()?;
-        self.held_bytes -= h.frame.bytes.len();
+        let n = h.frame.bytes.len();
+        self.held_bytes -= n;
+        if let Some(b) = &self.budget {
+            b.release(n);
+        }
         Some(h)
     }
 
-    fn release_all(&mut self) -> Vec<Output> {
+    fn release_all(&mut self, now: Instant) -> Vec<Output> {
         let mut out = Vec::with_capacity(self.held.len());
         while let Some(h) = self.pop() {
-            self.stats.released[type_index(h.frame.meta.type_)] += 1;
-            out.push(Output::Deliver(h.frame.bytes));
+            out.push(self.released(h, now));
         }
         out
     }
@@ -324,7 +449,12 @@ impl Gate {
             if keep {
                 kept.push_back(h);
             } else {
-                self.held_bytes -= h.frame.bytes.len();
+                let n = h.frame.bytes.len();
+                self.held_bytes -= n;
+                if let Some(b) = &self.budget {
+                    b.release(n);
+                }
+                self.note(Fate::Dropped, &h.frame);
                 self.stats.coalesced += 1;
                 self.stats.dropped[type_index(h.frame.meta.type_)] += 1;
             }

@@ -73,9 +73,9 @@ struct Client {
 fn apply(gate: &Gate, c: &mut Client, outs: Vec<Output>) -> Result<(), TestCaseError> {
     for o in outs {
         match o {
-            Output::Deliver(b) => {
+            Output::Deliver(f) => {
                 prop_assert!(!c.ended, "nothing after the end");
-                let (t, n, rv) = parse(&b);
+                let (t, n, rv) = parse(&f.bytes);
                 if t == "BOOKMARK" {
                     // Invariant 2: no bookmark at or past an event still held.
                     for held in gate.held_rvs() {
@@ -195,7 +195,7 @@ fn freeze_holds_then_releases_in_order_and_drops_bookmarks() {
     let rvs: Vec<u64> = out
         .iter()
         .map(|o| match o {
-            Output::Deliver(b) => parse(b).2,
+            Output::Deliver(f) => parse(&f.bytes).2,
             _ => 0,
         })
         .collect();
@@ -229,7 +229,7 @@ fn coalesce_keeps_the_latest_state_per_object_and_the_initial_events_end() {
         .close(now)
         .iter()
         .map(|o| match o {
-            Output::Deliver(b) => parse(b),
+            Output::Deliver(f) => parse(&f.bytes),
             _ => Default::default(),
         })
         .collect();
@@ -281,4 +281,68 @@ fn memory_cap_ends_the_stream_with_410() {
     ));
     assert!(g.is_ended());
     assert_eq!(g.held_bytes(), 0);
+}
+
+#[test]
+fn the_global_budget_is_shared_and_given_back() {
+    use crate::watch::gate::HeldBudget;
+    let now = Instant::now();
+    let size = |t, n, rv| frame(t, n, rv).bytes.len();
+    let (a1, a2, b3) = (
+        size(EventType::Added, "a", 1),
+        size(EventType::Modified, "a", 2),
+        size(EventType::Added, "b", 3),
+    );
+    let budget = HeldBudget::new(a1 + a2 + b3);
+    let mut a = Gate::new(usize::MAX).with_budget(budget.clone());
+    let mut b = Gate::new(usize::MAX).with_budget(budget.clone());
+    a.open(HoldMode::Freeze, now);
+    b.open(HoldMode::Freeze, now);
+    assert!(a.on_frame(frame(EventType::Added, "a", 1), now).is_empty());
+    assert!(
+        a.on_frame(frame(EventType::Modified, "a", 2), now)
+            .is_empty()
+    );
+    assert!(b.on_frame(frame(EventType::Added, "b", 3), now).is_empty());
+    assert_eq!(budget.used(), a1 + a2 + b3);
+    // The fourth held event, on either stream, passes the global cap: that stream ends
+    // with 410 and gives its bytes back; the other keeps holding.
+    assert!(matches!(
+        b.on_frame(frame(EventType::Modified, "b", 4), now)[..],
+        [Output::EndExpired { .. }]
+    ));
+    assert_eq!(b.stats.cap_hits, 1);
+    assert_eq!(budget.used(), a1 + a2);
+    assert_eq!(a.close(now).len(), 2);
+    assert_eq!(budget.used(), 0);
+    // A dropped gate gives back what it held.
+    let mut c = Gate::new(usize::MAX).with_budget(budget.clone());
+    c.open(HoldMode::Freeze, now);
+    c.on_frame(frame(EventType::Added, "c", 5), now);
+    drop(c);
+    assert_eq!(budget.used(), 0);
+}
+
+#[test]
+fn notes_record_each_fate_with_the_release_delay() {
+    use crate::watch::gate::Fate;
+    let t0 = Instant::now();
+    let mut g = Gate::new(usize::MAX);
+    g.record = true;
+    g.on_frame(frame(EventType::Added, "a", 1), t0);
+    g.open(HoldMode::Freeze, t0);
+    g.on_frame(frame(EventType::Modified, "a", 2), t0);
+    g.on_frame(frame(EventType::Bookmark, "", 2), t0);
+    g.close(t0 + Duration::from_millis(1500));
+    let fates: Vec<Fate> = g.take_notes().into_iter().map(|n| n.fate).collect();
+    assert_eq!(
+        fates,
+        [
+            Fate::Delivered,
+            Fate::Held,
+            Fate::Dropped,
+            Fate::Released(Duration::from_millis(1500))
+        ]
+    );
+    assert!(g.take_notes().is_empty());
 }

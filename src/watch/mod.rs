@@ -17,6 +17,7 @@ pub mod gzip;
 pub mod json;
 pub mod proto;
 pub mod stream;
+pub mod view;
 
 use bytes::Bytes;
 

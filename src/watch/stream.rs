@@ -16,15 +16,29 @@ use bytes::Bytes;
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
-use super::gate::{Gate, Output};
+use super::gate::{Fate, Gate, HeldBudget, Output};
 use super::json::JsonFramer;
 use super::proto::ProtoFramer;
+use super::view::{Encoding, ViewKey, Views};
 use super::{CodecError, DEFAULT_MAX_FRAME, Frame};
 use crate::listen::body::ChannelBody;
 use crate::listen::{Body, BodyError};
 use crate::metrics::Metrics;
 use crate::schedule::Fault;
 use crate::schedule::engine::{Engine, hold_mode};
+use crate::trace::{Record, Trace};
+
+/// What every gated stream shares.
+pub struct Gates {
+    pub engine: Arc<Engine>,
+    pub metrics: Arc<Metrics>,
+    pub views: Arc<Views>,
+    pub trace: Trace,
+    /// Held bytes of all streams together (`--max-held-bytes-total`).
+    pub budget: Arc<HeldBudget>,
+    /// Held bytes allowed per stream (`--max-held-bytes`).
+    pub max_held_bytes: usize,
+}
 
 /// Turns the gate's counters into metrics as the stream goes, and takes its held
 /// events out of the gauges when the stream ends.
@@ -172,26 +186,57 @@ pub struct Target {
     pub client: String,
     pub resource: String,
     pub namespace: Option<String>,
+    /// The view this stream's delivered events update.
+    pub view: ViewKey,
+    /// A WatchList stream (`sendInitialEvents=true`): its initial events rebuild the view.
+    pub watch_list: bool,
+}
+
+fn trace_notes(trace: &Trace, t: &Target, gate: &mut Gate) {
+    for n in gate.take_notes() {
+        trace.record(Record::Event {
+            client: t.client.clone(),
+            resource: t.resource.clone(),
+            type_: n.meta.type_.map_or("ERROR", |t| t.as_str()),
+            namespace: n.meta.namespace,
+            name: n.meta.name,
+            resource_version: n.meta.resource_version,
+            fate: n.fate.as_str(),
+            delay_ms: match n.fate {
+                Fate::Released(d) => Some(d.as_secs_f64() * 1000.0),
+                _ => None,
+            },
+        });
+    }
 }
 
 /// Gate an upstream watch body. Returns the body to send to the client.
-pub fn gated(
-    upstream: Incoming,
-    format: Format,
-    target: Target,
-    engine: Arc<Engine>,
-    metrics: Arc<Metrics>,
-    max_held_bytes: usize,
-) -> Body {
+pub fn gated(upstream: Incoming, format: Format, target: Target, gates: Arc<Gates>) -> Body {
     let (tx, body) = ChannelBody::channel(64);
     tokio::spawn(async move {
-        let mut report = Report::new(&metrics, &target);
+        let engine = gates.engine.clone();
+        let views = gates.views.clone();
+        let mut report = Report::new(&gates.metrics, &target);
         let mut upstream = upstream;
         let mut framer = match format {
             Format::Json => Framer::Json(JsonFramer::new(DEFAULT_MAX_FRAME)),
             Format::Protobuf => Framer::Proto(ProtoFramer::new(DEFAULT_MAX_FRAME)),
         };
-        let mut gate = Gate::new(max_held_bytes);
+        let encoding = match format {
+            Format::Json => Encoding::Json,
+            Format::Protobuf => Encoding::Protobuf,
+        };
+        if target.watch_list {
+            views.start_watch_list(&target.view, encoding);
+        }
+        let stream_id = views.stream_id();
+        let _lag = LagGuard {
+            views: views.clone(),
+            target: target.clone(),
+            stream_id,
+        };
+        let mut gate = Gate::new(gates.max_held_bytes).with_budget(gates.budget.clone());
+        gate.record = gates.trace.enabled();
         let mut changes = engine.changes();
         // A relist window ends the streams open when it opens, once; a stream started
         // while it is open (the client's relist) is left alone, or it would loop.
@@ -207,12 +252,42 @@ pub fn gated(
             .collect();
         // Apply the windows open right now, then follow changes.
         let mut outs = apply_windows(&engine, &target, &mut gate, &mut relisted);
+        let mut cap_hits = 0;
         loop {
             report.update(&gate, &outs);
+            if gate.stats.cap_hits > cap_hits {
+                gates
+                    .metrics
+                    .cap_hits
+                    .inc_by(gate.stats.cap_hits - cap_hits);
+                cap_hits = gate.stats.cap_hits;
+            }
+            trace_notes(&gates.trace, &target, &mut gate);
+            views.set_held_since(
+                &target.client,
+                &target.resource,
+                stream_id,
+                gate.oldest_held_since(),
+            );
             for o in outs.drain(..) {
                 let (bytes, end): (Option<Result<Bytes, BodyError>>, bool) = match o {
-                    Output::Deliver(b) => (Some(Ok(b)), false),
+                    Output::Deliver(f) => {
+                        views.apply(&target.view, encoding, &f.meta, &f.bytes);
+                        (Some(Ok(f.bytes)), false)
+                    }
                     Output::EndExpired { reason } => {
+                        if gates.trace.enabled() {
+                            gates.trace.record(Record::Event {
+                                client: target.client.clone(),
+                                resource: target.resource.clone(),
+                                type_: "ERROR",
+                                namespace: String::new(),
+                                name: String::new(),
+                                resource_version: String::new(),
+                                fate: "injected",
+                                delay_ms: None,
+                            });
+                        }
                         (Some(Ok(expired_event(format, reason))), true)
                     }
                     Output::EndClean => (None, true),
@@ -281,6 +356,24 @@ pub fn gated(
     body
 }
 
+/// Takes a finished stream out of `view_lag_seconds`.
+struct LagGuard {
+    views: Arc<Views>,
+    target: Target,
+    stream_id: u64,
+}
+
+impl Drop for LagGuard {
+    fn drop(&mut self) {
+        self.views.set_held_since(
+            &self.target.client,
+            &self.target.resource,
+            self.stream_id,
+            None,
+        );
+    }
+}
+
 fn apply_windows(
     engine: &Engine,
     t: &Target,
@@ -296,7 +389,7 @@ fn apply_windows(
         }
     }
     let now = std::time::Instant::now();
-    match hold_mode(&windows) {
+    match hold_mode(engine, &windows) {
         Some(mode) => gate.open(mode, now),
         None => gate.close(now),
     }

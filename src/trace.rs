@@ -1,0 +1,225 @@
+//! `--trace FILE`: one JSON object per line for every request, every watch event's fate
+//! and every window opening and closing — what a controller author reads to see exactly
+//! what their controller was shown, and when.
+//!
+//! Records carry names, never contents: no object bodies (so no Secret data), no headers
+//! (so no tokens). Writing never blocks the proxy: records go through a bounded channel
+//! to a writer task, and when it is full they are dropped and counted (the count is
+//! written as a `dropped` record once there is room again).
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use serde::Serialize;
+use tokio::io::AsyncWriteExt;
+use tokio::sync::mpsc;
+
+/// One trace line.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum Record {
+    #[serde(rename_all = "camelCase")]
+    Request {
+        client: String,
+        verb: &'static str,
+        resource: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        namespace: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+        code: u16,
+        latency_ms: f64,
+        /// How the proxy answered: `upstream`, `injected` (an `errors` window), `view`
+        /// (a resourceVersion=0 read from the client's view), `view-violation`.
+        answer: &'static str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        window: Option<String>,
+    },
+    #[serde(rename_all = "camelCase")]
+    Event {
+        client: String,
+        resource: String,
+        #[serde(rename = "type")]
+        type_: &'static str,
+        namespace: String,
+        name: String,
+        resource_version: String,
+        /// delivered | held | released | dropped | injected
+        fate: &'static str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        delay_ms: Option<f64>,
+    },
+    #[serde(rename_all = "camelCase")]
+    Window {
+        window: String,
+        /// open | close
+        action: &'static str,
+        fault: String,
+    },
+    Dropped {
+        records: u64,
+    },
+}
+
+#[derive(Serialize)]
+struct Line<'a> {
+    ts: String,
+    #[serde(flatten)]
+    record: &'a Record,
+}
+
+/// The trace sink; cheap to clone, a no-op when tracing is off.
+#[derive(Clone, Default)]
+pub struct Trace {
+    tx: Option<mpsc::Sender<Record>>,
+    dropped: Arc<AtomicU64>,
+}
+
+impl Trace {
+    /// Tracing off.
+    pub fn off() -> Trace {
+        Trace::default()
+    }
+
+    pub fn enabled(&self) -> bool {
+        self.tx.is_some()
+    }
+
+    /// Open (truncate) FILE and start the writer task. It ends, having written and
+    /// flushed everything recorded so far, when [`TraceWriter::finish`] is called or
+    /// every `Trace` clone is dropped.
+    pub async fn to_file(path: &Path) -> std::io::Result<(Trace, TraceWriter)> {
+        let file = tokio::fs::File::create(path).await?;
+        let (tx, mut rx) = mpsc::channel::<Record>(64 * 1024);
+        let (stop_tx, mut stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let dropped = Arc::new(AtomicU64::new(0));
+        let d = dropped.clone();
+        let task = tokio::spawn(async move {
+            let mut out = tokio::io::BufWriter::new(file);
+            let mut reported = 0u64;
+            let mut stopping = false;
+            loop {
+                let rec = if stopping {
+                    match rx.try_recv() {
+                        Ok(r) => Some(r),
+                        Err(_) => break,
+                    }
+                } else {
+                    tokio::select! {
+                        _ = &mut stop_rx => { stopping = true; continue; }
+                        r = tokio::time::timeout(Duration::from_millis(200), rx.recv()) => match r {
+                            Ok(Some(r)) => Some(r),
+                            Ok(None) => break,
+                            Err(_) => None,
+                        },
+                    }
+                };
+                let lost = d.load(Ordering::Relaxed);
+                if lost > reported {
+                    write(
+                        &mut out,
+                        &Record::Dropped {
+                            records: lost - reported,
+                        },
+                    )
+                    .await;
+                    reported = lost;
+                }
+                match rec {
+                    Some(r) => write(&mut out, &r).await,
+                    // Idle: make what was written visible to readers of the file.
+                    None => {
+                        let _ = out.flush().await;
+                    }
+                }
+            }
+            let _ = out.flush().await;
+        });
+        Ok((
+            Trace {
+                tx: Some(tx),
+                dropped,
+            },
+            TraceWriter {
+                task,
+                stop: stop_tx,
+            },
+        ))
+    }
+
+    pub fn record(&self, r: Record) {
+        if let Some(tx) = &self.tx
+            && tx.try_send(r).is_err()
+        {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The writer task of a trace file.
+pub struct TraceWriter {
+    task: tokio::task::JoinHandle<()>,
+    stop: tokio::sync::oneshot::Sender<()>,
+}
+
+impl TraceWriter {
+    /// Write what is queued, flush, and end.
+    pub async fn finish(self) {
+        let _ = self.stop.send(());
+        let _ = self.task.await;
+    }
+}
+
+async fn write(out: &mut tokio::io::BufWriter<tokio::fs::File>, r: &Record) {
+    let ts = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
+    if let Ok(mut line) = serde_json::to_vec(&Line { ts, record: r }) {
+        line.push(b'\n');
+        if let Err(e) = out.write_all(&line).await {
+            tracing::warn!(error = %e, "--trace: write failed");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn writes_json_lines_and_flushes_on_close() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        let (t, writer) = Trace::to_file(&path).await.unwrap();
+        t.record(Record::Window {
+            window: "w".into(),
+            action: "open",
+            fault: "freeze".into(),
+        });
+        t.record(Record::Event {
+            client: "c".into(),
+            resource: "configmaps".into(),
+            type_: "MODIFIED",
+            namespace: "a".into(),
+            name: "x".into(),
+            resource_version: "7".into(),
+            fate: "released",
+            delay_ms: Some(1500.0),
+        });
+        // Still held: finish() writes what was queued anyway.
+        writer.finish().await;
+        drop(t);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 2);
+        assert_eq!(lines[0]["kind"], "window");
+        assert_eq!(lines[1]["kind"], "event");
+        assert_eq!(lines[1]["fate"], "released");
+        assert_eq!(lines[1]["delayMs"], 1500.0);
+        assert_eq!(lines[1]["type"], "MODIFIED");
+        assert!(lines[1]["ts"].as_str().unwrap().ends_with('Z'));
+    }
+}

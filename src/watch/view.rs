@@ -1,0 +1,778 @@
+//! Client views: per client and query, the objects as that client has been shown them —
+//! its last full LIST plus every watch event the proxy delivered since.
+//!
+//! A `resourceVersion=0` read may legally be answered from any cache, however old
+//! (PROTOCOL.md §A.2): a real apiserver serves it from its watch cache. During a window a
+//! stale client must not escape its staleness through such a read, or it would notice
+//! what the window hides; so the proxy answers it from the view instead, with the view's
+//! resourceVersion as the list's (invariant 2: never newer than the items it returns).
+//! Consistent reads still go upstream, unless the window sets `staleConsistentReads` (a
+//! contract violation, counted as such).
+//!
+//! ```text
+//!  LIST response ──tee──► feed_list (commit when the last page arrives)
+//!  delivered watch frame ─► apply (ADDED/MODIFIED insert, DELETED remove, BOOKMARK rv)
+//!  RV=0 GET/LIST in a window ◄── answer (JSON, or protobuf if the view holds protobuf)
+//! ```
+//!
+//! Objects are kept as the bytes the upstream sent (JSON object text, or the typed
+//! protobuf message without its `runtime.Unknown` envelope), never as trees. The total is
+//! capped (`--max-view-bytes`); a view that would exceed it is dropped and its reads go
+//! upstream, which the API contract allows.
+
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use bytes::Bytes;
+use serde::Deserialize;
+
+use super::{EventMeta, EventType};
+use crate::protobuf::{Fields, MAGIC, Wire, Writer, unwrap_unknown};
+
+/// The query a view answers: a client's list/watch of one resource, in one namespace (or
+/// all), with one pair of selectors.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ViewKey {
+    pub client: String,
+    pub resource: String,
+    pub namespace: Option<String>,
+    pub label_selector: String,
+    pub field_selector: String,
+}
+
+/// How a view's objects are encoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encoding {
+    Json,
+    Protobuf,
+}
+
+#[derive(Debug, Clone)]
+struct View {
+    encoding: Encoding,
+    api_version: String,
+    /// The object kind (`ConfigMap`); lists are `{kind}List`.
+    kind: String,
+    rv: String,
+    /// (namespace, name) → object bytes.
+    objects: BTreeMap<(String, String), Bytes>,
+    bytes: usize,
+    /// A WatchList stream is sending its initial events: not answerable yet.
+    filling: bool,
+}
+
+impl View {
+    fn new(encoding: Encoding) -> View {
+        View {
+            encoding,
+            api_version: String::new(),
+            kind: String::new(),
+            rv: String::new(),
+            objects: BTreeMap::new(),
+            bytes: 0,
+            filling: false,
+        }
+    }
+
+    fn insert(&mut self, key: (String, String), obj: Bytes) {
+        self.bytes += obj.len();
+        if let Some(old) = self.objects.insert(key, obj) {
+            self.bytes -= old.len();
+        }
+    }
+
+    fn remove(&mut self, key: &(String, String)) {
+        if let Some(old) = self.objects.remove(key) {
+            self.bytes -= old.len();
+        }
+    }
+}
+
+/// A read answered from a view.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answer {
+    pub encoding: Encoding,
+    /// 200, or 404 for a GET of an object the view does not hold.
+    pub code: u16,
+    pub body: Bytes,
+    /// The view's resourceVersion.
+    pub rv: String,
+}
+
+/// What a read wants from a view.
+#[derive(Debug, Clone)]
+pub struct Read<'a> {
+    pub key: ViewKey,
+    /// A GET of this name; a LIST when `None`.
+    pub name: Option<&'a str>,
+    pub accept_protobuf: bool,
+    pub accept_json: bool,
+}
+
+/// Every view, and the streams' lag, shared by the proxy.
+pub struct Views {
+    views: Mutex<HashMap<ViewKey, View>>,
+    /// Paged LISTs in progress, committed when the last page arrives.
+    pages: Mutex<HashMap<ViewKey, View>>,
+    max_bytes: usize,
+    /// (client, resource) → stream id → when its oldest held event arrived.
+    held_since: Mutex<HashMap<(String, String), HashMap<u64, Instant>>>,
+    next_stream: std::sync::atomic::AtomicU64,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+#[derive(Deserialize)]
+struct JsonList<'a> {
+    #[serde(rename = "apiVersion", borrow, default)]
+    api_version: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    metadata: Option<JsonListMeta<'a>>,
+    #[serde(borrow, default)]
+    items: Vec<&'a serde_json::value::RawValue>,
+}
+
+#[derive(Deserialize)]
+struct JsonListMeta<'a> {
+    #[serde(rename = "resourceVersion", borrow, default)]
+    resource_version: Option<Cow<'a, str>>,
+    #[serde(rename = "continue", borrow, default)]
+    continue_: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct JsonItem<'a> {
+    #[serde(borrow, default)]
+    metadata: Option<JsonItemMeta<'a>>,
+}
+
+#[derive(Deserialize)]
+struct JsonItemMeta<'a> {
+    #[serde(borrow, default)]
+    name: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    namespace: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct JsonEvent<'a> {
+    #[serde(borrow)]
+    object: &'a serde_json::value::RawValue,
+}
+
+/// A parsed LIST page.
+struct Page {
+    api_version: String,
+    kind: String,
+    rv: String,
+    continue_: String,
+    items: Vec<((String, String), Bytes)>,
+}
+
+fn parse_json_list(body: &[u8]) -> Result<Page, String> {
+    let l: JsonList<'_> = serde_json::from_slice(body).map_err(|e| e.to_string())?;
+    let mut items = Vec::with_capacity(l.items.len());
+    for raw in l.items {
+        let it: JsonItem<'_> = serde_json::from_str(raw.get()).map_err(|e| e.to_string())?;
+        let m = it.metadata.ok_or("a list item without metadata")?;
+        let key = (
+            m.namespace.map(Cow::into_owned).unwrap_or_default(),
+            m.name.map(Cow::into_owned).unwrap_or_default(),
+        );
+        items.push((key, Bytes::copy_from_slice(raw.get().as_bytes())));
+    }
+    let meta = l.metadata;
+    Ok(Page {
+        api_version: l.api_version.map(Cow::into_owned).unwrap_or_default(),
+        kind: l
+            .kind
+            .map(|k| k.strip_suffix("List").unwrap_or(&k).to_string())
+            .unwrap_or_default(),
+        rv: meta
+            .as_ref()
+            .and_then(|m| m.resource_version.clone())
+            .map(Cow::into_owned)
+            .unwrap_or_default(),
+        continue_: meta
+            .and_then(|m| m.continue_)
+            .map(Cow::into_owned)
+            .unwrap_or_default(),
+        items,
+    })
+}
+
+fn proto_key(obj: &[u8]) -> Result<(String, String), String> {
+    let (mut ns, mut name) = (String::new(), String::new());
+    for f in Fields::new(obj) {
+        if let (1, Wire::Bytes(m)) = f.map_err(|e| e.to_string())? {
+            for g in Fields::new(m) {
+                match g.map_err(|e| e.to_string())? {
+                    (1, Wire::Bytes(x)) => name = String::from_utf8_lossy(x).into_owned(),
+                    (3, Wire::Bytes(x)) => ns = String::from_utf8_lossy(x).into_owned(),
+                    _ => {}
+                }
+            }
+        }
+    }
+    Ok((ns, name))
+}
+
+fn parse_proto_list(body: &[u8]) -> Result<Page, String> {
+    let (api_version, kind, raw) = unwrap_unknown(body).map_err(|e| e.to_string())?;
+    let mut page = Page {
+        api_version,
+        kind: kind.strip_suffix("List").unwrap_or(&kind).to_string(),
+        rv: String::new(),
+        continue_: String::new(),
+        items: Vec::new(),
+    };
+    for f in Fields::new(raw) {
+        match f.map_err(|e| e.to_string())? {
+            (1, Wire::Bytes(lm)) => {
+                for g in Fields::new(lm) {
+                    match g.map_err(|e| e.to_string())? {
+                        (2, Wire::Bytes(x)) => page.rv = String::from_utf8_lossy(x).into_owned(),
+                        (3, Wire::Bytes(x)) => {
+                            page.continue_ = String::from_utf8_lossy(x).into_owned()
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            (2, Wire::Bytes(item)) => page
+                .items
+                .push((proto_key(item)?, Bytes::copy_from_slice(item))),
+            _ => {}
+        }
+    }
+    Ok(page)
+}
+
+/// The object inside one watch frame, in the view's encoding.
+fn event_object(encoding: Encoding, frame: &[u8]) -> Option<Bytes> {
+    match encoding {
+        Encoding::Json => {
+            let ev: JsonEvent<'_> = serde_json::from_slice(frame).ok()?;
+            Some(Bytes::copy_from_slice(ev.object.get().as_bytes()))
+        }
+        Encoding::Protobuf => {
+            let msg = frame.get(4..)?;
+            let mut raw: &[u8] = &[];
+            for f in Fields::new(msg) {
+                if let (2, Wire::Bytes(ext)) = f.ok()? {
+                    for g in Fields::new(ext) {
+                        if let (1, Wire::Bytes(r)) = g.ok()? {
+                            raw = r;
+                        }
+                    }
+                }
+            }
+            let (_, _, obj) = unwrap_unknown(raw).ok()?;
+            Some(Bytes::copy_from_slice(obj))
+        }
+    }
+}
+
+fn proto_envelope(api_version: &str, kind: &str, raw: &[u8]) -> Bytes {
+    let mut u = Writer::default();
+    u.message(1, |tm| {
+        tm.string(1, api_version).string(2, kind);
+    });
+    u.bytes(2, raw).bytes(3, b"").bytes(4, b"");
+    let mut out = MAGIC.to_vec();
+    out.extend_from_slice(&u.buf);
+    Bytes::from(out)
+}
+
+/// A JSON list item may lack `kind`/`apiVersion` (built-in types' lists omit them); a
+/// GET response carries both.
+fn json_with_type(api_version: &str, kind: &str, obj: &[u8]) -> Bytes {
+    #[derive(Deserialize)]
+    struct Tm<'a> {
+        #[serde(borrow, default)]
+        kind: Option<Cow<'a, str>>,
+    }
+    let typed = serde_json::from_slice::<Tm<'_>>(obj).is_ok_and(|t| t.kind.is_some());
+    let trimmed = obj.trim_ascii_start();
+    if typed || !trimmed.starts_with(b"{") {
+        return Bytes::copy_from_slice(obj);
+    }
+    let mut out = serde_json::to_vec(&serde_json::json!({"kind": kind, "apiVersion": api_version}))
+        .unwrap_or_default();
+    out.pop(); // the closing brace
+    let rest = trimmed[1..].trim_ascii_start();
+    if !rest.starts_with(b"}") {
+        out.push(b',');
+    }
+    out.extend_from_slice(rest);
+    Bytes::from(out)
+}
+
+impl Views {
+    pub fn new(max_bytes: usize) -> Views {
+        Views {
+            views: Mutex::new(HashMap::new()),
+            pages: Mutex::new(HashMap::new()),
+            max_bytes,
+            held_since: Mutex::new(HashMap::new()),
+            next_stream: std::sync::atomic::AtomicU64::new(1),
+        }
+    }
+
+    pub fn enabled(&self) -> bool {
+        self.max_bytes > 0
+    }
+
+    /// The cap on all views' bytes (`--max-view-bytes`).
+    pub fn max_bytes(&self) -> usize {
+        self.max_bytes
+    }
+
+    fn total(views: &HashMap<ViewKey, View>) -> usize {
+        views.values().map(|v| v.bytes).sum()
+    }
+
+    /// Bytes held by all views.
+    pub fn bytes(&self) -> usize {
+        Self::total(&lock(&self.views))
+    }
+
+    /// A LIST response body went to the client. `first_page`: the request had no
+    /// `continue` token. Malformed bodies are ignored (the client got them as they were).
+    pub fn feed_list(&self, key: ViewKey, encoding: Encoding, first_page: bool, body: &[u8]) {
+        if !self.enabled() {
+            return;
+        }
+        let page = match encoding {
+            Encoding::Json => parse_json_list(body),
+            Encoding::Protobuf => parse_proto_list(body),
+        };
+        let page = match page {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::debug!(error = %e, resource = %key.resource, "a LIST body did not parse; no view from it");
+                return;
+            }
+        };
+        let mut pages = lock(&self.pages);
+        let mut view = if first_page {
+            View::new(encoding)
+        } else {
+            match pages.remove(&key) {
+                Some(v) if v.encoding == encoding => v,
+                _ => return,
+            }
+        };
+        if first_page {
+            view.api_version = page.api_version;
+            view.kind = page.kind;
+            view.rv = page.rv;
+        }
+        for (k, obj) in page.items {
+            view.insert(k, obj);
+        }
+        if !page.continue_.is_empty() {
+            if view.bytes <= self.max_bytes {
+                pages.insert(key, view);
+            }
+            return;
+        }
+        drop(pages);
+        let mut views = lock(&self.views);
+        views.remove(&key);
+        if Self::total(&views) + view.bytes > self.max_bytes {
+            tracing::info!(resource = %key.resource, client = %key.client, bytes = view.bytes, "view dropped: --max-view-bytes reached; its reads go upstream");
+            return;
+        }
+        views.insert(key, view);
+    }
+
+    /// A WatchList stream (`sendInitialEvents=true`) starts: its view is rebuilt from the
+    /// initial events, and answers nothing until their end marker.
+    pub fn start_watch_list(&self, key: &ViewKey, encoding: Encoding) {
+        if !self.enabled() {
+            return;
+        }
+        let mut v = View::new(encoding);
+        v.filling = true;
+        lock(&self.views).insert(key.clone(), v);
+    }
+
+    /// A watch frame was delivered to the client.
+    pub fn apply(&self, key: &ViewKey, encoding: Encoding, meta: &EventMeta, frame: &[u8]) {
+        if !self.enabled() {
+            return;
+        }
+        let mut views = lock(&self.views);
+        let Some(view) = views.get_mut(key) else {
+            return;
+        };
+        if view.encoding != encoding {
+            views.remove(key);
+            return;
+        }
+        let k = (meta.namespace.clone(), meta.name.clone());
+        match meta.type_ {
+            Some(EventType::Added | EventType::Modified) => match event_object(encoding, frame) {
+                Some(obj) => {
+                    if view.kind.is_empty() {
+                        view.kind = meta.kind.clone();
+                        view.api_version = meta.api_version.clone();
+                    }
+                    view.insert(k, obj);
+                }
+                None => {
+                    views.remove(key);
+                    return;
+                }
+            },
+            Some(EventType::Deleted) => view.remove(&k),
+            Some(EventType::Bookmark) => {
+                if meta.initial_events_end {
+                    view.filling = false;
+                }
+            }
+            Some(EventType::Error) | None => return,
+        }
+        if !meta.resource_version.is_empty() {
+            view.rv = meta.resource_version.clone();
+        }
+        if view.bytes > self.max_bytes {
+            views.remove(key);
+            return;
+        }
+        let total = Self::total(&views);
+        if total > self.max_bytes {
+            tracing::info!(resource = %key.resource, client = %key.client, "view dropped: --max-view-bytes reached; its reads go upstream");
+            views.remove(key);
+        }
+    }
+
+    /// Answer a read from a view, if one covers it: the view of the same query, or for a
+    /// namespaced read, the same client's all-namespaces view with the same selectors.
+    /// A GET is answered only from a view without selectors (elsewhere, absence means
+    /// nothing).
+    pub fn answer(&self, read: &Read<'_>) -> Option<Answer> {
+        let views = lock(&self.views);
+        let mut candidates = vec![read.key.clone()];
+        if read.key.namespace.is_some() {
+            candidates.push(ViewKey {
+                namespace: None,
+                ..read.key.clone()
+            });
+        }
+        let (view, filter_ns) = candidates.iter().find_map(|k| {
+            views
+                .get(k)
+                .filter(|v| !v.filling && !v.kind.is_empty())
+                .map(|v| (v, k.namespace.is_none() && read.key.namespace.is_some()))
+        })?;
+        let ok = match view.encoding {
+            Encoding::Json => read.accept_json,
+            Encoding::Protobuf => read.accept_protobuf,
+        };
+        if !ok {
+            return None;
+        }
+        let ns = read.key.namespace.clone().unwrap_or_default();
+        if let Some(name) = read.name {
+            if !read.key.label_selector.is_empty() || !read.key.field_selector.is_empty() {
+                return None;
+            }
+            return Some(match view.objects.get(&(ns.clone(), name.to_string())) {
+                Some(obj) => Answer {
+                    encoding: view.encoding,
+                    code: 200,
+                    body: match view.encoding {
+                        Encoding::Json => json_with_type(&view.api_version, &view.kind, obj),
+                        Encoding::Protobuf => proto_envelope(&view.api_version, &view.kind, obj),
+                    },
+                    rv: view.rv.clone(),
+                },
+                None => Answer {
+                    encoding: Encoding::Json,
+                    code: 404,
+                    body: Bytes::new(),
+                    rv: view.rv.clone(),
+                },
+            });
+        }
+        let items = view
+            .objects
+            .iter()
+            .filter(|((ons, _), _)| !filter_ns || *ons == ns)
+            .map(|(_, o)| o);
+        let list_kind = format!("{}List", view.kind);
+        let body = match view.encoding {
+            Encoding::Json => {
+                let head = serde_json::json!({
+                    "kind": list_kind,
+                    "apiVersion": view.api_version,
+                    "metadata": {"resourceVersion": view.rv},
+                });
+                let mut out = serde_json::to_vec(&head).unwrap_or_default();
+                out.pop();
+                out.extend_from_slice(b",\"items\":[");
+                for (i, o) in items.enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    out.extend_from_slice(o);
+                }
+                out.extend_from_slice(b"]}");
+                Bytes::from(out)
+            }
+            Encoding::Protobuf => {
+                let mut list = Writer::default();
+                list.message(1, |lm| {
+                    lm.string(1, "").string(2, &view.rv).string(3, "");
+                });
+                for o in items {
+                    list.bytes(2, o);
+                }
+                proto_envelope(&view.api_version, &list_kind, &list.buf)
+            }
+        };
+        Some(Answer {
+            encoding: view.encoding,
+            code: 200,
+            body,
+            rv: view.rv.clone(),
+        })
+    }
+
+    /// A new stream id, for [`Views::set_held_since`].
+    pub fn stream_id(&self) -> u64 {
+        self.next_stream
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Record when a stream's oldest held event arrived (`None`: nothing held).
+    pub fn set_held_since(
+        &self,
+        client: &str,
+        resource: &str,
+        stream: u64,
+        since: Option<Instant>,
+    ) {
+        let mut m = lock(&self.held_since);
+        let k = (client.to_string(), resource.to_string());
+        match since {
+            Some(t) => {
+                m.entry(k).or_default().insert(stream, t);
+            }
+            None => {
+                if let Some(s) = m.get_mut(&k) {
+                    s.remove(&stream);
+                }
+            }
+        }
+    }
+
+    /// How far behind each (client, resource) is: the age of its oldest held event, in
+    /// seconds (0 when nothing is held). Every pair ever seen is reported.
+    pub fn lag(&self, now: Instant) -> Vec<(String, String, f64)> {
+        lock(&self.held_since)
+            .iter()
+            .map(|((c, r), streams)| {
+                let oldest = streams.values().min();
+                (
+                    c.clone(),
+                    r.clone(),
+                    oldest.map_or(0.0, |t| now.saturating_duration_since(*t).as_secs_f64()),
+                )
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FIX: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/kube-apiserver-1.28/");
+
+    fn key(ns: Option<&str>) -> ViewKey {
+        ViewKey {
+            client: "c".into(),
+            resource: "configmaps".into(),
+            namespace: ns.map(str::to_string),
+            label_selector: String::new(),
+            field_selector: String::new(),
+        }
+    }
+
+    fn read(ns: Option<&str>, name: Option<&'static str>) -> Read<'static> {
+        Read {
+            key: key(ns),
+            name,
+            accept_json: true,
+            accept_protobuf: true,
+        }
+    }
+
+    fn json_line(t: &str, name: &str, rv: u64) -> Vec<u8> {
+        let (ns, name) = name.split_once('/').unwrap_or(("a", name));
+        format!(
+            "{{\"type\":\"{t}\",\"object\":{{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{{\"name\":\"{name}\",\"namespace\":\"{ns}\",\"resourceVersion\":\"{rv}\"}},\"data\":{{\"v\":\"{rv}\"}}}}}}\n"
+        )
+        .into_bytes()
+    }
+
+    fn apply_line(v: &Views, k: &ViewKey, line: &[u8]) {
+        let meta = super::super::json::parse_event(line).unwrap();
+        v.apply(k, Encoding::Json, &meta, line);
+    }
+
+    #[test]
+    fn json_list_then_events_then_answers() {
+        let v = Views::new(1 << 20);
+        let k = key(None);
+        let list = std::fs::read(format!("{FIX}cm-list-json-limit.body")).unwrap();
+        // A paged list is not a view until its last page.
+        v.feed_list(k.clone(), Encoding::Json, true, &list);
+        assert!(v.answer(&read(None, None)).is_none());
+        let last = br#"{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"584"},"items":[{"metadata":{"name":"cm-9","namespace":"fixtures"},"data":{"x":"y"}}]}"#;
+        v.feed_list(k.clone(), Encoding::Json, false, last);
+        let a = v.answer(&read(None, None)).unwrap();
+        let body: serde_json::Value = serde_json::from_slice(&a.body).unwrap();
+        assert_eq!(body["kind"], "ConfigMapList");
+        assert_eq!(body["metadata"]["resourceVersion"], "584");
+        let names: Vec<&str> = body["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["metadata"]["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["cm-0", "cm-9"], "both pages, in key order");
+        // A GET gets kind/apiVersion even though list items lacked them.
+        let g = v.answer(&read(Some("fixtures"), Some("cm-9"))).unwrap();
+        let obj: serde_json::Value = serde_json::from_slice(&g.body).unwrap();
+        assert_eq!(
+            (obj["kind"].as_str(), obj["data"]["x"].as_str()),
+            (Some("ConfigMap"), Some("y"))
+        );
+        assert_eq!(
+            v.answer(&read(Some("fixtures"), Some("nope")))
+                .unwrap()
+                .code,
+            404
+        );
+        // Delivered events move it forward; namespace filtering from the cluster view.
+        apply_line(&v, &k, &json_line("ADDED", "x", 600));
+        apply_line(&v, &k, &json_line("MODIFIED", "x", 601));
+        apply_line(&v, &k, &json_line("DELETED", "fixtures/cm-0", 602));
+        let all = v.answer(&read(None, None)).unwrap();
+        let all: serde_json::Value = serde_json::from_slice(&all.body).unwrap();
+        let names: Vec<&str> = all["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["metadata"]["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["x", "cm-9"], "a/x, fixtures/cm-9");
+        let a = v.answer(&read(Some("a"), None)).unwrap();
+        let body: serde_json::Value = serde_json::from_slice(&a.body).unwrap();
+        assert_eq!(body["metadata"]["resourceVersion"], "602");
+        assert_eq!(body["items"].as_array().unwrap().len(), 1);
+        assert_eq!(body["items"][0]["data"]["v"], "601");
+        // JSON views answer only clients that accept JSON.
+        let mut r = read(None, None);
+        r.accept_json = false;
+        assert!(v.answer(&r).is_none());
+    }
+
+    #[test]
+    fn protobuf_list_round_trips() {
+        let v = Views::new(1 << 20);
+        let body = std::fs::read(format!("{FIX}cm-list-protobuf.body")).unwrap();
+        let original = parse_proto_list(&body).unwrap();
+        v.feed_list(key(None), Encoding::Protobuf, true, &body);
+        let a = v.answer(&read(None, None)).unwrap();
+        assert_eq!(a.encoding, Encoding::Protobuf);
+        let again = parse_proto_list(&a.body).unwrap();
+        assert_eq!(
+            (
+                again.api_version.as_str(),
+                again.kind.as_str(),
+                again.rv.as_str()
+            ),
+            ("v1", "ConfigMap", original.rv.as_str())
+        );
+        let mut want = original.items.clone();
+        want.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(again.items, want);
+        // A GET is the typed object in its envelope, like the recorded GET.
+        let (ns, name) = want[0].0.clone();
+        let g = v
+            .answer(&Read {
+                key: key(Some(Box::leak(ns.into_boxed_str()))),
+                name: Some(Box::leak(name.into_boxed_str())),
+                accept_json: false,
+                accept_protobuf: true,
+            })
+            .unwrap();
+        let (av, kind, raw) = unwrap_unknown(&g.body).unwrap();
+        assert_eq!(
+            (av.as_str(), kind.as_str(), raw),
+            ("v1", "ConfigMap", &want[0].1[..])
+        );
+    }
+
+    #[test]
+    fn protobuf_watch_frames_feed_the_view() {
+        let v = Views::new(1 << 20);
+        let k = key(None);
+        v.start_watch_list(&k, Encoding::Protobuf);
+        assert!(v.answer(&read(None, None)).is_none(), "filling");
+        let stream = std::fs::read(format!("{FIX}cm-watchlist-protobuf.body")).unwrap();
+        let frames = super::super::proto::ProtoFramer::new(1 << 24)
+            .push(&stream)
+            .unwrap();
+        for f in &frames {
+            v.apply(&k, Encoding::Protobuf, &f.meta, &f.bytes);
+        }
+        let a = v.answer(&read(None, None)).unwrap();
+        let page = parse_proto_list(&a.body).unwrap();
+        let added = frames
+            .iter()
+            .filter(|f| f.meta.type_ == Some(EventType::Added))
+            .count();
+        assert!(added > 0);
+        assert_eq!(page.items.len(), added);
+        assert_eq!(page.rv, frames.last().unwrap().meta.resource_version);
+    }
+
+    #[test]
+    fn the_cap_drops_views_instead_of_growing() {
+        let v = Views::new(300);
+        let k = key(None);
+        v.feed_list(k.clone(), Encoding::Json, true, br#"{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"1"},"items":[]}"#);
+        assert!(v.answer(&read(None, None)).is_some());
+        for i in 0..5 {
+            apply_line(&v, &k, &json_line("ADDED", &format!("o{i}"), 2 + i));
+        }
+        assert!(v.answer(&read(None, None)).is_none());
+        assert!(v.bytes() <= 300);
+        // Disabled views hold nothing.
+        let off = Views::new(0);
+        off.feed_list(k, Encoding::Json, true, br#"{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"1"},"items":[]}"#);
+        assert!(off.answer(&read(None, None)).is_none());
+    }
+
+    #[test]
+    fn malformed_bodies_leave_no_view_and_do_not_panic() {
+        let v = Views::new(1 << 20);
+        for body in [&b"{"[..], b"[]", b"{\"items\":[1]}", b"k8s\0\xff", b""] {
+            v.feed_list(key(None), Encoding::Json, true, body);
+            v.feed_list(key(None), Encoding::Protobuf, true, body);
+            assert!(v.answer(&read(None, None)).is_none());
+        }
+    }
+}
