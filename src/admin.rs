@@ -78,10 +78,16 @@ fn status(admin: &Admin) -> serde_json::Value {
         sum_by(&fam, "stalemate_watch_streams", &["client", "resource"])
             .into_iter()
             .filter(|(_, n)| *n > 0.0)
-            .map(|(k, n)| serde_json::json!({"client": k[0], "resource": k[1], "streams": n}))
+            .map(
+                |(k, n)| serde_json::json!({"client": k[0], "resource": k[1], "streams": n as i64}),
+            )
             .collect();
-    let held_events: f64 = sum_by(&fam, "stalemate_held_events", &[]).values().sum();
-    let held_bytes: f64 = sum_by(&fam, "stalemate_held_bytes", &[]).values().sum();
+    let held_events = sum_by(&fam, "stalemate_held_events", &[])
+        .values()
+        .sum::<f64>() as i64;
+    let held_bytes = sum_by(&fam, "stalemate_held_bytes", &[])
+        .values()
+        .sum::<f64>() as i64;
     let mut v = admin.gates.engine.describe();
     v["streams"] = serde_json::json!(streams);
     v["held"] = serde_json::json!({"events": held_events, "bytes": held_bytes, "budgetUsedBytes": admin.gates.budget.used()});
@@ -102,8 +108,8 @@ fn clients(admin: &Admin) -> serde_json::Value {
             serde_json::json!({
                 "name": n,
                 "match": admin.gates.engine.client_matcher(&n),
-                "requests": requests.get(&k).copied().unwrap_or(0.0),
-                "watchStreams": streams.get(&k).copied().unwrap_or(0.0),
+                "requests": requests.get(&k).copied().unwrap_or(0.0) as u64,
+                "watchStreams": streams.get(&k).copied().unwrap_or(0.0) as i64,
             })
         })
         .collect();

@@ -274,14 +274,7 @@ fn answer_from_view(
     let windows = g
         .engine
         .windows_for(&l.client, &r.resource_name(), r.namespace.as_deref());
-    let stale = windows.iter().find(|a| {
-        matches!(
-            a.window.fault,
-            crate::schedule::Fault::Freeze {}
-                | crate::schedule::Fault::Coalesce {}
-                | crate::schedule::Fault::Lag { .. }
-        )
-    })?;
+    let stale = windows.iter().find(|a| a.window.fault.makes_stale())?;
     let violation = match r.params.rv_semantics() {
         request::RvSemantics::Any => false,
         _ if stale.window.stale_consistent_reads => true,
@@ -382,6 +375,10 @@ impl http_body::Body for ListTee {
             Poll::Ready(None) => self.finish(),
             Poll::Ready(Some(Err(_))) => self.key = None,
             Poll::Pending => {}
+        }
+        // hyper stops polling once the body says it has ended; the copy is complete then.
+        if matches!(r, Poll::Ready(Some(Ok(_)))) && self.inner.is_end_stream() {
+            self.finish();
         }
         r
     }
@@ -491,8 +488,20 @@ pub async fn handle(proxy: Arc<Proxy>, mut req: Request<Incoming>, peer: Peer) -
     }
     let upgrade = is_upgrade(req.headers());
     let client_upgrade = upgrade.then(|| hyper::upgrade::on(&mut req));
+    // A LIST that reaches the upstream rebuilds the client's view — except during a
+    // window that makes the client stale: the view stands for its informer cache, which
+    // a one-off consistent read does not change.
     let list_view = match &info {
-        RequestInfo::Resource(r) if r.verb == Verb::List && proxy.gates.views.enabled() => {
+        RequestInfo::Resource(r)
+            if r.verb == Verb::List
+                && proxy.gates.views.enabled()
+                && !proxy
+                    .gates
+                    .engine
+                    .windows_for(&l.client, &r.resource_name(), r.namespace.as_deref())
+                    .iter()
+                    .any(|a| a.window.fault.makes_stale()) =>
+        {
             Some((view_key(&l.client, r), r.params.continue_token.is_none()))
         }
         _ => None,

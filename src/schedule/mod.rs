@@ -86,6 +86,14 @@ pub enum Fault {
 }
 
 impl Fault {
+    /// Faults that hold watch events, so the client's view falls behind.
+    pub fn makes_stale(&self) -> bool {
+        matches!(
+            self,
+            Fault::Freeze {} | Fault::Coalesce {} | Fault::Lag { .. }
+        )
+    }
+
     /// The fault's name as the schedule file spells it.
     pub fn name(&self) -> &'static str {
         match self {

@@ -1,0 +1,371 @@
+//! Client views, the optimistic-lock conflict behind the Flux bug, protobuf gating of a
+//! recorded real stream, the trace file, and the control API's token — through the real
+//! binary, with kube-rs and curl as clients.
+
+#[path = "common/mod.rs"]
+mod common;
+
+use std::process::Command;
+use std::time::Duration;
+
+use common::{Proxy, Sim};
+use serde_json::{Value, json};
+
+fn admin_as(
+    proxy: &Proxy,
+    token: Option<&str>,
+    method: &str,
+    path: &str,
+    body: Option<&Value>,
+) -> (u16, Value) {
+    let mut c = Command::new("curl");
+    c.args([
+        "-sS",
+        "--max-time",
+        "10",
+        "-X",
+        method,
+        "-w",
+        "\n%{http_code}",
+    ]);
+    if let Some(t) = token {
+        c.args(["-H", &format!("Authorization: Bearer {t}")]);
+    }
+    if let Some(b) = body {
+        c.args([
+            "-H",
+            "Content-Type: application/json",
+            "--data-binary",
+            &b.to_string(),
+        ]);
+    }
+    let out = c.arg(format!("{}{path}", proxy.admin)).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
+    (
+        code.trim().parse().unwrap_or(0),
+        serde_json::from_str(body).unwrap_or(Value::Null),
+    )
+}
+
+/// The value of one sample in a Prometheus text exposition (0 if absent).
+fn sample(metrics: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
+    metrics
+        .lines()
+        .filter(|l| l.starts_with(name) && l[name.len()..].starts_with('{'))
+        .filter(|l| {
+            labels
+                .iter()
+                .all(|(k, v)| l.contains(&format!("{k}=\"{v}\"")))
+        })
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+fn list_via(proxy: &Proxy, query: &str) -> Value {
+    let r = proxy.curl(
+        "GET",
+        &format!("/api/v1/namespaces/default/configmaps{query}"),
+        &[("Accept", "application/json")],
+        None,
+    );
+    assert_eq!(r.status, 200, "{query}: {}", r.text());
+    r.json()
+}
+
+/// (name, data.v) of the list's items, minus the namespace's `kube-root-ca.crt`.
+fn values(list: &Value) -> Vec<(String, String)> {
+    list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["metadata"]["name"] != "kube-root-ca.crt")
+        .map(|i| {
+            (
+                i["metadata"]["name"].as_str().unwrap_or("").to_string(),
+                i["data"]["v"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect()
+}
+
+fn rv(v: &Value) -> u64 {
+    v["metadata"]["resourceVersion"]
+        .as_str()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
+}
+
+#[tokio::test]
+async fn views_answer_stale_reads_and_the_optimistic_lock_gets_a_real_409() {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::api::{Api, Patch, PatchParams, PostParams};
+    use kube::runtime::{reflector, watcher};
+    const TOKEN: &str = "admin-secret-token";
+    let sim = Sim::start();
+    let trace_dir = tempfile::tempdir().unwrap();
+    let trace = trace_dir.path().join("trace.jsonl");
+    let trace_arg = trace.to_string_lossy().into_owned();
+    let mut proxy = Proxy::start(&sim, &["--trace", &trace_arg, "--admin-token", TOKEN]);
+    let direct: Api<ConfigMap> = Api::namespaced(sim.client().await, "default");
+    let api: Api<ConfigMap> = Api::namespaced(proxy.client().await, "default");
+    let cm: ConfigMap = serde_json::from_value(
+        json!({"metadata": {"name": "flux"}, "data": {"v": "0", "payload": "s3cr3t-payload"}}),
+    )
+    .unwrap();
+    direct.create(&PostParams::default(), &cm).await.unwrap();
+
+    // A reflector through the proxy: its LIST and watch feed the client's view.
+    let (reader, writer) = reflector::store();
+    let rf = reflector(writer, watcher(api.clone(), watcher::Config::default()));
+    let task = tokio::spawn(async move {
+        use futures_util::StreamExt;
+        rf.for_each(|_| async {}).await;
+    });
+    tokio::time::timeout(Duration::from_secs(20), reader.wait_until_ready())
+        .await
+        .unwrap()
+        .unwrap();
+    let fresh = list_via(&proxy, "?resourceVersion=0");
+    assert_eq!(values(&fresh), [("flux".into(), "0".into())]);
+
+    // The control API wants the token.
+    let window = json!({"name": "freeze", "resources": ["configmaps"], "fault": {"freeze": {}}});
+    assert_eq!(
+        admin_as(&proxy, None, "POST", "/v1/windows", Some(&window)).0,
+        401
+    );
+    assert_eq!(
+        admin_as(&proxy, Some("wrong"), "GET", "/v1/status", None).0,
+        401
+    );
+    assert_eq!(proxy.admin_get("/metrics").0, 200, "metrics stay open");
+    let (code, _) = admin_as(&proxy, Some(TOKEN), "POST", "/v1/windows", Some(&window));
+    assert_eq!(code, 201);
+
+    // The cluster moves on; the client's view does not.
+    direct
+        .patch(
+            "flux",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"v": "1"}})),
+        )
+        .await
+        .unwrap();
+    let upstream_now = list_via(&proxy, "");
+    assert_eq!(
+        values(&upstream_now),
+        [("flux".into(), "1".into())],
+        "a consistent LIST goes upstream even in the window"
+    );
+    let stale = list_via(&proxy, "?resourceVersion=0");
+    assert_eq!(
+        values(&stale),
+        [("flux".into(), "0".into())],
+        "resourceVersion=0 is answered from the view"
+    );
+    assert!(
+        rv(&stale) < rv(&upstream_now),
+        "the view's list RV ({}) is older than the upstream's ({})",
+        rv(&stale),
+        rv(&upstream_now)
+    );
+    assert!(
+        rv(&stale) >= rv(&stale["items"][0]),
+        "invariant 2: the list RV is never older than its items"
+    );
+    let get = proxy.curl(
+        "GET",
+        "/api/v1/namespaces/default/configmaps/flux?resourceVersion=0",
+        &[],
+        None,
+    );
+    assert_eq!(get.status, 200);
+    let got = get.json();
+    assert_eq!(
+        (got["kind"].as_str(), got["data"]["v"].as_str()),
+        (Some("ConfigMap"), Some("0"))
+    );
+    let missing = proxy.curl(
+        "GET",
+        "/api/v1/namespaces/default/configmaps/nope?resourceVersion=0",
+        &[],
+        None,
+    );
+    assert_eq!(
+        (missing.status, missing.json()["reason"].as_str()),
+        (404, Some("NotFound"))
+    );
+
+    // (d) The Flux bug's mechanism: read through the stale cache, write with the
+    // optimistic lock, get the upstream's real 409 (not an injected one).
+    let cached = reader
+        .get(&reflector::ObjectRef::new("flux").within("default"))
+        .unwrap();
+    assert_eq!(
+        cached.data.as_ref().unwrap()["v"],
+        "0",
+        "the reflector is stale"
+    );
+    let stale_rv = cached.metadata.resource_version.clone().unwrap();
+    let err = api
+        .patch(
+            "flux",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"resourceVersion": stale_rv}, "data": {"v": "from-stale-cache"}})),
+        )
+        .await
+        .unwrap_err();
+    match err {
+        kube::Error::Api(s) => {
+            assert_eq!((s.code, s.reason.as_str()), (409, "Conflict"));
+            assert!(!s.message.contains("injected"), "{}", s.message);
+        }
+        e => panic!("expected a 409, got {e}"),
+    }
+    let metrics = proxy.admin_get("/metrics").1;
+    let cm = [("client", "other"), ("resource", "configmaps")];
+    assert_eq!(
+        sample(&metrics, "stalemate_upstream_conflicts_total", &cm),
+        1.0
+    );
+    assert_eq!(
+        sample(
+            &metrics,
+            "stalemate_writes_total",
+            &[
+                ("client", "other"),
+                ("resource", "configmaps"),
+                ("verb", "patch")
+            ]
+        ),
+        1.0
+    );
+    assert_eq!(
+        sample(
+            &metrics,
+            "stalemate_view_reads_total",
+            &[
+                ("client", "other"),
+                ("resource", "configmaps"),
+                ("contract", "kept")
+            ]
+        ),
+        3.0,
+        "the RV=0 LIST, the GET and the GET of a missing object"
+    );
+    assert!(
+        sample(&metrics, "stalemate_view_lag_seconds", &cm) > 0.0,
+        "{metrics}"
+    );
+    let (code, status) = admin_as(&proxy, Some(TOKEN), "GET", "/v1/status", None);
+    assert_eq!(code, 200);
+    assert_eq!(status["windows"][0]["window"]["name"], "freeze");
+    assert!(
+        status["held"]["events"].as_f64().unwrap() >= 1.0,
+        "{status}"
+    );
+    assert!(
+        status["streams"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["resource"] == "configmaps")
+    );
+    let (_, clients) = admin_as(&proxy, Some(TOKEN), "GET", "/v1/clients", None);
+    assert!(
+        clients["clients"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["name"] == "other" && c["requests"].as_f64().unwrap() > 0.0),
+        "{clients}"
+    );
+
+    // staleConsistentReads: even a consistent LIST is answered from the view — a
+    // contract violation, labelled as such.
+    admin_as(&proxy, Some(TOKEN), "DELETE", "/v1/windows/freeze", None);
+    let released = async {
+        while !reader
+            .get(&reflector::ObjectRef::new("flux").within("default"))
+            .is_some_and(|o| o.data.as_ref().is_some_and(|d| d["v"] == "1"))
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(20), released)
+        .await
+        .expect("the reflector catches up after the window");
+    let violating = json!({"name": "lie", "resources": ["configmaps"], "fault": {"freeze": {}}, "staleConsistentReads": true});
+    assert_eq!(
+        admin_as(&proxy, Some(TOKEN), "POST", "/v1/windows", Some(&violating)).0,
+        201
+    );
+    direct
+        .patch(
+            "flux",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"v": "2"}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(values(&list_via(&proxy, "")), [("flux".into(), "1".into())]);
+    let metrics = proxy.admin_get("/metrics").1;
+    assert_eq!(
+        sample(
+            &metrics,
+            "stalemate_view_reads_total",
+            &[("contract", "violated")]
+        ),
+        1.0
+    );
+    admin_as(&proxy, Some(TOKEN), "DELETE", "/v1/windows/lie", None);
+    assert_eq!(
+        values(&list_via(&proxy, "?resourceVersion=0")),
+        [("flux".into(), "2".into())],
+        "outside windows, reads go upstream"
+    );
+    task.abort();
+
+    // The trace: requests with how they were answered, event fates, windows; no
+    // object contents and no credentials.
+    proxy
+        .terminate(Duration::from_secs(15))
+        .expect("exits on SIGTERM");
+    let text = std::fs::read_to_string(&trace).unwrap();
+    assert!(
+        !text.contains("s3cr3t-payload"),
+        "no object contents in the trace"
+    );
+    assert!(!text.contains("stalemate-use-upstream-credentials") && !text.contains("Bearer"));
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let has = |f: &dyn Fn(&Value) -> bool| lines.iter().any(f);
+    assert!(has(&|l| l["kind"] == "window"
+        && l["window"] == "freeze"
+        && l["action"] == "open"
+        && l["fault"] == "freeze"));
+    assert!(has(&|l| l["kind"] == "window"
+        && l["window"] == "freeze"
+        && l["action"] == "close"));
+    assert!(has(&|l| l["kind"] == "request"
+        && l["verb"] == "list"
+        && l["answer"] == "view"
+        && l["window"] == "freeze"));
+    assert!(has(
+        &|l| l["kind"] == "request" && l["answer"] == "view-violation"
+    ));
+    assert!(has(&|l| l["kind"] == "request"
+        && l["verb"] == "patch"
+        && l["code"] == 409
+        && l["name"] == "flux"));
+    assert!(has(&|l| l["kind"] == "event"
+        && l["fate"] == "held"
+        && l["type"] == "MODIFIED"
+        && l["name"] == "flux"));
+    assert!(has(&|l| l["kind"] == "event"
+        && l["fate"] == "released"
+        && l["delayMs"].as_f64().is_some_and(|d| d > 0.0)));
+}
