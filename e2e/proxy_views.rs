@@ -500,3 +500,109 @@ async fn recorded_protobuf_stream_is_frozen_then_delivered_byte_identical() {
     let got = std::fs::read(&out).unwrap();
     assert_eq!(got, want, "released frames are byte-identical, in order");
 }
+
+fn ctl(proxy: &Proxy, token: Option<&str>, args: &[&str]) -> (bool, String, String) {
+    let mut c = Command::new(common::BIN);
+    c.arg("ctl")
+        .args(["--admin", &proxy.admin])
+        .env_remove("STALEMATE_ADMIN_TOKEN");
+    if let Some(t) = token {
+        c.args(["--token", t]);
+    }
+    let out = c.args(args).output().unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn ctl_drives_the_control_api_with_readable_output_and_clear_errors() {
+    let sim = Sim::start();
+    let proxy = Proxy::start(&sim, &["--admin-token", "tok"]);
+    let (ok, _, err) = ctl(&proxy, None, &["status"]);
+    assert!(!ok && err.contains("wants a token"), "{err}");
+    let (ok, out, err) = ctl(
+        &proxy,
+        Some("tok"),
+        &[
+            "freeze",
+            "configmaps",
+            "secrets",
+            "-n",
+            "default",
+            "--for",
+            "5m",
+            "--name",
+            "f1",
+        ],
+    );
+    assert!(ok, "{err}");
+    assert_eq!(out, "opened f1\n");
+    let (ok, out, _) = ctl(&proxy, Some("tok"), &["status"]);
+    assert!(ok);
+    let first = out.lines().nth(1).unwrap_or("");
+    assert!(
+        first.starts_with("f1  ")
+            && first.contains("freeze")
+            && first.contains("configmaps,secrets in default"),
+        "{out}"
+    );
+    assert!(out.contains("held: 0 events"), "{out}");
+    let (_, json_out, _) = ctl(&proxy, Some("tok"), &["--json", "windows"]);
+    let v: Value = serde_json::from_str(&json_out).unwrap();
+    assert_eq!(v["windows"][0]["window"]["duration"], "5m");
+
+    // A window with a trigger is armed, not opened.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("w.json");
+    std::fs::write(
+        &file,
+        r#"{"name": "later", "resources": ["configmaps"], "fault": {"lag": {"delay": "1s"}},
+            "trigger": {"afterRequests": {"verb": "patch", "count": 1}}}"#,
+    )
+    .unwrap();
+    let (ok, out, err) = ctl(&proxy, Some("tok"), &["open", file.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    assert!(out.starts_with("armed later"), "{out}");
+    let (_, out, _) = ctl(&proxy, Some("tok"), &["windows"]);
+    assert!(!out.contains("later"), "{out}");
+    // Bad files are named, with the line and the field.
+    std::fs::write(&file, "{\"name\": \"x\",\n \"fault\": {\"freez\": {}}}").unwrap();
+    let (ok, _, err) = ctl(&proxy, Some("tok"), &["open", file.to_str().unwrap()]);
+    assert!(
+        !ok && err.contains("w.json") && err.contains("2:") && err.contains("freez"),
+        "{err}"
+    );
+
+    let (ok, out, _) = ctl(&proxy, Some("tok"), &["close", "f1"]);
+    assert!(ok && out.starts_with("closed f1"), "{out}");
+    let (ok, _, err) = ctl(&proxy, Some("tok"), &["close", "f1"]);
+    assert!(
+        !ok && err.contains("404") && err.contains("no open window named \"f1\""),
+        "{err}"
+    );
+    let (ok, out, _) = ctl(&proxy, Some("tok"), &["clients"]);
+    assert!(
+        ok && out.contains("other") && out.contains("(everyone else)"),
+        "{out}"
+    );
+
+    // Nobody listening: says where it looked.
+    let (ok, _, err) = Command::new(common::BIN)
+        .args(["ctl", "--admin", "http://127.0.0.1:1", "status"])
+        .output()
+        .map(|o| {
+            (
+                o.status.success(),
+                (),
+                String::from_utf8_lossy(&o.stderr).into_owned(),
+            )
+        })
+        .unwrap();
+    assert!(
+        !ok && err.contains("cannot reach the admin listener at http://127.0.0.1:1"),
+        "{err}"
+    );
+}

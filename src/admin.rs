@@ -170,8 +170,11 @@ async fn handle(admin: Arc<Admin>, req: Request<Incoming>) -> Response<Body> {
                 ),
                 Ok(w) => {
                     let name = w.name.clone();
-                    match admin.gates.engine.open(w) {
-                        Ok(()) => json(StatusCode::CREATED, &serde_json::json!({"opened": name})),
+                    match admin.gates.engine.submit(w) {
+                        Ok("opened") => {
+                            json(StatusCode::CREATED, &serde_json::json!({"opened": name}))
+                        }
+                        Ok(_) => json(StatusCode::ACCEPTED, &serde_json::json!({"armed": name})),
                         Err(e) => json(
                             StatusCode::UNPROCESSABLE_ENTITY,
                             &serde_json::json!({"error": e}),

@@ -2,6 +2,7 @@
 
 pub mod certs;
 pub mod check;
+pub mod ctl;
 pub mod kubeconfig;
 pub mod serve;
 pub mod sim;
@@ -51,6 +52,8 @@ pub enum Command {
     Certs(certs::CertsArgs),
     /// Validate schedule files; report every error with line, column and field.
     Check(check::CheckArgs),
+    /// Talk to a running proxy's control API: status, windows, open, close, freeze.
+    Ctl(ctl::CtlArgs),
 }
 
 fn init_logging(format: LogFormat) {
@@ -86,6 +89,7 @@ pub fn main() -> ExitCode {
             Command::Kubeconfig(args) => kubeconfig::run(args),
             Command::Certs(args) => certs::run(args),
             Command::Check(args) => check::run(args),
+            Command::Ctl(args) => ctl::run(args).await,
         }
     });
     match result {

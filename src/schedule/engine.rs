@@ -85,43 +85,57 @@ impl Engine {
     }
 
     /// Start the schedule: windows without a trigger open now, `at` and `every` ones on
-    /// time, `afterRequests`/`afterEvents` ones are armed.
+    /// time, `afterRequests`/`afterEvents` ones are armed, `manual` ones wait for the
+    /// control API.
     pub fn start(self: &Arc<Self>, schedule: &Schedule) {
         for w in &schedule.windows {
-            let Some(t) = &w.trigger else {
-                let _ = self.open(w.clone());
+            if w.trigger.as_ref().is_some_and(|t| t.manual.is_some()) {
                 continue;
-            };
-            if let Some(at) = t.at {
-                let (engine, w) = (self.clone(), w.clone());
-                tokio::spawn(async move {
-                    tokio::time::sleep(at.0).await;
-                    let _ = engine.open(w);
-                });
-            } else if let Some(every) = t.every {
-                let (engine, w, jitter, count) =
-                    (self.clone(), w.clone(), t.jitter.map(|j| j.0), t.count);
-                tokio::spawn(async move {
-                    let mut n = 0u64;
-                    while count.is_none_or(|c| n < c) {
-                        let j = jitter.map_or(Duration::ZERO, |j| {
-                            Duration::from_secs_f64(engine.uniform(0.0, j.as_secs_f64()))
-                        });
-                        tokio::time::sleep(every.0 + j).await;
-                        let _ = engine.open(w.clone());
-                        n += 1;
-                    }
-                });
-            } else if t.after_requests.is_some() || t.after_events.is_some() {
-                self.armed
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .push(Armed {
-                        window: w.clone(),
-                        seen: 0,
-                    });
             }
+            let _ = self.submit(w.clone());
         }
+    }
+
+    /// A window from the file or the control API: open it now (no trigger, or `manual`),
+    /// or start its trigger (`at` and `every` count from now). Returns what was done.
+    pub fn submit(self: &Arc<Self>, w: Window) -> Result<&'static str, String> {
+        let errs = w.check(&self.client_specs);
+        if let Some((field, msg)) = errs.first() {
+            return Err(format!("{field}: {msg}"));
+        }
+        let Some(t) = w.trigger.clone().filter(|t| t.manual.is_none()) else {
+            self.open(w)?;
+            return Ok("opened");
+        };
+        if let Some(at) = t.at {
+            let engine = self.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(at.0).await;
+                let _ = engine.open(w);
+            });
+        } else if let Some(every) = t.every {
+            let (engine, jitter, count) = (self.clone(), t.jitter.map(|j| j.0), t.count);
+            tokio::spawn(async move {
+                let mut n = 0u64;
+                while count.is_none_or(|c| n < c) {
+                    let j = jitter.map_or(Duration::ZERO, |j| {
+                        Duration::from_secs_f64(engine.uniform(0.0, j.as_secs_f64()))
+                    });
+                    tokio::time::sleep(every.0 + j).await;
+                    let _ = engine.open(w.clone());
+                    n += 1;
+                }
+            });
+        } else if t.after_requests.is_some() || t.after_events.is_some() {
+            self.armed
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(Armed { window: w, seen: 0 });
+        } else {
+            self.open(w)?;
+            return Ok("opened");
+        }
+        Ok("armed")
     }
 
     /// Count a request toward `afterRequests` triggers; opens (before the request is
