@@ -606,3 +606,30 @@ fn ctl_drives_the_control_api_with_readable_output_and_clear_errors() {
         "{err}"
     );
 }
+
+#[test]
+fn every_schedule_in_config_passes_check() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/config");
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 5, "{files:?}");
+    let out = Command::new(common::BIN)
+        .arg("check")
+        .args(&files)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        stdout.lines().filter(|l| l.contains(": ok (")).count(),
+        files.len()
+    );
+}

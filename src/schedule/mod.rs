@@ -389,8 +389,13 @@ impl Window {
     /// (`None`: all namespaces)? A stream across all namespaces overlaps any namespace
     /// list and is held whole: holding only some of its events would reorder
     /// resourceVersions, and a client resuming from a later one would lose the held ones.
+    /// Leases (leader election) are only touched when named: `*` does not cover them, or
+    /// every chaos run would also be a leader-election test (DESIGN.md "Faults").
     pub fn targets(&self, resource: &str, namespace: Option<&str>) -> bool {
-        let res = self.resources.iter().any(|r| r == "*" || r == resource);
+        let res = self
+            .resources
+            .iter()
+            .any(|r| r == resource || (r == "*" && resource != "leases.coordination.k8s.io"));
         let ns = self.namespaces.is_empty()
             || namespace.is_none_or(|n| self.namespaces.iter().any(|x| x == n));
         res && ns
@@ -446,6 +451,10 @@ mod tests {
         ));
         assert!(!s.windows[0].targets("gitrepositories.source.toolkit.fluxcd.io", Some("default")));
         assert!(s.windows[1].targets("configmaps", None));
+        assert!(
+            !s.windows[1].targets("leases.coordination.k8s.io", None),
+            "leases only when named"
+        );
         assert!(
             s.windows[0].targets("gitrepositories.source.toolkit.fluxcd.io", None),
             "a cluster-wide stream overlaps"
