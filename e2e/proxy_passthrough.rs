@@ -364,7 +364,9 @@ fn clients_without_the_proxy_ca_are_refused_and_upstream_tls_is_verified() {
 #[test]
 fn large_list_streams_without_buffering_and_metrics_count_it() {
     let sim = Sim::start();
-    let proxy = Proxy::start(&sim, &[]);
+    // Views off: what is measured is the forwarding path alone. (With views on, a LIST
+    // is also kept as the client's view; that memory is capped separately, below.)
+    let proxy = Proxy::start(&sim, &["--max-view-bytes", "0"]);
     let blob = "x".repeat(1024 * 1024);
     for i in 0..40 {
         let body =
@@ -403,6 +405,35 @@ fn large_list_streams_without_buffering_and_metrics_count_it() {
     eprintln!(
         "40 MB LIST through the proxy: peak RSS +{} KiB",
         grew / 1024
+    );
+    // Views on, capped at 8 MiB: the copy stops at the cap, so the LIST still costs
+    // far less than its size (and makes no view).
+    let capped = Proxy::start(&sim, &["--max-view-bytes", "8388608"]);
+    assert_eq!(
+        capped.curl("GET", "/api/v1/namespaces", &[], None).status,
+        200
+    );
+    let before_capped = peak_rss(capped.pid());
+    let out = curl(
+        &capped.ca(),
+        &capped.url,
+        "GET",
+        "/api/v1/namespaces/default/configmaps",
+        &[],
+        None,
+        &["-w", ""],
+    );
+    assert_eq!(out.body.len() as u64, size);
+    let grew_capped = peak_rss(capped.pid()).saturating_sub(before_capped);
+    assert!(
+        grew_capped < 8 * 1024 * 1024 + size / 4,
+        "with views capped at 8 MiB the peak RSS grew by {grew_capped} bytes"
+    );
+    let (_, status) = capped.admin_get("/v1/status");
+    let status: Value = serde_json::from_str(&status).unwrap();
+    assert!(
+        status["views"]["bytes"].as_u64().unwrap() < 1024 * 1024,
+        "past the cap, the 40 MB LIST is not kept as a view: {status}"
     );
 
     let (code, metrics) = proxy.admin_get("/metrics");

@@ -286,10 +286,13 @@ async fn views_answer_stale_reads_and_the_optimistic_lock_gets_a_real_409() {
     // contract violation, labelled as such.
     admin_as(&proxy, Some(TOKEN), "DELETE", "/v1/windows/freeze", None);
     let released = async {
-        while !reader
-            .get(&reflector::ObjectRef::new("flux").within("default"))
-            .is_some_and(|o| o.data.as_ref().is_some_and(|d| d["v"] == "1"))
-        {
+        let caught_up = || {
+            reader
+                .get(&reflector::ObjectRef::new("flux").within("default"))
+                .and_then(|o| o.data.clone())
+                .is_some_and(|d| d["v"] == "1")
+        };
+        while !caught_up() {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     };

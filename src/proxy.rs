@@ -349,7 +349,7 @@ impl ListTee {
             body
         };
         self.views
-            .feed_list(key, self.encoding, self.first_page, &body);
+            .feed_list(key, self.encoding, self.first_page, Bytes::from(body));
     }
 }
 
@@ -470,17 +470,15 @@ pub async fn handle(proxy: Arc<Proxy>, mut req: Request<Incoming>, peer: Peer) -
                     rate,
                     retry_after,
                     ..
-                } => {
-                    if proxy.gates.engine.chance(rate) {
-                        l.answer = "injected";
-                        l.window = Some(window.clone());
-                        return finish(
-                            &proxy,
-                            &l,
-                            start,
-                            injected_error(&window, status, retry_after.map(|d| d.0), r),
-                        );
-                    }
+                } if proxy.gates.engine.chance(rate) => {
+                    l.answer = "injected";
+                    l.window = Some(window.clone());
+                    return finish(
+                        &proxy,
+                        &l,
+                        start,
+                        injected_error(&window, status, retry_after.map(|d| d.0), r),
+                    );
                 }
                 _ => {}
             }
@@ -653,7 +651,16 @@ pub async fn handle(proxy: Arc<Proxy>, mut req: Request<Incoming>, peer: Peer) -
                 match (encoding, gzip) {
                     (Some(encoding), None | Some(true)) => ListTee {
                         inner: body.map_err(BodyError::from).boxed(),
-                        copy: Vec::new(),
+                        // Sized once from Content-Length: no doubling while it fills.
+                        copy: Vec::with_capacity(
+                            parts
+                                .headers
+                                .get(header::CONTENT_LENGTH)
+                                .and_then(|v| v.to_str().ok())
+                                .and_then(|v| v.parse::<usize>().ok())
+                                .unwrap_or(0)
+                                .min(proxy.gates.views.max_bytes()),
+                        ),
                         limit: proxy.gates.views.max_bytes(),
                         gzip: gzip == Some(true),
                         encoding,

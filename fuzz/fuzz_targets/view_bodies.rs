@@ -15,7 +15,7 @@ fuzz_target!(|data: &[u8]| {
     };
     let (list, events) = data.split_at(data.len() / 2);
     for enc in [Encoding::Json, Encoding::Protobuf] {
-        views.feed_list(key.clone(), enc, true, list);
+        views.feed_list(key.clone(), enc, true, list.to_vec().into());
         let meta = match enc {
             Encoding::Json => stalemate::watch::json::parse_event(events).ok(),
             Encoding::Protobuf => {

@@ -99,6 +99,8 @@ pub enum HoldMode {
 }
 
 /// What the gate asks the stream to do.
+// Nearly every output is a `Deliver`; boxing it would allocate per event for nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Output {
     /// Write this frame (its original bytes) to the client now.

@@ -253,6 +253,7 @@ pub fn gated(upstream: Incoming, format: Format, target: Target, gates: Arc<Gate
         // Apply the windows open right now, then follow changes.
         let mut outs = apply_windows(&engine, &target, &mut gate, &mut relisted);
         let mut cap_hits = 0;
+        let mut last_since = None;
         loop {
             report.update(&gate, &outs);
             if gate.stats.cap_hits > cap_hits {
@@ -263,12 +264,11 @@ pub fn gated(upstream: Incoming, format: Format, target: Target, gates: Arc<Gate
                 cap_hits = gate.stats.cap_hits;
             }
             trace_notes(&gates.trace, &target, &mut gate);
-            views.set_held_since(
-                &target.client,
-                &target.resource,
-                stream_id,
-                gate.oldest_held_since(),
-            );
+            let since = gate.oldest_held_since();
+            if since != last_since {
+                views.set_held_since(&target.client, &target.resource, stream_id, since);
+                last_since = since;
+            }
             for o in outs.drain(..) {
                 let (bytes, end): (Option<Result<Bytes, BodyError>>, bool) = match o {
                     Output::Deliver(f) => {

@@ -16,7 +16,9 @@
 //! ```
 //!
 //! Objects are kept as the bytes the upstream sent (JSON object text, or the typed
-//! protobuf message without its `runtime.Unknown` envelope), never as trees. The total is
+//! protobuf message without its `runtime.Unknown` envelope), never as trees; items of a
+//! LIST are slices of its body, so a view costs about one copy of what it was shown (a
+//! body stays alive until its last item is replaced: up to twice the accounted bytes). The total is
 //! capped (`--max-view-bytes`); a view that would exceed it is dropped and its reads go
 //! upstream, which the API contract allows.
 
@@ -166,6 +168,16 @@ struct JsonEvent<'a> {
     object: &'a serde_json::value::RawValue,
 }
 
+/// `part` as a slice of `body` when it lies inside it (no copy), else a copy.
+fn sub(body: &Bytes, part: &[u8]) -> Bytes {
+    let (b, p) = (body.as_ptr() as usize, part.as_ptr() as usize);
+    if p >= b && p + part.len() <= b + body.len() {
+        body.slice_ref(part)
+    } else {
+        Bytes::copy_from_slice(part)
+    }
+}
+
 /// A parsed LIST page.
 struct Page {
     api_version: String,
@@ -175,7 +187,8 @@ struct Page {
     items: Vec<((String, String), Bytes)>,
 }
 
-fn parse_json_list(body: &[u8]) -> Result<Page, String> {
+/// Items are slices of `body`, not copies: a view costs one copy of what it was shown.
+fn parse_json_list(body: &Bytes) -> Result<Page, String> {
     let l: JsonList<'_> = serde_json::from_slice(body).map_err(|e| e.to_string())?;
     let mut items = Vec::with_capacity(l.items.len());
     for raw in l.items {
@@ -185,7 +198,7 @@ fn parse_json_list(body: &[u8]) -> Result<Page, String> {
             m.namespace.map(Cow::into_owned).unwrap_or_default(),
             m.name.map(Cow::into_owned).unwrap_or_default(),
         );
-        items.push((key, Bytes::copy_from_slice(raw.get().as_bytes())));
+        items.push((key, sub(body, raw.get().as_bytes())));
     }
     let meta = l.metadata;
     Ok(Page {
@@ -223,7 +236,7 @@ fn proto_key(obj: &[u8]) -> Result<(String, String), String> {
     Ok((ns, name))
 }
 
-fn parse_proto_list(body: &[u8]) -> Result<Page, String> {
+fn parse_proto_list(body: &Bytes) -> Result<Page, String> {
     let (api_version, kind, raw) = unwrap_unknown(body).map_err(|e| e.to_string())?;
     let mut page = Page {
         api_version,
@@ -245,9 +258,7 @@ fn parse_proto_list(body: &[u8]) -> Result<Page, String> {
                     }
                 }
             }
-            (2, Wire::Bytes(item)) => page
-                .items
-                .push((proto_key(item)?, Bytes::copy_from_slice(item))),
+            (2, Wire::Bytes(item)) => page.items.push((proto_key(item)?, sub(body, item))),
             _ => {}
         }
     }
@@ -345,13 +356,13 @@ impl Views {
 
     /// A LIST response body went to the client. `first_page`: the request had no
     /// `continue` token. Malformed bodies are ignored (the client got them as they were).
-    pub fn feed_list(&self, key: ViewKey, encoding: Encoding, first_page: bool, body: &[u8]) {
+    pub fn feed_list(&self, key: ViewKey, encoding: Encoding, first_page: bool, body: Bytes) {
         if !self.enabled() {
             return;
         }
         let page = match encoding {
-            Encoding::Json => parse_json_list(body),
-            Encoding::Protobuf => parse_proto_list(body),
+            Encoding::Json => parse_json_list(&body),
+            Encoding::Protobuf => parse_proto_list(&body),
         };
         let page = match page {
             Ok(p) => p,
@@ -636,10 +647,10 @@ mod tests {
         let k = key(None);
         let list = std::fs::read(format!("{FIX}cm-list-json-limit.body")).unwrap();
         // A paged list is not a view until its last page.
-        v.feed_list(k.clone(), Encoding::Json, true, &list);
+        v.feed_list(k.clone(), Encoding::Json, true, list.into());
         assert!(v.answer(&read(None, None)).is_none());
         let last = br#"{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"584"},"items":[{"metadata":{"name":"cm-9","namespace":"fixtures"},"data":{"x":"y"}}]}"#;
-        v.feed_list(k.clone(), Encoding::Json, false, last);
+        v.feed_list(k.clone(), Encoding::Json, false, Bytes::from_static(last));
         let a = v.answer(&read(None, None)).unwrap();
         let body: serde_json::Value = serde_json::from_slice(&a.body).unwrap();
         assert_eq!(body["kind"], "ConfigMapList");
@@ -692,11 +703,12 @@ mod tests {
     fn protobuf_list_round_trips() {
         let v = Views::new(1 << 20);
         let body = std::fs::read(format!("{FIX}cm-list-protobuf.body")).unwrap();
+        let body = Bytes::from(body);
         let original = parse_proto_list(&body).unwrap();
-        v.feed_list(key(None), Encoding::Protobuf, true, &body);
+        v.feed_list(key(None), Encoding::Protobuf, true, body.clone());
         let a = v.answer(&read(None, None)).unwrap();
         assert_eq!(a.encoding, Encoding::Protobuf);
-        let again = parse_proto_list(&a.body).unwrap();
+        let again = parse_proto_list(&a.body.clone()).unwrap();
         assert_eq!(
             (
                 again.api_version.as_str(),
@@ -739,7 +751,7 @@ mod tests {
             v.apply(&k, Encoding::Protobuf, &f.meta, &f.bytes);
         }
         let a = v.answer(&read(None, None)).unwrap();
-        let page = parse_proto_list(&a.body).unwrap();
+        let page = parse_proto_list(&a.body.clone()).unwrap();
         let added = frames
             .iter()
             .filter(|f| f.meta.type_ == Some(EventType::Added))
@@ -753,7 +765,7 @@ mod tests {
     fn the_cap_drops_views_instead_of_growing() {
         let v = Views::new(300);
         let k = key(None);
-        v.feed_list(k.clone(), Encoding::Json, true, br#"{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"1"},"items":[]}"#);
+        v.feed_list(k.clone(), Encoding::Json, true, Bytes::from_static(br#"{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"1"},"items":[]}"#));
         assert!(v.answer(&read(None, None)).is_some());
         for i in 0..5 {
             apply_line(&v, &k, &json_line("ADDED", &format!("o{i}"), 2 + i));
@@ -762,7 +774,7 @@ mod tests {
         assert!(v.bytes() <= 300);
         // Disabled views hold nothing.
         let off = Views::new(0);
-        off.feed_list(k, Encoding::Json, true, br#"{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"1"},"items":[]}"#);
+        off.feed_list(k, Encoding::Json, true, Bytes::from_static(br#"{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"1"},"items":[]}"#));
         assert!(off.answer(&read(None, None)).is_none());
     }
 
@@ -770,8 +782,13 @@ mod tests {
     fn malformed_bodies_leave_no_view_and_do_not_panic() {
         let v = Views::new(1 << 20);
         for body in [&b"{"[..], b"[]", b"{\"items\":[1]}", b"k8s\0\xff", b""] {
-            v.feed_list(key(None), Encoding::Json, true, body);
-            v.feed_list(key(None), Encoding::Protobuf, true, body);
+            v.feed_list(key(None), Encoding::Json, true, Bytes::from_static(body));
+            v.feed_list(
+                key(None),
+                Encoding::Protobuf,
+                true,
+                Bytes::from_static(body),
+            );
             assert!(v.answer(&read(None, None)).is_none());
         }
     }
