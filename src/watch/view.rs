@@ -63,6 +63,9 @@ struct View {
     bytes: usize,
     /// A WatchList stream is sending its initial events: not answerable yet.
     filling: bool,
+    /// A WatchList restarted while this view was complete: the new view fills here and
+    /// replaces this one at the end marker; until then this one answers.
+    next: Option<Box<View>>,
 }
 
 impl View {
@@ -75,7 +78,13 @@ impl View {
             objects: BTreeMap::new(),
             bytes: 0,
             filling: false,
+            next: None,
         }
+    }
+
+    /// Bytes held, including a view being filled.
+    fn size(&self) -> usize {
+        self.bytes + self.next.as_ref().map_or(0, |n| n.bytes)
     }
 
     fn insert(&mut self, key: (String, String), obj: Bytes) {
@@ -346,7 +355,7 @@ impl Views {
     }
 
     fn total(views: &HashMap<ViewKey, View>) -> usize {
-        views.values().map(|v| v.bytes).sum()
+        views.values().map(View::size).sum()
     }
 
     /// Bytes held by all views.
@@ -405,14 +414,21 @@ impl Views {
     }
 
     /// A WatchList stream (`sendInitialEvents=true`) starts: its view is rebuilt from the
-    /// initial events, and answers nothing until their end marker.
+    /// initial events. A complete view keeps answering until their end marker (the
+    /// initial events may be held by a window); a new one answers nothing until then.
     pub fn start_watch_list(&self, key: &ViewKey, encoding: Encoding) {
         if !self.enabled() {
             return;
         }
-        let mut v = View::new(encoding);
-        v.filling = true;
-        lock(&self.views).insert(key.clone(), v);
+        let mut fresh = View::new(encoding);
+        fresh.filling = true;
+        let mut views = lock(&self.views);
+        match views.get_mut(key) {
+            Some(v) if !v.filling && v.encoding == encoding => v.next = Some(Box::new(fresh)),
+            _ => {
+                views.insert(key.clone(), fresh);
+            }
+        }
     }
 
     /// A watch frame was delivered to the client.
@@ -421,13 +437,18 @@ impl Views {
             return;
         }
         let mut views = lock(&self.views);
-        let Some(view) = views.get_mut(key) else {
+        let Some(entry) = views.get_mut(key) else {
             return;
         };
-        if view.encoding != encoding {
+        if entry.encoding != encoding {
             views.remove(key);
             return;
         }
+        let ends_fill = meta.initial_events_end;
+        let view: &mut View = match &mut entry.next {
+            Some(n) => n,
+            None => entry,
+        };
         let k = (meta.namespace.clone(), meta.name.clone());
         match meta.type_ {
             Some(EventType::Added | EventType::Modified) => match event_object(encoding, frame) {
@@ -445,7 +466,7 @@ impl Views {
             },
             Some(EventType::Deleted) => view.remove(&k),
             Some(EventType::Bookmark) => {
-                if meta.initial_events_end {
+                if ends_fill {
                     view.filling = false;
                 }
             }
@@ -454,7 +475,13 @@ impl Views {
         if !meta.resource_version.is_empty() {
             view.rv = meta.resource_version.clone();
         }
-        if view.bytes > self.max_bytes {
+        let Some(entry) = views.get_mut(key) else {
+            return;
+        };
+        if ends_fill && let Some(next) = entry.next.take() {
+            *entry = *next;
+        }
+        if entry.size() > self.max_bytes {
             views.remove(key);
             return;
         }
@@ -759,6 +786,41 @@ mod tests {
         assert!(added > 0);
         assert_eq!(page.items.len(), added);
         assert_eq!(page.rv, frames.last().unwrap().meta.resource_version);
+    }
+
+    #[test]
+    fn a_restarted_watch_list_replaces_the_view_only_at_its_end_marker() {
+        let v = Views::new(1 << 20);
+        let k = key(None);
+        v.start_watch_list(&k, Encoding::Json);
+        apply_line(&v, &k, &json_line("ADDED", "old", 1));
+        apply_line(&v, &k, &json_line("ADDED", "gone", 2));
+        let end = |rv: u64| {
+            format!(r#"{{"type":"BOOKMARK","object":{{"kind":"ConfigMap","apiVersion":"v1","metadata":{{"resourceVersion":"{rv}","annotations":{{"k8s.io/initial-events-end":"true"}}}}}}}}"#).into_bytes()
+        };
+        apply_line(&v, &k, &end(2));
+        let names = |v: &Views| -> Vec<String> {
+            let a = v.answer(&read(None, None)).unwrap();
+            let body: serde_json::Value = serde_json::from_slice(&a.body).unwrap();
+            body["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|i| i["metadata"]["name"].as_str().unwrap().to_string())
+                .collect()
+        };
+        assert_eq!(names(&v), ["gone", "old"]);
+        // The client re-watches (its initial events may be held by a window): the old
+        // view answers until the new one is complete, then the new one replaces it.
+        v.start_watch_list(&k, Encoding::Json);
+        apply_line(&v, &k, &json_line("ADDED", "old", 5));
+        assert_eq!(names(&v), ["gone", "old"]);
+        apply_line(&v, &k, &end(5));
+        assert_eq!(
+            names(&v),
+            ["old"],
+            "no ghost of the object deleted in between"
+        );
     }
 
     #[test]
