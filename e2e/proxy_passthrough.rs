@@ -408,7 +408,7 @@ fn large_list_streams_without_buffering_and_metrics_count_it() {
     );
     // Views on, capped at 8 MiB: the copy stops at the cap, so the LIST still costs
     // far less than its size (and makes no view).
-    let capped = Proxy::start(&sim, &["--max-view-bytes", "8388608"]);
+    let capped = Proxy::start(&sim, &["--max-view-bytes", "8MiB"]);
     assert_eq!(
         capped.curl("GET", "/api/v1/namespaces", &[], None).status,
         200

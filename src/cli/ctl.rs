@@ -307,8 +307,14 @@ pub async fn run(args: CtlArgs) -> Result<()> {
                     .with_context(|| format!("reading {}", file.display()))?
             };
             // Check it here, so the error names the file and the line.
-            let w = crate::schedule::Window::parse(&text)
-                .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+            let w = crate::schedule::Window::parse(&text).map_err(|e| {
+                let name = if file.as_os_str() == "-" {
+                    "standard input".to_string()
+                } else {
+                    file.display().to_string()
+                };
+                anyhow::anyhow!("{name}: {e}")
+            })?;
             (
                 "POST",
                 "/v1/windows".into(),

@@ -86,18 +86,18 @@ pub struct ServeArgs {
 
     /// Bytes of held events allowed per watch stream; past it the stream ends with
     /// ERROR 410 so the client relists (nothing is silently lost).
-    #[arg(long, default_value_t = 64 * 1024 * 1024, value_name = "BYTES")]
+    #[arg(long, default_value = "64MiB", value_parser = super::parse_bytes, value_name = "SIZE")]
     pub max_held_bytes: usize,
 
     /// Bytes of held events allowed across all watch streams; a stream whose event would
     /// pass it ends with ERROR 410, like the per-stream cap.
-    #[arg(long, default_value_t = 512 * 1024 * 1024, value_name = "BYTES")]
+    #[arg(long, default_value = "512MiB", value_parser = super::parse_bytes, value_name = "SIZE")]
     pub max_held_bytes_total: usize,
 
     /// Bytes of client views (the objects each client has been shown, kept to answer
     /// resourceVersion=0 reads during windows). A view past it is dropped and its reads
     /// go upstream. 0 turns views off.
-    #[arg(long, default_value_t = 256 * 1024 * 1024, value_name = "BYTES")]
+    #[arg(long, default_value = "256MiB", value_parser = super::parse_bytes, value_name = "SIZE")]
     pub max_view_bytes: usize,
 
     /// Write a JSON-lines trace here: every request, every watch event's fate, every
