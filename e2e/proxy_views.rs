@@ -636,3 +636,93 @@ fn every_schedule_in_config_passes_check() {
         files.len()
     );
 }
+
+/// Invariant 6: while a window holds a watch's events, the HTTP/2 connection stays alive
+/// — the client's keep-alive PINGs (every 200 ms, 500 ms to answer) are answered — and
+/// the held events then arrive on the same stream.
+#[tokio::test]
+async fn http2_pings_are_answered_while_events_are_held() {
+    use http_body_util::{BodyExt, Empty};
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject;
+    let sim = Sim::start();
+    let proxy = Proxy::start(&sim, &[]);
+    let mut roots = rustls::RootCertStore::empty();
+    for c in CertificateDer::pem_file_iter(proxy.ca()).unwrap() {
+        roots.add(c.unwrap()).unwrap();
+    }
+    let tls = rustls::ClientConfig::builder_with_provider(stalemate::listen::tls::provider())
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let https = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(tls)
+        .https_only()
+        .enable_http2()
+        .build();
+    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .timer(hyper_util::rt::TokioTimer::new())
+        .http2_only(true)
+        .http2_keep_alive_interval(Duration::from_millis(200))
+        .http2_keep_alive_timeout(Duration::from_millis(500))
+        .http2_keep_alive_while_idle(true)
+        .build::<_, Empty<bytes::Bytes>>(https);
+    let rv = sim
+        .curl("GET", "/api/v1/namespaces/default/configmaps", &[], None)
+        .json()["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let window = json!({"name": "hold", "resources": ["configmaps"], "fault": {"freeze": {}}});
+    assert_eq!(
+        admin_as(&proxy, None, "POST", "/v1/windows", Some(&window)).0,
+        201
+    );
+    let req = http::Request::get(format!(
+        "{}/api/v1/namespaces/default/configmaps?watch=true&resourceVersion={rv}",
+        proxy.url
+    ))
+    .header(
+        "authorization",
+        format!("Bearer {}", stalemate::proxy::UPSTREAM_CREDENTIALS_TOKEN),
+    )
+    .body(Empty::new())
+    .unwrap();
+    let resp = client.request(req).await.unwrap();
+    assert_eq!(
+        (resp.status().as_u16(), resp.version()),
+        (200, http::Version::HTTP_2)
+    );
+    let mut body = resp.into_body();
+    let r = sim.curl(
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        &[("Content-Type", "application/json")],
+        Some(br#"{"metadata":{"name":"held"}}"#),
+    );
+    assert_eq!(r.status, 201);
+    // Fifteen keep-alive intervals with the event held: the connection must survive.
+    let quiet = tokio::time::timeout(Duration::from_secs(3), body.frame()).await;
+    assert!(
+        quiet.is_err(),
+        "nothing arrives while frozen, and the stream does not fail"
+    );
+    assert_eq!(
+        admin_as(&proxy, None, "DELETE", "/v1/windows/hold", None).0,
+        200
+    );
+    let frame = tokio::time::timeout(Duration::from_secs(10), body.frame())
+        .await
+        .expect("the held event arrives after the window")
+        .expect("the stream is still open")
+        .expect("no keep-alive timeout on the connection");
+    let line: Value = serde_json::from_slice(frame.data_ref().unwrap()).unwrap();
+    assert_eq!(
+        (
+            line["type"].as_str(),
+            line["object"]["metadata"]["name"].as_str()
+        ),
+        (Some("ADDED"), Some("held"))
+    );
+}
