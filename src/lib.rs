@@ -11,6 +11,7 @@ pub mod cli;
 pub mod kubeconfig;
 pub mod listen;
 pub mod metrics;
+pub mod oracle;
 pub mod protobuf;
 pub mod proxy;
 pub mod request;

@@ -246,9 +246,9 @@ pub struct Schedule {
     pub clients: BTreeMap<String, ClientMatcher>,
     #[serde(default)]
     pub windows: Vec<Window>,
-    /// Oracle settings; judged by the oracles (issue 5), kept here as given.
+    /// What the oracles judge, and their limits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub oracles: Option<serde_json::Value>,
+    pub oracles: Option<crate::oracle::OracleConfig>,
 }
 
 /// A schedule error: where, and what.

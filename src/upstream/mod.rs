@@ -59,6 +59,9 @@ pub struct Upstream {
     upgrade: Svc,
     authed_upgrade: Svc,
     pub has_credentials: bool,
+    /// The loaded configuration, for stalemate's own clients of the upstream (the
+    /// oracles' ground-truth watchers).
+    pub config: kube::Config,
 }
 
 /// Settings for the upstream transport.
@@ -179,13 +182,19 @@ impl Upstream {
         let authed = with_auth(&passthrough);
         let authed_upgrade = with_auth(&upgrade);
         Ok(Upstream {
-            base: cfg.cluster_url,
+            base: cfg.cluster_url.clone(),
+            config: cfg,
             passthrough,
             authed,
             upgrade,
             authed_upgrade,
             has_credentials,
         })
+    }
+
+    /// A kube-rs client of the upstream with stalemate's own (the upstream) credentials.
+    pub fn kube_client(&self) -> Result<kube::Client> {
+        kube::Client::try_from(self.config.clone()).context("building a client of the upstream")
     }
 
     /// The upstream URI for a client request's path and query.

@@ -1,0 +1,173 @@
+//! kstatus, the rules Flux, Argo and `kubectl wait` agree on for "is this object done?"
+//! (sigs.k8s.io/cli-utils `pkg/kstatus/status`, generic rules): computed from the object
+//! alone.
+
+use serde_json::Value;
+
+/// The kstatus of one object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum Status {
+    Current,
+    InProgress,
+    Failed,
+    Terminating,
+}
+
+/// A status and the rule that decided it, in words a report can print.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verdict {
+    pub status: Status,
+    pub rule: String,
+}
+
+fn verdict(status: Status, rule: impl Into<String>) -> Verdict {
+    Verdict {
+        status,
+        rule: rule.into(),
+    }
+}
+
+/// kstatus of an object, checked in this order: `deletionTimestamp` → Terminating;
+/// `status.observedGeneration` ≠ `metadata.generation` (when both exist) → InProgress;
+/// the first of `Reconciling=True` (InProgress) or `Stalled=True` (Failed) in the
+/// conditions' array order; `Ready` True → Current, False or Unknown → InProgress; else
+/// Current.
+pub fn compute(obj: &Value) -> Verdict {
+    let meta = &obj["metadata"];
+    if !meta["deletionTimestamp"].is_null() {
+        return verdict(Status::Terminating, "metadata.deletionTimestamp is set");
+    }
+    let status = &obj["status"];
+    if let (Some(g), Some(og)) = (
+        meta["generation"].as_i64(),
+        status["observedGeneration"].as_i64(),
+    ) && g != og
+    {
+        return verdict(
+            Status::InProgress,
+            format!("status.observedGeneration ({og}) != metadata.generation ({g})"),
+        );
+    }
+    let conditions = status["conditions"].as_array().cloned().unwrap_or_default();
+    for c in &conditions {
+        let is_true = c["status"].as_str() == Some("True");
+        match c["type"].as_str() {
+            Some("Reconciling") if is_true => {
+                return verdict(Status::InProgress, reason("Reconciling=True", c));
+            }
+            Some("Stalled") if is_true => {
+                return verdict(Status::Failed, reason("Stalled=True", c));
+            }
+            _ => {}
+        }
+    }
+    if let Some(ready) = conditions
+        .iter()
+        .find(|c| c["type"].as_str() == Some("Ready"))
+    {
+        return match ready["status"].as_str() {
+            Some("True") => verdict(Status::Current, "Ready=True"),
+            s => verdict(
+                Status::InProgress,
+                reason(&format!("Ready={}", s.unwrap_or("Unknown")), ready),
+            ),
+        };
+    }
+    verdict(Status::Current, "no conditions that say otherwise")
+}
+
+fn reason(what: &str, c: &Value) -> String {
+    match c["reason"].as_str().filter(|r| !r.is_empty()) {
+        Some(r) => format!("condition {what} ({r})"),
+        None => format!("condition {what}"),
+    }
+}
+
+/// The controller has written no status the readiness-race oracle can see: no
+/// `observedGeneration`, no conditions.
+pub fn has_no_status(obj: &Value) -> bool {
+    let s = &obj["status"];
+    s["observedGeneration"].is_null() && s["conditions"].as_array().is_none_or(|c| c.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn st(v: Value) -> (Status, String) {
+        let v = compute(&v);
+        (v.status, v.rule)
+    }
+
+    #[test]
+    fn the_kstatus_rules_in_order() {
+        // The Flux F1 bug's end state: a valid artifact, Ready=True, generation moved on.
+        let stuck = json!({"metadata": {"generation": 2},
+            "status": {"observedGeneration": 1, "conditions": [
+                {"type": "Ready", "status": "True", "reason": "Succeeded"},
+                {"type": "ArtifactInStorage", "status": "True"}]}});
+        assert_eq!(
+            st(stuck),
+            (
+                Status::InProgress,
+                "status.observedGeneration (1) != metadata.generation (2)".into()
+            )
+        );
+        // Terminating wins over everything.
+        assert_eq!(
+            st(json!({"metadata": {"generation": 2, "deletionTimestamp": "2026-01-01T00:00:00Z"}, "status": {"observedGeneration": 1}})).0,
+            Status::Terminating
+        );
+        // First of Reconciling/Stalled in array order.
+        let both = |first: &str, second: &str| {
+            json!({"metadata": {"generation": 1}, "status": {"observedGeneration": 1, "conditions": [
+                {"type": first, "status": "True", "reason": "Progressing"},
+                {"type": second, "status": "True"},
+                {"type": "Ready", "status": "True"}]}})
+        };
+        assert_eq!(
+            st(both("Reconciling", "Stalled")),
+            (
+                Status::InProgress,
+                "condition Reconciling=True (Progressing)".into()
+            )
+        );
+        assert_eq!(st(both("Stalled", "Reconciling")).0, Status::Failed);
+        // Reconciling=False is not a reason to wait.
+        assert_eq!(
+            st(
+                json!({"status": {"conditions": [{"type": "Reconciling", "status": "False"}, {"type": "Ready", "status": "True"}]}})
+            ),
+            (Status::Current, "Ready=True".into())
+        );
+        assert_eq!(
+            st(
+                json!({"status": {"conditions": [{"type": "Ready", "status": "False", "reason": "GitOperationFailed"}]}})
+            ),
+            (
+                Status::InProgress,
+                "condition Ready=False (GitOperationFailed)".into()
+            )
+        );
+        assert_eq!(
+            st(json!({"status": {"conditions": [{"type": "Ready", "status": "Unknown"}]}})).0,
+            Status::InProgress
+        );
+        // observedGeneration without generation (or the reverse) is not compared.
+        assert_eq!(
+            st(json!({"status": {"observedGeneration": 3}})).0,
+            Status::Current
+        );
+        // Nothing at all: Current — which is what the readiness-race oracle catches.
+        let fresh = json!({"metadata": {"generation": 1}, "spec": {}});
+        assert_eq!(st(fresh.clone()).0, Status::Current);
+        assert!(has_no_status(&fresh));
+        assert!(!has_no_status(
+            &json!({"status": {"observedGeneration": -1}})
+        ));
+        assert!(!has_no_status(
+            &json!({"status": {"conditions": [{"type": "Ready", "status": "True"}]}})
+        ));
+    }
+}

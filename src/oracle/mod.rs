@@ -1,0 +1,706 @@
+//! Oracles: did the controller recover? Judged from ground truth — the upstream watched
+//! directly (`truth.rs`), never through a window — and from the requests the proxy saw.
+//!
+//! - **convergence** (kstatus, `kstatus.rs`): after the last window closes plus `settle`,
+//!   every object of the listed resources must be Current; stuck ones are reported with
+//!   the rule that failed and since when; each object's recovery time after each window
+//!   is measured.
+//! - **readiness race**: an object kstatus calls Current before its controller wrote any
+//!   status (no observedGeneration, no conditions).
+//! - **hot loop**: more successful writes to one object by one client in a minute than
+//!   the limit while its spec does not change, naming the fields that change on every
+//!   write (diffs of the successive objects the upstream holds).
+//! - **conflict storm**: more 409s on one object for one client in a minute than the limit.
+//!
+//! All state is plain data updated by `on_*` calls with explicit times, so the rules are
+//! tested without a clock; [`Oracles::evaluate`] turns it into verdicts.
+
+pub mod kstatus;
+pub mod truth;
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::schedule::GoDuration;
+
+/// The `oracles` section of a schedule.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct OracleConfig {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub convergence: Option<ConvergenceConfig>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub readiness_race: Option<ReadinessConfig>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hot_loop: Option<HotLoopConfig>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conflicts: Option<ConflictsConfig>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ConvergenceConfig {
+    /// Resources as kubectl names them (`plural.group`).
+    pub resources: Vec<String>,
+    /// How long after the last window closes the objects have to become Current.
+    #[serde(default = "thirty_seconds")]
+    pub settle: GoDuration,
+}
+
+fn thirty_seconds() -> GoDuration {
+    GoDuration(Duration::from_secs(30))
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ReadinessConfig {
+    pub resources: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct HotLoopConfig {
+    pub max_writes_per_object_per_minute: u32,
+    /// Resources whose objects are watched to name the churning fields (default: the
+    /// convergence resources). Writes are counted for every resource.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resources: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ConflictsConfig {
+    pub max_per_object_per_minute: u32,
+}
+
+impl OracleConfig {
+    /// The resources ground truth must watch.
+    pub fn watched_resources(&self) -> BTreeSet<String> {
+        let mut r = BTreeSet::new();
+        if let Some(c) = &self.convergence {
+            r.extend(c.resources.iter().cloned());
+        }
+        if let Some(c) = &self.readiness_race {
+            r.extend(c.resources.iter().cloned());
+        }
+        if let Some(h) = &self.hot_loop {
+            r.extend(h.resources.iter().cloned());
+        }
+        r
+    }
+}
+
+/// One object, as the report names it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct ObjectRef {
+    pub resource: String,
+    pub namespace: String,
+    pub name: String,
+}
+
+/// Something an oracle found. `rule` says what failed: the kstatus rule, the churning
+/// field paths, the conflict count.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Violation {
+    pub oracle: String,
+    pub resource: String,
+    pub namespace: String,
+    pub name: String,
+    pub rule: String,
+    #[serde(with = "rfc3339")]
+    pub since: SystemTime,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
+}
+
+/// A window as it ran.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WindowSpan {
+    pub name: String,
+    pub fault: String,
+    #[serde(with = "rfc3339")]
+    pub opened_at: SystemTime,
+    #[serde(default, with = "rfc3339_opt", skip_serializing_if = "Option::is_none")]
+    pub closed_at: Option<SystemTime>,
+}
+
+/// How long an object took to become Current after a window closed (`None`: not yet).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Recovery {
+    pub window: String,
+    pub resource: String,
+    pub namespace: String,
+    pub name: String,
+    #[serde(with = "rfc3339")]
+    pub closed_at: SystemTime,
+    pub seconds: Option<f64>,
+}
+
+/// A request on the timeline: a write or a conflict on a named object.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Mark {
+    #[serde(with = "rfc3339")]
+    pub at: SystemTime,
+    pub client: String,
+    pub verb: String,
+    pub resource: String,
+    pub namespace: String,
+    pub name: String,
+    pub code: u16,
+}
+
+/// An object's last kstatus, for the report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ObjectStatus {
+    pub resource: String,
+    pub namespace: String,
+    pub name: String,
+    pub status: kstatus::Status,
+    pub rule: String,
+}
+
+/// Everything the oracles concluded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Verdicts {
+    /// False while the convergence oracle cannot judge yet (a window is open, or `settle`
+    /// has not passed since the last one closed).
+    pub judged: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending: Option<String>,
+    pub violations: Vec<Violation>,
+    pub windows: Vec<WindowSpan>,
+    pub recoveries: Vec<Recovery>,
+    pub objects: Vec<ObjectStatus>,
+    pub timeline: Vec<Mark>,
+}
+
+pub(crate) mod rfc3339 {
+    use std::time::SystemTime;
+
+    pub fn serialize<S: serde::Serializer>(t: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&humantime::format_rfc3339_millis(*t).to_string())
+    }
+
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<SystemTime, D::Error> {
+        let s: String = serde::Deserialize::deserialize(d)?;
+        humantime::parse_rfc3339_weak(&s).map_err(serde::de::Error::custom)
+    }
+}
+
+pub(crate) mod rfc3339_opt {
+    use std::time::SystemTime;
+
+    pub fn serialize<S: serde::Serializer>(
+        t: &Option<SystemTime>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        match t {
+            Some(t) => super::rfc3339::serialize(t, s),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<SystemTime>, D::Error> {
+        let s: Option<String> = serde::Deserialize::deserialize(d)?;
+        s.map(|s| humantime::parse_rfc3339_weak(&s).map_err(serde::de::Error::custom))
+            .transpose()
+    }
+}
+
+const MINUTE: Duration = Duration::from_secs(60);
+/// Timeline marks kept for the report (the oldest are dropped past it).
+const MAX_MARKS: usize = 20_000;
+/// Successive-state diffs kept per object for the hot-loop oracle.
+const MAX_DIFFS: usize = 256;
+
+#[derive(Debug, Default)]
+struct Obj {
+    verdict: Option<kstatus::Verdict>,
+    not_current_since: Option<SystemTime>,
+    deleted: bool,
+    last: Option<Value>,
+    /// (when, changed paths) for each successive state.
+    diffs: VecDeque<(SystemTime, BTreeSet<String>)>,
+    readiness: Option<SystemTime>,
+}
+
+/// A client's rate on one object passed a limit.
+#[derive(Debug, Clone)]
+struct Hit {
+    first: SystemTime,
+    last: SystemTime,
+    peak: usize,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    objects: BTreeMap<ObjectRef, Obj>,
+    writes: BTreeMap<(String, ObjectRef), VecDeque<SystemTime>>,
+    conflicts: BTreeMap<(String, ObjectRef), VecDeque<SystemTime>>,
+    hot: BTreeMap<(String, ObjectRef), Hit>,
+    storms: BTreeMap<(String, ObjectRef), Hit>,
+    windows: Vec<WindowSpan>,
+    recoveries: Vec<(Recovery, Option<SystemTime>)>,
+    marks: VecDeque<Mark>,
+}
+
+/// The oracles of one run.
+pub struct Oracles {
+    pub config: OracleConfig,
+    pub started: SystemTime,
+    state: Mutex<State>,
+    pub violations_gauge: prometheus::IntGaugeVec,
+}
+
+fn is_write(verb: &str) -> bool {
+    matches!(
+        verb,
+        "create" | "update" | "patch" | "delete" | "deletecollection"
+    )
+}
+
+/// Count `at` in a one-minute sliding window; returns the count.
+fn slide(q: &mut VecDeque<SystemTime>, at: SystemTime) -> usize {
+    q.push_back(at);
+    while q
+        .front()
+        .is_some_and(|t| at.duration_since(*t).unwrap_or_default() >= MINUTE)
+    {
+        q.pop_front();
+    }
+    q.len()
+}
+
+fn note_hit(
+    hits: &mut BTreeMap<(String, ObjectRef), Hit>,
+    key: (String, ObjectRef),
+    at: SystemTime,
+    n: usize,
+) {
+    let h = hits.entry(key).or_insert(Hit {
+        first: at,
+        last: at,
+        peak: n,
+    });
+    h.last = at;
+    h.peak = h.peak.max(n);
+}
+
+/// A JSON path segment: `.name`, or `["a.b/c"]` when the key is not a plain word.
+fn segment(k: &str) -> String {
+    if !k.is_empty()
+        && k.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        format!(".{k}")
+    } else {
+        format!("[{}]", serde_json::Value::String(k.to_string()))
+    }
+}
+
+/// Paths of the leaves that differ between two objects (resourceVersion and
+/// managedFields, which change on every write by definition, are left out).
+pub fn changed_paths(a: &Value, b: &Value) -> BTreeSet<String> {
+    fn walk(path: &str, a: &Value, b: &Value, out: &mut BTreeSet<String>) {
+        if matches!(
+            path,
+            ".metadata.resourceVersion" | ".metadata.managedFields"
+        ) {
+            return;
+        }
+        match (a, b) {
+            (Value::Object(x), Value::Object(y)) => {
+                for k in x.keys().chain(y.keys()).collect::<BTreeSet<_>>() {
+                    walk(
+                        &format!("{path}{}", segment(k)),
+                        x.get(k).unwrap_or(&Value::Null),
+                        y.get(k).unwrap_or(&Value::Null),
+                        out,
+                    );
+                }
+            }
+            (x, y) if x != y => {
+                out.insert(path.to_string());
+            }
+            _ => {}
+        }
+    }
+    let mut out = BTreeSet::new();
+    walk("", a, b, &mut out);
+    out.into_iter()
+        .map(|p| p.strip_prefix('.').map(str::to_string).unwrap_or(p))
+        .collect()
+}
+
+impl Oracles {
+    pub fn new(config: OracleConfig, started: SystemTime) -> Oracles {
+        Oracles {
+            config,
+            started,
+            state: Mutex::new(State::default()),
+            violations_gauge: prometheus::IntGaugeVec::new(
+                prometheus::Opts::new(
+                    "oracle_violations",
+                    "Violations the oracles have found so far, by oracle.",
+                ),
+                &["oracle"],
+            )
+            .expect("static metric definition"),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn convergence_covers(&self, resource: &str) -> bool {
+        self.config
+            .convergence
+            .as_ref()
+            .is_some_and(|c| c.resources.iter().any(|r| r == resource))
+    }
+
+    /// A request the proxy answered. Writes and conflicts on named objects count.
+    #[allow(clippy::too_many_arguments)]
+    pub fn on_request(
+        &self,
+        client: &str,
+        verb: &str,
+        resource: &str,
+        namespace: Option<&str>,
+        name: Option<&str>,
+        code: u16,
+        at: SystemTime,
+    ) {
+        let Some(name) = name else { return };
+        if !is_write(verb) && code != 409 {
+            return;
+        }
+        // `gitrepositories/status` is a write to the object.
+        let resource = resource.split('/').next().unwrap_or(resource);
+        let obj = ObjectRef {
+            resource: resource.to_string(),
+            namespace: namespace.unwrap_or("").to_string(),
+            name: name.to_string(),
+        };
+        let mut s = self.lock();
+        s.marks.push_back(Mark {
+            at,
+            client: client.to_string(),
+            verb: verb.to_string(),
+            resource: obj.resource.clone(),
+            namespace: obj.namespace.clone(),
+            name: obj.name.clone(),
+            code,
+        });
+        if s.marks.len() > MAX_MARKS {
+            s.marks.pop_front();
+        }
+        let key = (client.to_string(), obj);
+        if code == 409 {
+            if let Some(c) = &self.config.conflicts {
+                let n = slide(s.conflicts.entry(key.clone()).or_default(), at);
+                if n > c.max_per_object_per_minute as usize {
+                    note_hit(&mut s.storms, key, at, n);
+                }
+            }
+        } else if (200..300).contains(&code)
+            && let Some(h) = &self.config.hot_loop
+        {
+            let n = slide(s.writes.entry(key.clone()).or_default(), at);
+            if n > h.max_writes_per_object_per_minute as usize {
+                note_hit(&mut s.hot, key, at, n);
+            }
+        }
+    }
+
+    /// Ground truth: the object as the upstream holds it now.
+    pub fn on_object(&self, resource: &str, obj: &Value, at: SystemTime) {
+        let key = ObjectRef {
+            resource: resource.to_string(),
+            namespace: obj["metadata"]["namespace"]
+                .as_str()
+                .unwrap_or("")
+                .to_string(),
+            name: obj["metadata"]["name"].as_str().unwrap_or("").to_string(),
+        };
+        let verdict = kstatus::compute(obj);
+        let readiness = self
+            .config
+            .readiness_race
+            .as_ref()
+            .is_some_and(|c| c.resources.iter().any(|r| r == resource));
+        let mut s = self.lock();
+        let o = s.objects.entry(key.clone()).or_default();
+        o.deleted = false;
+        if verdict.status == kstatus::Status::Current {
+            o.not_current_since = None;
+        } else if o.not_current_since.is_none() {
+            o.not_current_since = Some(at);
+        }
+        if readiness
+            && o.readiness.is_none()
+            && verdict.status == kstatus::Status::Current
+            && kstatus::has_no_status(obj)
+        {
+            o.readiness = Some(at);
+        }
+        if let Some(prev) = &o.last {
+            let d = changed_paths(prev, obj);
+            if !d.is_empty() {
+                o.diffs.push_back((at, d));
+                if o.diffs.len() > MAX_DIFFS {
+                    o.diffs.pop_front();
+                }
+            }
+        }
+        o.last = Some(obj.clone());
+        let current = verdict.status == kstatus::Status::Current;
+        o.verdict = Some(verdict);
+        if current {
+            for (r, done) in s.recoveries.iter_mut() {
+                if done.is_none()
+                    && r.resource == key.resource
+                    && r.namespace == key.namespace
+                    && r.name == key.name
+                {
+                    *done = Some(at);
+                }
+            }
+        }
+    }
+
+    /// Ground truth: the object is gone.
+    pub fn on_delete(&self, resource: &str, namespace: &str, name: &str, _at: SystemTime) {
+        let key = ObjectRef {
+            resource: resource.to_string(),
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+        };
+        if let Some(o) = self.lock().objects.get_mut(&key) {
+            o.deleted = true;
+        }
+    }
+
+    /// Ground truth relisted: objects of `resource` not in `present` were deleted while
+    /// its watch was down.
+    pub fn on_resync(&self, resource: &str, present: &BTreeSet<(String, String)>, _at: SystemTime) {
+        for (k, o) in self.lock().objects.iter_mut() {
+            if k.resource == resource && !present.contains(&(k.namespace.clone(), k.name.clone())) {
+                o.deleted = true;
+            }
+        }
+    }
+
+    /// A window opened or closed.
+    pub fn on_window(&self, name: &str, fault: &str, open: bool, at: SystemTime) {
+        let mut s = self.lock();
+        if open {
+            s.windows.push(WindowSpan {
+                name: name.to_string(),
+                fault: fault.to_string(),
+                opened_at: at,
+                closed_at: None,
+            });
+            return;
+        }
+        if let Some(w) = s
+            .windows
+            .iter_mut()
+            .rev()
+            .find(|w| w.name == name && w.closed_at.is_none())
+        {
+            w.closed_at = Some(at);
+        }
+        // Recovery is measured for every object the convergence oracle watches.
+        let objs: Vec<(ObjectRef, bool)> = s
+            .objects
+            .iter()
+            .filter(|(k, o)| !o.deleted && self.convergence_covers(&k.resource))
+            .map(|(k, o)| (k.clone(), o.not_current_since.is_none()))
+            .collect();
+        for (k, current) in objs {
+            s.recoveries.push((
+                Recovery {
+                    window: name.to_string(),
+                    resource: k.resource,
+                    namespace: k.namespace,
+                    name: k.name,
+                    closed_at: at,
+                    seconds: None,
+                },
+                current.then_some(at),
+            ));
+        }
+    }
+
+    /// The verdicts as of `now`; also sets `stalemate_oracle_violations`.
+    pub fn evaluate(&self, now: SystemTime) -> Verdicts {
+        let s = self.lock();
+        let mut violations = Vec::new();
+        let mut judged = true;
+        let mut pending = None;
+        if let Some(c) = &self.config.convergence {
+            let open = s.windows.iter().find(|w| w.closed_at.is_none());
+            let last_close = s.windows.iter().filter_map(|w| w.closed_at).max();
+            let from = last_close.unwrap_or(self.started);
+            let due = from + c.settle.0;
+            if let Some(w) = open {
+                judged = false;
+                pending = Some(format!("window {:?} is still open", w.name));
+            } else if now < due {
+                judged = false;
+                pending = Some(format!(
+                    "settle ({}) has not passed since the last window closed",
+                    humantime::format_duration(c.settle.0)
+                ));
+            } else {
+                for (k, o) in &s.objects {
+                    if o.deleted || !c.resources.contains(&k.resource) {
+                        continue;
+                    }
+                    if let (Some(v), Some(since)) = (&o.verdict, o.not_current_since) {
+                        violations.push(Violation {
+                            oracle: "convergence".into(),
+                            resource: k.resource.clone(),
+                            namespace: k.namespace.clone(),
+                            name: k.name.clone(),
+                            rule: format!("{:?}: {}", v.status, v.rule),
+                            since,
+                            client: None,
+                        });
+                    }
+                }
+            }
+        }
+        for (k, o) in &s.objects {
+            if let Some(at) = o.readiness {
+                violations.push(Violation {
+                    oracle: "readinessRace".into(),
+                    resource: k.resource.clone(),
+                    namespace: k.namespace.clone(),
+                    name: k.name.clone(),
+                    rule: "kstatus Current before the controller wrote any status (no observedGeneration, no conditions)".into(),
+                    since: at,
+                    client: None,
+                });
+            }
+        }
+        if let Some(h) = &self.config.hot_loop {
+            for ((client, k), hit) in &s.hot {
+                // Only churn counts: if the spec changed in that stretch, the writes were work.
+                let diffs: Vec<&BTreeSet<String>> = s
+                    .objects
+                    .get(k)
+                    .map(|o| {
+                        o.diffs
+                            .iter()
+                            .filter(|(t, _)| {
+                                *t + MINUTE >= hit.first && *t <= hit.last + Duration::from_secs(5)
+                            })
+                            .map(|(_, d)| d)
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                if diffs.iter().any(|d| {
+                    d.iter()
+                        .any(|p| p == "spec" || p.starts_with("spec.") || p.starts_with("spec["))
+                }) {
+                    continue;
+                }
+                let churn: BTreeSet<String> = match diffs.split_first() {
+                    Some((first, rest)) => rest.iter().fold((*first).clone(), |acc, d| {
+                        acc.intersection(d).cloned().collect()
+                    }),
+                    None => BTreeSet::new(),
+                };
+                let fields = if churn.is_empty() {
+                    "(fields unknown: the object is not watched; add its resource to hotLoop.resources)".to_string()
+                } else {
+                    churn.into_iter().collect::<Vec<_>>().join(", ")
+                };
+                violations.push(Violation {
+                    oracle: "hotLoop".into(),
+                    resource: k.resource.clone(),
+                    namespace: k.namespace.clone(),
+                    name: k.name.clone(),
+                    rule: format!(
+                        "{fields} (changed on every write; {} writes/min, limit {})",
+                        hit.peak, h.max_writes_per_object_per_minute
+                    ),
+                    since: hit.first,
+                    client: Some(client.clone()),
+                });
+            }
+        }
+        if let Some(c) = &self.config.conflicts {
+            for ((client, k), hit) in &s.storms {
+                violations.push(Violation {
+                    oracle: "conflicts".into(),
+                    resource: k.resource.clone(),
+                    namespace: k.namespace.clone(),
+                    name: k.name.clone(),
+                    rule: format!(
+                        "{} conflicts (409) in a minute, limit {}",
+                        hit.peak, c.max_per_object_per_minute
+                    ),
+                    since: hit.first,
+                    client: Some(client.clone()),
+                });
+            }
+        }
+        for oracle in ["convergence", "readinessRace", "hotLoop", "conflicts"] {
+            self.violations_gauge
+                .with_label_values(&[oracle])
+                .set(violations.iter().filter(|v| v.oracle == oracle).count() as i64);
+        }
+        Verdicts {
+            judged,
+            pending,
+            violations,
+            windows: s.windows.clone(),
+            recoveries: s
+                .recoveries
+                .iter()
+                .map(|(r, done)| Recovery {
+                    seconds: done.map(|d| {
+                        d.duration_since(r.closed_at)
+                            .unwrap_or_default()
+                            .as_secs_f64()
+                    }),
+                    ..r.clone()
+                })
+                .collect(),
+            objects: s
+                .objects
+                .iter()
+                .filter(|(_, o)| !o.deleted)
+                .filter_map(|(k, o)| {
+                    o.verdict.as_ref().map(|v| ObjectStatus {
+                        resource: k.resource.clone(),
+                        namespace: k.namespace.clone(),
+                        name: k.name.clone(),
+                        status: v.status,
+                        rule: v.rule.clone(),
+                    })
+                })
+                .collect(),
+            timeline: s.marks.iter().cloned().collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,295 @@
+use std::time::{Duration, SystemTime};
+
+use serde_json::json;
+
+use super::*;
+
+const GR: &str = "gitrepositories.source.toolkit.fluxcd.io";
+
+fn t(s: f64) -> SystemTime {
+    SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000) + Duration::from_secs_f64(s)
+}
+
+fn config(json: serde_json::Value) -> OracleConfig {
+    serde_json::from_value(json).unwrap()
+}
+
+fn gitrepo(generation: i64, observed: Option<i64>, ready: &str) -> serde_json::Value {
+    let mut o = json!({"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
+        "metadata": {"name": "podinfo", "namespace": "flux-system", "generation": generation, "resourceVersion": "1"},
+        "spec": {"interval": "1m", "url": format!("https://example.com/podinfo-{generation}")},
+        "status": {"conditions": [{"type": "Ready", "status": ready, "reason": "Succeeded"}]}});
+    if let Some(og) = observed {
+        o["status"]["observedGeneration"] = json!(og);
+    }
+    o
+}
+
+/// The Flux F1 bug, as ground truth saw it: after the freeze the object keeps a valid
+/// artifact (Ready=True) but `observedGeneration` never catches up.
+#[test]
+fn convergence_reports_the_flux_f1_object_stuck_after_settle() {
+    let o = Oracles::new(
+        config(json!({"convergence": {"resources": [GR], "settle": "30s"}})),
+        t(0.0),
+    );
+    o.on_object(GR, &gitrepo(1, None, "Unknown"), t(0.1));
+    o.on_object(GR, &gitrepo(1, Some(1), "True"), t(1.0));
+    o.on_window("f1", "freeze", true, t(2.0));
+    o.on_object(GR, &gitrepo(2, Some(1), "True"), t(2.5));
+    let v = o.evaluate(t(3.0));
+    assert!(!v.judged && v.pending.as_deref() == Some("window \"f1\" is still open"));
+    o.on_window("f1", "freeze", false, t(3.5));
+    let v = o.evaluate(t(20.0));
+    assert!(!v.judged, "settle has not passed");
+    assert!(v.violations.is_empty());
+    let v = o.evaluate(t(40.0));
+    assert!(v.judged);
+    assert_eq!(v.violations.len(), 1, "{:?}", v.violations);
+    let x = &v.violations[0];
+    assert_eq!(
+        (x.oracle.as_str(), x.namespace.as_str(), x.name.as_str()),
+        ("convergence", "flux-system", "podinfo")
+    );
+    assert_eq!(
+        x.rule,
+        "InProgress: status.observedGeneration (1) != metadata.generation (2)"
+    );
+    assert_eq!(
+        x.since,
+        t(2.5),
+        "stuck since the spec change it never observed"
+    );
+    assert_eq!(v.recoveries.len(), 1);
+    assert_eq!(v.recoveries[0].seconds, None, "never recovered");
+    assert_eq!(
+        o.violations_gauge.with_label_values(&["convergence"]).get(),
+        1
+    );
+}
+
+#[test]
+fn recovery_time_is_measured_from_the_window_close() {
+    let o = Oracles::new(
+        config(json!({"convergence": {"resources": [GR], "settle": "5s"}})),
+        t(0.0),
+    );
+    o.on_object(GR, &gitrepo(1, Some(1), "True"), t(0.0));
+    o.on_window("w", "freeze", true, t(1.0));
+    o.on_object(GR, &gitrepo(2, Some(1), "True"), t(1.5));
+    o.on_window("w", "freeze", false, t(2.0));
+    o.on_object(GR, &gitrepo(2, Some(2), "True"), t(5.25));
+    let v = o.evaluate(t(10.0));
+    assert!(v.judged && v.violations.is_empty(), "{:?}", v.violations);
+    assert_eq!(v.recoveries[0].seconds, Some(3.25));
+    assert_eq!(v.windows[0].closed_at, Some(t(2.0)));
+    // Deleted objects are not judged.
+    o.on_object(GR, &gitrepo(3, Some(2), "True"), t(11.0));
+    o.on_delete(GR, "flux-system", "podinfo", t(12.0));
+    assert!(o.evaluate(t(30.0)).violations.is_empty());
+}
+
+/// An operator stamping a timestamp annotation on every reconcile: 300 writes/s in the
+/// seed report; here 40 in a minute against a limit of 30.
+#[test]
+fn hot_loop_names_the_field_that_changes_on_every_write() {
+    let o = Oracles::new(
+        config(
+            json!({"hotLoop": {"maxWritesPerObjectPerMinute": 30, "resources": ["widgets.example.com"]}}),
+        ),
+        t(0.0),
+    );
+    for i in 0..40 {
+        let at = t(f64::from(i));
+        o.on_request(
+            "operator",
+            "patch",
+            "widgets.example.com",
+            Some("default"),
+            Some("w1"),
+            200,
+            at,
+        );
+        o.on_object(
+            "widgets.example.com",
+            &json!({"metadata": {"name": "w1", "namespace": "default", "resourceVersion": i.to_string(),
+                "annotations": {"example.com/last-reconciled": format!("2026-11-22T10:00:{i:02}Z"), "stable": "x"},
+                "managedFields": [{"time": format!("{i}")}]},
+                "spec": {"size": 3}}),
+            at,
+        );
+        // A different client's reads and an unnamed write do not count.
+        o.on_request(
+            "operator",
+            "get",
+            "widgets.example.com",
+            Some("default"),
+            Some("w1"),
+            200,
+            at,
+        );
+        o.on_request(
+            "operator",
+            "create",
+            "widgets.example.com",
+            Some("default"),
+            None,
+            201,
+            at,
+        );
+    }
+    let v = o.evaluate(t(45.0));
+    assert_eq!(v.violations.len(), 1, "{:?}", v.violations);
+    let x = &v.violations[0];
+    assert_eq!(
+        (x.oracle.as_str(), x.client.as_deref()),
+        ("hotLoop", Some("operator"))
+    );
+    assert!(
+        x.rule.starts_with("metadata.annotations[\"example.com/last-reconciled\"] (changed on every write; 40 writes/min, limit 30)"),
+        "{}",
+        x.rule
+    );
+    assert_eq!(x.since, t(30.0), "the 31st write in a minute");
+    assert_eq!(
+        v.timeline.len(),
+        40,
+        "writes are on the timeline; reads are not"
+    );
+}
+
+#[test]
+fn writes_that_change_the_spec_are_work_not_a_hot_loop() {
+    let o = Oracles::new(
+        config(
+            json!({"hotLoop": {"maxWritesPerObjectPerMinute": 5, "resources": ["widgets.example.com"]}}),
+        ),
+        t(0.0),
+    );
+    for i in 0..10 {
+        let at = t(f64::from(i));
+        o.on_request(
+            "scaler",
+            "update",
+            "widgets.example.com",
+            Some("default"),
+            Some("w1"),
+            200,
+            at,
+        );
+        o.on_object(
+            "widgets.example.com",
+            &json!({"metadata": {"name": "w1", "namespace": "default"}, "spec": {"size": i}}),
+            at,
+        );
+    }
+    assert!(o.evaluate(t(20.0)).violations.is_empty());
+    // Slow writes never pass the limit, whatever they change.
+    let o = Oracles::new(
+        config(json!({"hotLoop": {"maxWritesPerObjectPerMinute": 5}})),
+        t(0.0),
+    );
+    for i in 0..20 {
+        o.on_request(
+            "c",
+            "patch",
+            "configmaps",
+            Some("d"),
+            Some("x"),
+            200,
+            t(f64::from(i) * 15.0),
+        );
+    }
+    assert!(o.evaluate(t(400.0)).violations.is_empty());
+}
+
+#[test]
+fn conflict_storms_are_counted_per_client_and_object_per_minute() {
+    let o = Oracles::new(
+        config(json!({"conflicts": {"maxPerObjectPerMinute": 20}})),
+        t(0.0),
+    );
+    for i in 0..25 {
+        o.on_request(
+            "source-controller",
+            "patch",
+            &format!("{GR}/status"),
+            Some("flux-system"),
+            Some("podinfo"),
+            409,
+            t(f64::from(i) * 2.0),
+        );
+        // Another client's conflicts on the same object are its own.
+        o.on_request(
+            "kubectl",
+            "patch",
+            GR,
+            Some("flux-system"),
+            Some("podinfo"),
+            409,
+            t(f64::from(i) * 20.0),
+        );
+    }
+    let v = o.evaluate(t(100.0));
+    assert_eq!(v.violations.len(), 1, "{:?}", v.violations);
+    let x = &v.violations[0];
+    assert_eq!(
+        (
+            x.oracle.as_str(),
+            x.resource.as_str(),
+            x.client.as_deref(),
+            x.rule.as_str()
+        ),
+        (
+            "conflicts",
+            GR,
+            Some("source-controller"),
+            "25 conflicts (409) in a minute, limit 20"
+        )
+    );
+}
+
+#[test]
+fn readiness_race_flags_objects_current_before_any_status() {
+    let o = Oracles::new(
+        config(json!({"readinessRace": {"resources": [GR]}})),
+        t(0.0),
+    );
+    // Defaulted observedGeneration: -1 makes kstatus say InProgress. Not a race.
+    let mut defaulted = gitrepo(1, Some(-1), "Unknown");
+    defaulted["metadata"]["name"] = json!("defaulted");
+    defaulted["status"]["conditions"] = json!([]);
+    o.on_object(GR, &defaulted, t(0.5));
+    let mut bare = gitrepo(1, None, "True");
+    bare["status"] = json!({});
+    o.on_object(GR, &bare, t(1.0));
+    o.on_object(GR, &gitrepo(1, Some(1), "True"), t(2.0));
+    let v = o.evaluate(t(3.0));
+    assert_eq!(v.violations.len(), 1, "{:?}", v.violations);
+    assert_eq!(
+        (v.violations[0].name.as_str(), v.violations[0].since),
+        ("podinfo", t(1.0))
+    );
+}
+
+#[test]
+fn changed_paths_name_leaves_and_skip_bookkeeping() {
+    let a = json!({"metadata": {"resourceVersion": "1", "managedFields": [1], "annotations": {"a.b/c": "1", "k": "v"}}, "status": {"x": [1, 2]}});
+    let b = json!({"metadata": {"resourceVersion": "2", "managedFields": [2], "annotations": {"a.b/c": "2", "k": "v", "new": "n"}}, "status": {"x": [1, 3]}});
+    let got: Vec<String> = changed_paths(&a, &b).into_iter().collect();
+    assert_eq!(
+        got,
+        [
+            "metadata.annotations.new",
+            "metadata.annotations[\"a.b/c\"]",
+            "status.x"
+        ]
+    );
+}
+
+#[test]
+fn the_config_rejects_unknown_fields_and_defaults_settle() {
+    let c = config(json!({"convergence": {"resources": [GR]}}));
+    assert_eq!(c.convergence.unwrap().settle.0, Duration::from_secs(30));
+    assert!(serde_json::from_value::<OracleConfig>(json!({"convergance": {}})).is_err());
+}
