@@ -14,6 +14,7 @@ pub mod metrics;
 pub mod oracle;
 pub mod protobuf;
 pub mod proxy;
+pub mod report;
 pub mod request;
 pub mod schedule;
 pub mod sim;

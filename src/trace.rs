@@ -61,6 +61,19 @@ pub enum Record {
     Dropped {
         records: u64,
     },
+    /// An oracle's violation, written when the run ends.
+    Verdict {
+        violation: crate::oracle::Violation,
+    },
+    /// The run's verdict, written last.
+    #[serde(rename_all = "camelCase")]
+    Judgement {
+        verdict: String,
+        judged: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pending: Option<String>,
+        violations: usize,
+    },
 }
 
 #[derive(Serialize)]

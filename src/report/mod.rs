@@ -1,0 +1,284 @@
+//! Reports: what the oracles concluded, for people (terminal, HTML) and for programs
+//! (JSON, a stable schema documented in the README).
+//!
+//! A report is built live from the oracles, or afterwards from a trace file
+//! (`stalemate report TRACE`): the trace holds the requests, the windows and the
+//! verdicts, which is everything the timeline and the verdict list need.
+
+pub mod html;
+
+use std::fmt::Write as _;
+use std::time::SystemTime;
+
+use serde::{Deserialize, Serialize};
+
+use crate::oracle::{Mark, Oracles, Verdicts, Violation, WindowSpan, rfc3339};
+
+/// The JSON report's schema name; bumped on any incompatible change.
+pub const SCHEMA: &str = "stalemate.report/v1";
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Report {
+    pub schema: String,
+    #[serde(with = "rfc3339")]
+    pub started_at: SystemTime,
+    #[serde(with = "rfc3339")]
+    pub ended_at: SystemTime,
+    /// `pass`, `fail` or `not judged`.
+    pub verdict: String,
+    #[serde(flatten)]
+    pub verdicts: Verdicts,
+}
+
+impl Report {
+    pub fn from_verdicts(
+        started_at: SystemTime,
+        ended_at: SystemTime,
+        verdicts: Verdicts,
+    ) -> Report {
+        let verdict = if !verdicts.violations.is_empty() {
+            "fail"
+        } else if verdicts.judged {
+            "pass"
+        } else {
+            "not judged"
+        };
+        Report {
+            schema: SCHEMA.into(),
+            started_at,
+            ended_at,
+            verdict: verdict.into(),
+            verdicts,
+        }
+    }
+
+    /// The oracles' verdicts as of `now`.
+    pub fn now(oracles: &Oracles, now: SystemTime) -> Report {
+        Report::from_verdicts(oracles.started, now, oracles.evaluate(now))
+    }
+
+    pub fn failed(&self) -> bool {
+        !self.verdicts.violations.is_empty()
+    }
+
+    /// Seconds since the start of the run.
+    pub fn offset(&self, t: SystemTime) -> f64 {
+        t.duration_since(self.started_at)
+            .unwrap_or_default()
+            .as_secs_f64()
+    }
+
+    /// The trace lines that carry the verdicts (so a trace alone can be rendered later).
+    pub fn trace_records(&self) -> Vec<crate::trace::Record> {
+        let mut out: Vec<crate::trace::Record> = self
+            .verdicts
+            .violations
+            .iter()
+            .map(|v| crate::trace::Record::Verdict {
+                violation: v.clone(),
+            })
+            .collect();
+        out.push(crate::trace::Record::Judgement {
+            verdict: self.verdict.clone(),
+            judged: self.verdicts.judged,
+            pending: self.verdicts.pending.clone(),
+            violations: self.verdicts.violations.len(),
+        });
+        out
+    }
+
+    /// A summary for the terminal.
+    pub fn terminal(&self) -> String {
+        let mut o = String::new();
+        let at = |t: SystemTime| format!("+{:.1}s", self.offset(t));
+        let _ = writeln!(
+            o,
+            "stalemate report — {} ({:.1}s)",
+            humantime::format_rfc3339_seconds(self.started_at),
+            self.offset(self.ended_at)
+        );
+        let v = &self.verdicts;
+        if v.windows.is_empty() {
+            let _ = writeln!(o, "windows: none opened");
+        } else {
+            let _ = writeln!(o, "windows:");
+            for w in &v.windows {
+                let _ = writeln!(
+                    o,
+                    "  {:<28} {:<9} {} → {}",
+                    w.name,
+                    w.fault,
+                    at(w.opened_at),
+                    w.closed_at.map_or("still open".to_string(), at)
+                );
+            }
+        }
+        if !v.objects.is_empty() {
+            let _ = writeln!(o, "objects (kstatus now):");
+            for x in &v.objects {
+                let _ = writeln!(
+                    o,
+                    "  {} {}/{}  {:?}: {}",
+                    x.resource, x.namespace, x.name, x.status, x.rule
+                );
+            }
+        }
+        let recovered: Vec<String> = v
+            .recoveries
+            .iter()
+            .map(|r| {
+                format!(
+                    "  after {:<22} {}/{}: {}",
+                    r.window,
+                    r.namespace,
+                    r.name,
+                    r.seconds
+                        .map_or("not recovered".to_string(), |s| format!("{s:.2}s"))
+                )
+            })
+            .collect();
+        if !recovered.is_empty() {
+            let _ = writeln!(o, "recovery time:");
+            for r in recovered {
+                let _ = writeln!(o, "{r}");
+            }
+        }
+        let writes = v.timeline.iter().filter(|m| m.code != 409).count();
+        let conflicts = v.timeline.iter().filter(|m| m.code == 409).count();
+        let _ = writeln!(o, "writes: {writes}, conflicts (409): {conflicts}");
+        if v.violations.is_empty() {
+            let _ = writeln!(o, "violations: none");
+        } else {
+            let _ = writeln!(o, "violations ({}):", v.violations.len());
+            for x in &v.violations {
+                let _ = writeln!(
+                    o,
+                    "  {:<13} {} {}/{}{} since {}: {}",
+                    x.oracle,
+                    x.resource,
+                    x.namespace,
+                    x.name,
+                    x.client
+                        .as_deref()
+                        .map_or(String::new(), |c| format!(" (client {c})")),
+                    at(x.since),
+                    x.rule
+                );
+            }
+        }
+        let verdict = match self.verdict.as_str() {
+            "fail" => format!("FAIL ({} violation(s))", v.violations.len()),
+            "pass" => "PASS".to_string(),
+            _ => format!(
+                "NOT JUDGED ({})",
+                v.pending.as_deref().unwrap_or("the run ended too early")
+            ),
+        };
+        let _ = writeln!(o, "verdict: {verdict}");
+        o
+    }
+
+    /// Rebuild a report from a trace file's lines: windows and writes from the request
+    /// and window records, verdicts from the verdict records written at the end of the
+    /// run. Lines that are not trace records are errors naming the line.
+    pub fn from_trace(text: &str) -> Result<Report, String> {
+        let mut first: Option<SystemTime> = None;
+        let mut last: Option<SystemTime> = None;
+        let mut windows: Vec<WindowSpan> = Vec::new();
+        let mut timeline: Vec<Mark> = Vec::new();
+        let mut violations: Vec<Violation> = Vec::new();
+        let mut judgement: Option<(bool, Option<String>)> = None;
+        for (i, line) in text.lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            let n = i + 1;
+            let v: serde_json::Value = serde_json::from_str(line)
+                .map_err(|e| format!("line {n}: not a JSON trace record: {e}"))?;
+            let ts = v["ts"]
+                .as_str()
+                .and_then(|t| humantime::parse_rfc3339_weak(t).ok())
+                .ok_or_else(|| format!("line {n}: no valid \"ts\""))?;
+            first = Some(first.map_or(ts, |f| f.min(ts)));
+            last = Some(last.map_or(ts, |l| l.max(ts)));
+            let s = |k: &str| v[k].as_str().unwrap_or("").to_string();
+            match v["kind"].as_str() {
+                Some("window") if v["action"] == "open" => windows.push(WindowSpan {
+                    name: s("window"),
+                    fault: s("fault"),
+                    opened_at: ts,
+                    closed_at: None,
+                }),
+                Some("window") => {
+                    if let Some(w) = windows
+                        .iter_mut()
+                        .rev()
+                        .find(|w| w.name == s("window") && w.closed_at.is_none())
+                    {
+                        w.closed_at = Some(ts);
+                    }
+                }
+                Some("request") => {
+                    let verb = s("verb");
+                    let code = v["code"].as_u64().unwrap_or(0) as u16;
+                    let write = matches!(
+                        verb.as_str(),
+                        "create" | "update" | "patch" | "delete" | "deletecollection"
+                    );
+                    if let Some(name) = v["name"].as_str()
+                        && (write || code == 409)
+                    {
+                        let resource = s("resource");
+                        timeline.push(Mark {
+                            at: ts,
+                            client: s("client"),
+                            verb,
+                            resource: resource.split('/').next().unwrap_or("").to_string(),
+                            namespace: s("namespace"),
+                            name: name.to_string(),
+                            code,
+                        });
+                    }
+                }
+                Some("verdict") => {
+                    violations.push(serde_json::from_value(v["violation"].clone()).map_err(
+                        |e| format!("line {n}: a verdict record that does not parse: {e}"),
+                    )?)
+                }
+                Some("judgement") => {
+                    judgement = Some((
+                        v["judged"].as_bool().unwrap_or(false),
+                        v["pending"].as_str().map(str::to_string),
+                    ))
+                }
+                Some("event" | "dropped") => {}
+                Some(k) => return Err(format!("line {n}: unknown record kind {k:?}")),
+                None => return Err(format!("line {n}: no \"kind\"")),
+            }
+        }
+        let (Some(start), Some(end)) = (first, last) else {
+            return Err("the trace is empty".into());
+        };
+        let (judged, pending) = judgement.unwrap_or((
+            false,
+            Some("the trace has no verdicts: the run did not finish".into()),
+        ));
+        Ok(Report::from_verdicts(
+            start,
+            end,
+            Verdicts {
+                judged,
+                pending,
+                violations,
+                windows,
+                recoveries: vec![],
+                objects: vec![],
+                timeline,
+            },
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests;
