@@ -24,6 +24,7 @@ pub struct Admin {
     pub upstream: Upstream,
     pub gates: Arc<crate::watch::stream::Gates>,
     pub token: Option<String>,
+    pub oracles: Arc<crate::oracle::Oracles>,
 }
 
 /// Constant-time comparison, so the token cannot be guessed byte by byte from timing.
@@ -148,6 +149,13 @@ async fn handle(admin: Arc<Admin>, req: Request<Incoming>) -> Response<Body> {
         (&http::Method::GET, "/v1/status") => json(StatusCode::OK, &status(&admin)),
         (&http::Method::GET, "/v1/windows") => json(StatusCode::OK, &admin.gates.engine.describe()),
         (&http::Method::GET, "/v1/clients") => json(StatusCode::OK, &clients(&admin)),
+        (&http::Method::GET, "/v1/report") => {
+            let r = crate::report::Report::now(&admin.oracles, std::time::SystemTime::now());
+            json(
+                StatusCode::OK,
+                &serde_json::to_value(&r).unwrap_or(serde_json::Value::Null),
+            )
+        }
         (&http::Method::POST, "/v1/windows") => {
             use http_body_util::BodyExt;
             let body = match http_body_util::Limited::new(req.into_body(), 1 << 20)
@@ -196,6 +204,8 @@ async fn handle(admin: Arc<Admin>, req: Request<Incoming>) -> Response<Body> {
         }
         (&http::Method::GET, "/metrics") => {
             refresh_lag(&admin);
+            // Sets stalemate_oracle_violations.
+            admin.oracles.evaluate(std::time::SystemTime::now());
             text(
                 StatusCode::OK,
                 admin.metrics.render(),
@@ -219,7 +229,7 @@ async fn handle(admin: Arc<Admin>, req: Request<Incoming>) -> Response<Body> {
         },
         _ => text(
             StatusCode::NOT_FOUND,
-            "not found: try /metrics, /healthz, /readyz, /v1/status, /v1/windows or /v1/clients\n",
+            "not found: try /metrics, /healthz, /readyz, /v1/status, /v1/windows, /v1/clients or /v1/report\n",
             "text/plain",
         ),
     }

@@ -44,6 +44,8 @@ pub struct Proxy {
     /// The schedule's windows, views, trace and held-bytes budget; watch streams that
     /// windows target go through a gate.
     pub gates: Arc<crate::watch::stream::Gates>,
+    /// Writes and conflicts feed the hot-loop and conflict-storm oracles.
+    pub oracles: Arc<crate::oracle::Oracles>,
 }
 
 /// The bearer token in kubeconfigs written for proxy clients. It stands for "no
@@ -687,6 +689,15 @@ pub async fn handle(proxy: Arc<Proxy>, mut req: Request<Incoming>, peer: Peer) -
 fn finish(proxy: &Proxy, l: &Labels, start: Instant, resp: Response<Body>) -> Response<Body> {
     let status = resp.status().as_u16();
     let code = status.to_string();
+    proxy.oracles.on_request(
+        &l.client,
+        l.verb,
+        &l.resource,
+        l.namespace.as_deref(),
+        l.name.as_deref(),
+        status,
+        std::time::SystemTime::now(),
+    );
     if proxy.gates.trace.enabled() {
         proxy.gates.trace.record(crate::trace::Record::Request {
             client: l.client.clone(),

@@ -116,6 +116,14 @@ pub struct ServeArgs {
     )]
     pub admin_token: Option<String>,
 
+    /// Write the oracles' report as JSON here when the proxy stops.
+    #[arg(long, value_name = "FILE")]
+    pub report_json: Option<PathBuf>,
+
+    /// Write the oracles' report as a self-contained HTML timeline here when it stops.
+    #[arg(long, value_name = "FILE")]
+    pub report_html: Option<PathBuf>,
+
     /// On SIGINT/SIGTERM, how long open requests and watches may take to finish.
     #[arg(long, default_value = "10s", value_parser = super::parse_duration, value_name = "DURATION")]
     pub drain_timeout: Duration,
@@ -172,92 +180,149 @@ fn source(args: &ServeArgs) -> Result<Source> {
     })
 }
 
-pub async fn run(args: ServeArgs) -> Result<()> {
-    if args.insecure_skip_upstream_verify {
+/// Everything an in-process proxy needs; `serve`, `run` and `demo` fill it from their flags.
+pub struct Options {
+    pub listen: SocketAddr,
+    pub admin_listen: SocketAddr,
+    /// Serving certificate chain and key (PEM), and the CA clients should trust.
+    pub cert: Vec<u8>,
+    pub key: Vec<u8>,
+    pub ca: Option<String>,
+    pub source: Source,
+    pub insecure_skip_upstream_verify: bool,
+    pub schedule: crate::schedule::Schedule,
+    pub upstream_timeout: Duration,
+    pub max_held_bytes: usize,
+    pub max_held_bytes_total: usize,
+    pub max_view_bytes: usize,
+    pub trace: Option<PathBuf>,
+    pub admin_token: Option<String>,
+    pub drain_timeout: Duration,
+}
+
+/// A running proxy: its addresses, its oracles, and how to stop it.
+pub struct Running {
+    pub url: String,
+    pub admin: SocketAddr,
+    pub ca: Option<String>,
+    pub upstream: Upstream,
+    pub oracles: Arc<crate::oracle::Oracles>,
+    pub engine: Arc<crate::schedule::engine::Engine>,
+    trace: crate::trace::Trace,
+    trace_writer: Option<crate::trace::TraceWriter>,
+    stop_tx: tokio::sync::watch::Sender<bool>,
+    serve_task: tokio::task::JoinHandle<()>,
+    admin_task: tokio::task::JoinHandle<()>,
+    truth: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Running {
+    /// The oracles' report as of now.
+    pub fn report(&self) -> crate::report::Report {
+        crate::report::Report::now(&self.oracles, std::time::SystemTime::now())
+    }
+
+    /// Stop: watches end cleanly, open requests drain; the final report is computed,
+    /// written to the trace, and returned.
+    pub async fn stop(self) -> crate::report::Report {
+        let _ = self.stop_tx.send(true);
+        let _ = self.serve_task.await;
+        let _ = self.admin_task.await;
+        for t in &self.truth {
+            t.abort();
+        }
+        let report = crate::report::Report::now(&self.oracles, std::time::SystemTime::now());
+        for r in report.trace_records() {
+            self.trace.record(r);
+        }
+        if let Some(w) = self.trace_writer {
+            w.finish().await;
+        }
+        report
+    }
+}
+
+/// Start a proxy in this process.
+pub async fn start(o: Options) -> Result<Running> {
+    if o.insecure_skip_upstream_verify {
         tracing::warn!(
             "--insecure-skip-upstream-verify: the upstream's certificate is NOT verified; anyone on the path can read and alter the traffic, credentials included"
         );
     }
-    let schedule = match &args.schedule {
-        Some(path) => super::check::load(path)?,
-        None => crate::schedule::Schedule::default(),
-    };
+    let schedule = o.schedule;
     let engine = crate::schedule::engine::Engine::new(&schedule);
     let upstream = Upstream::connect(
-        &source(&args)?,
+        &o.source,
         &TransportOptions {
-            insecure_skip_verify: args.insecure_skip_upstream_verify,
+            insecure_skip_verify: o.insecure_skip_upstream_verify,
             connect_timeout: Duration::from_secs(10),
         },
     )
     .await?;
-    let (cert, key, ca) = serving_tls(&args)?;
-    let tls = crate::listen::tls::server_config(&cert, &key, "the serving certificate")?;
-    let listener = tokio::net::TcpListener::bind(args.listen)
+    let tls = crate::listen::tls::server_config(&o.cert, &o.key, "the serving certificate")?;
+    let listener = tokio::net::TcpListener::bind(o.listen)
         .await
-        .with_context(|| format!("--listen {}: cannot bind", args.listen))?;
+        .with_context(|| format!("--listen {}: cannot bind", o.listen))?;
     let addr = listener.local_addr()?;
-    let admin_listener = tokio::net::TcpListener::bind(args.admin_listen)
+    let admin_listener = tokio::net::TcpListener::bind(o.admin_listen)
         .await
-        .with_context(|| format!("--admin-listen {}: cannot bind", args.admin_listen))?;
+        .with_context(|| format!("--admin-listen {}: cannot bind", o.admin_listen))?;
     let admin_addr = admin_listener.local_addr()?;
     let url = super::sim::server_url(addr);
-    if let Some(out) = &args.kubeconfig_out {
-        let Some(ca) = &ca else {
-            bail!(
-                "--kubeconfig-out needs the CA of the serving certificate: use --tls-dir, or `stalemate kubeconfig --ca`"
-            )
-        };
-        write_client_kubeconfig(out, &url, ca)?;
-    }
     let metrics = Arc::new(crate::metrics::Metrics::new());
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let (trace, trace_task) = match &args.trace {
+    let (trace, trace_writer) = match &o.trace {
         Some(path) => {
-            let (t, task) = crate::trace::Trace::to_file(path)
+            let (t, w) = crate::trace::Trace::to_file(path)
                 .await
                 .with_context(|| format!("--trace {}", path.display()))?;
-            (t, Some(task))
+            (t, Some(w))
         }
         None => (crate::trace::Trace::off(), None),
     };
     engine.set_trace(trace.clone());
+    let oracles = Arc::new(crate::oracle::Oracles::new(
+        schedule.oracles.clone().unwrap_or_default(),
+        std::time::SystemTime::now(),
+    ));
+    engine.set_oracles(oracles.clone());
     let gates = Arc::new(crate::watch::stream::Gates {
         engine: engine.clone(),
         metrics: metrics.clone(),
-        views: Arc::new(crate::watch::view::Views::new(args.max_view_bytes)),
-        trace,
-        budget: crate::watch::gate::HeldBudget::new(args.max_held_bytes_total),
-        max_held_bytes: args.max_held_bytes,
+        views: Arc::new(crate::watch::view::Views::new(o.max_view_bytes)),
+        trace: trace.clone(),
+        budget: crate::watch::gate::HeldBudget::new(o.max_held_bytes_total),
+        max_held_bytes: o.max_held_bytes,
     });
     let proxy = Arc::new(crate::proxy::Proxy {
         upstream: upstream.clone(),
         metrics: metrics.clone(),
-        header_timeout: args.upstream_timeout,
+        header_timeout: o.upstream_timeout,
         shutdown: stop_rx.clone(),
         gates: gates.clone(),
+        oracles: oracles.clone(),
     });
-    let _ = metrics
-        .registry
-        .register(Box::new(engine.opened_total.clone()));
-    let _ = metrics
-        .registry
-        .register(Box::new(engine.window_active.clone()));
+    for c in [
+        Box::new(engine.opened_total.clone()) as Box<dyn prometheus::core::Collector>,
+        Box::new(engine.window_active.clone()),
+        Box::new(oracles.violations_gauge.clone()),
+    ] {
+        let _ = metrics.registry.register(c);
+    }
+    let watched = oracles.config.watched_resources();
+    let truth = if watched.is_empty() {
+        vec![]
+    } else {
+        crate::oracle::truth::spawn(upstream.kube_client()?, watched, oracles.clone())
+    };
     engine.start(&schedule);
     let admin = Arc::new(crate::admin::Admin {
         metrics,
         upstream: upstream.clone(),
         gates,
-        token: args.admin_token.clone(),
+        token: o.admin_token.clone(),
+        oracles: oracles.clone(),
     });
-    drop(engine);
-    {
-        use std::io::Write;
-        let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "{url}");
-        let _ = writeln!(out, "admin http://{admin_addr}");
-        let _ = out.flush();
-    }
     tracing::info!(%url, upstream = %upstream.base, admin = %admin_addr, upstream_credentials = upstream.has_credentials, "proxy serving");
     let admin_task = tokio::spawn(crate::admin::serve(admin_listener, admin, {
         let mut rx = stop_rx.clone();
@@ -266,26 +331,99 @@ pub async fn run(args: ServeArgs) -> Result<()> {
         }
     }));
     let handler = move |req, peer| crate::proxy::handle(proxy.clone(), req, peer);
-    let (_kill_tx, kill_rx) = tokio::sync::watch::channel(0u64);
-    let stop = stop_tx.clone();
-    let shutdown = async move {
-        super::shutdown_signal().await;
-        // Watches end cleanly first; then the listener drains what is left.
-        let _ = stop.send(true);
+    let drain = o.drain_timeout;
+    let serve_task = tokio::spawn({
+        let mut rx = stop_rx.clone();
+        async move {
+            let (_kill_tx, kill_rx) = tokio::sync::watch::channel(0u64);
+            let shutdown = async move {
+                let _ = rx.wait_for(|s| *s).await;
+            };
+            crate::listen::serve(listener, tls, handler, shutdown, drain, kill_rx).await;
+        }
+    });
+    Ok(Running {
+        url,
+        admin: admin_addr,
+        ca: o.ca,
+        upstream,
+        oracles,
+        engine,
+        trace,
+        trace_writer,
+        stop_tx,
+        serve_task,
+        admin_task,
+        truth,
+    })
+}
+
+/// Write the report files asked for.
+pub fn write_reports(
+    report: &crate::report::Report,
+    json: Option<&Path>,
+    html: Option<&Path>,
+) -> Result<()> {
+    if let Some(p) = json {
+        let text = serde_json::to_string_pretty(report)?;
+        std::fs::write(p, text + "\n").with_context(|| format!("--report-json {}", p.display()))?;
+    }
+    if let Some(p) = html {
+        std::fs::write(p, crate::report::html::render(report))
+            .with_context(|| format!("--report-html {}", p.display()))?;
+    }
+    Ok(())
+}
+
+pub async fn run(args: ServeArgs) -> Result<()> {
+    let schedule = match &args.schedule {
+        Some(path) => super::check::load(path)?,
+        None => crate::schedule::Schedule::default(),
     };
-    crate::listen::serve(
-        listener,
-        tls,
-        handler,
-        shutdown,
-        args.drain_timeout,
-        kill_rx,
-    )
-    .await;
-    let _ = stop_tx.send(true);
-    let _ = admin_task.await;
-    if let Some(w) = trace_task {
-        w.finish().await;
+    let (cert, key, ca) = serving_tls(&args)?;
+    let running = start(Options {
+        listen: args.listen,
+        admin_listen: args.admin_listen,
+        cert,
+        key,
+        ca,
+        source: source(&args)?,
+        insecure_skip_upstream_verify: args.insecure_skip_upstream_verify,
+        schedule,
+        upstream_timeout: args.upstream_timeout,
+        max_held_bytes: args.max_held_bytes,
+        max_held_bytes_total: args.max_held_bytes_total,
+        max_view_bytes: args.max_view_bytes,
+        trace: args.trace.clone(),
+        admin_token: args.admin_token.clone(),
+        drain_timeout: args.drain_timeout,
+    })
+    .await?;
+    if let Some(out) = &args.kubeconfig_out {
+        let Some(ca) = &running.ca else {
+            bail!(
+                "--kubeconfig-out needs the CA of the serving certificate: use --tls-dir, or `stalemate kubeconfig --ca`"
+            )
+        };
+        write_client_kubeconfig(out, &running.url, ca)?;
+    }
+    {
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{}", running.url);
+        let _ = writeln!(out, "admin http://{}", running.admin);
+        let _ = out.flush();
+    }
+    super::shutdown_signal().await;
+    let judged = running.oracles.config != crate::oracle::OracleConfig::default();
+    let report = running.stop().await;
+    write_reports(
+        &report,
+        args.report_json.as_deref(),
+        args.report_html.as_deref(),
+    )?;
+    if judged {
+        eprint!("{}", report.terminal());
     }
     Ok(())
 }

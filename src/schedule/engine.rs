@@ -40,6 +40,7 @@ pub struct Engine {
     /// schedule's `seed`, so a run's sequence of choices is reproducible.
     rng: Mutex<rand::rngs::StdRng>,
     trace: std::sync::OnceLock<crate::trace::Trace>,
+    oracles: std::sync::OnceLock<Arc<crate::oracle::Oracles>>,
     armed: Mutex<Vec<Armed>>,
     client_specs: BTreeMap<String, ClientMatcher>,
     active: Mutex<BTreeMap<String, Active>>,
@@ -69,6 +70,7 @@ impl Engine {
             clients,
             rng: Mutex::new(rand::rngs::StdRng::seed_from_u64(schedule.seed)),
             trace: std::sync::OnceLock::new(),
+            oracles: std::sync::OnceLock::new(),
             armed: Mutex::new(Vec::new()),
             client_specs: schedule.clients.clone(),
             active: Mutex::new(BTreeMap::new()),
@@ -239,7 +241,20 @@ impl Engine {
         let _ = self.trace.set(t);
     }
 
+    /// Tell the oracles when windows open and close.
+    pub fn set_oracles(&self, o: Arc<crate::oracle::Oracles>) {
+        let _ = self.oracles.set(o);
+    }
+
     fn trace_window(&self, name: &str, action: &'static str, fault: &Fault) {
+        if let Some(o) = self.oracles.get() {
+            o.on_window(
+                name,
+                fault.name(),
+                action == "open",
+                std::time::SystemTime::now(),
+            );
+        }
         if let Some(t) = self.trace.get() {
             t.record(crate::trace::Record::Window {
                 window: name.to_string(),
