@@ -4,6 +4,7 @@ pub mod certs;
 pub mod check;
 pub mod ctl;
 pub mod kubeconfig;
+pub mod report;
 pub mod serve;
 pub mod sim;
 
@@ -54,11 +55,22 @@ pub enum Command {
     Check(check::CheckArgs),
     /// Talk to a running proxy's control API: status, windows, open, close, freeze.
     Ctl(ctl::CtlArgs),
+    /// Show the whole story with no cluster: simulator, proxy and a small controller with
+    /// Flux's patch pattern; prints a timeline and the oracles' verdict.
+    Demo(crate::demo::DemoArgs),
+    /// Render a saved trace (`--trace FILE`) as a terminal summary, JSON or HTML report.
+    Report(report::ReportArgs),
 }
 
-fn init_logging(format: LogFormat) {
+fn init_logging(format: LogFormat, quiet: bool) {
+    // The demo prints its own timeline; its logs are only for trouble.
+    let default = if quiet {
+        "warn,rustls=error"
+    } else {
+        "info,rustls=error"
+    };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,rustls=error"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
@@ -71,7 +83,10 @@ fn init_logging(format: LogFormat) {
 /// Entry point: parse, run the verb, turn errors into one clear line and an exit status.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging(cli.log_format);
+    init_logging(
+        cli.log_format,
+        matches!(cli.command, Command::Demo(_) | Command::Report(_)),
+    );
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -90,6 +105,8 @@ pub fn main() -> ExitCode {
             Command::Certs(args) => certs::run(args),
             Command::Check(args) => check::run(args),
             Command::Ctl(args) => ctl::run(args).await,
+            Command::Demo(args) => crate::demo::run(args).await,
+            Command::Report(args) => report::run(args),
         }
     });
     match result {

@@ -637,7 +637,7 @@ impl Oracles {
                     namespace: k.namespace.clone(),
                     name: k.name.clone(),
                     rule: format!(
-                        "{fields} (changed on every write; {} writes/min, limit {})",
+                        "{fields} (changed on every write; {} writes within a minute, limit {})",
                         hit.peak, h.max_writes_per_object_per_minute
                     ),
                     since: hit.first,

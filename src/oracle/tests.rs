@@ -146,7 +146,7 @@ fn hot_loop_names_the_field_that_changes_on_every_write() {
         ("hotLoop", Some("operator"))
     );
     assert!(
-        x.rule.starts_with("metadata.annotations[\"example.com/last-reconciled\"] (changed on every write; 40 writes/min, limit 30)"),
+        x.rule.starts_with("metadata.annotations[\"example.com/last-reconciled\"] (changed on every write; 40 writes within a minute, limit 30)"),
         "{}",
         x.rule
     );

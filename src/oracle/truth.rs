@@ -37,7 +37,7 @@ async fn resolve(client: &kube::Client, resource: &str) -> ApiResource {
             tracing::info!(%resource, "oracle: resource not served (yet); retrying");
             logged = true;
         }
-        tokio::time::sleep(Duration::from_secs(1)).await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
 

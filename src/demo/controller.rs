@@ -1,0 +1,261 @@
+//! A small GitRepository controller with Flux source-controller's patch pattern — the
+//! pattern behind fluxcd/source-controller#2012 (`../shared/seeds/000_…`):
+//!
+//! 1. the artifact is written with a plain merge patch on `status` (no version check);
+//! 2. the conditions are written with an optimistic-lock merge patch (the cached object's
+//!    `resourceVersion` in the payload), retried 5 times 100–200 ms apart, re-reading the
+//!    object from the controller's own informer cache each time;
+//! 3. `observedGeneration` is written only when the reconcile succeeded **and** the
+//!    in-memory object (read when the reconcile started) already had conditions — the
+//!    guard that makes the bug stick. `Behaviour::Fixed` writes it whenever the work
+//!    succeeded.
+//!
+//! Status-only changes do not trigger work (a generation predicate, as Flux's), and a
+//! successful reconcile requeues after the interval (10 min), so a stuck object stays
+//! stuck for the length of any demo. `Behaviour::HotLoop` instead stamps a timestamp
+//! annotation on every reconcile, which triggers the next one.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::watcher;
+use serde_json::json;
+
+pub const GROUP: &str = "source.toolkit.fluxcd.io";
+pub const RESOURCE: &str = "gitrepositories.source.toolkit.fluxcd.io";
+
+/// The CustomResourceDefinition the controller reconciles (GitRepository-shaped).
+pub const CRD: &str = r#"{
+  "apiVersion": "apiextensions.k8s.io/v1",
+  "kind": "CustomResourceDefinition",
+  "metadata": {"name": "gitrepositories.source.toolkit.fluxcd.io"},
+  "spec": {
+    "group": "source.toolkit.fluxcd.io",
+    "scope": "Namespaced",
+    "names": {"plural": "gitrepositories", "singular": "gitrepository", "kind": "GitRepository", "shortNames": ["gitrepo"]},
+    "versions": [{
+      "name": "v1", "served": true, "storage": true,
+      "subresources": {"status": {}},
+      "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
+      "additionalPrinterColumns": [
+        {"name": "URL", "type": "string", "jsonPath": ".spec.url"},
+        {"name": "Ready", "type": "string", "jsonPath": ".status.conditions[?(@.type==\"Ready\")].status"}
+      ]
+    }]
+  }
+}"#;
+
+/// The annotation the hot-loop controller stamps.
+pub const STAMP: &str = "demo.stalemate.dev/reconciled-at";
+
+pub fn api_resource() -> ApiResource {
+    ApiResource {
+        group: GROUP.into(),
+        version: "v1".into(),
+        api_version: format!("{GROUP}/v1"),
+        kind: "GitRepository".into(),
+        plural: "gitrepositories".into(),
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Behaviour {
+    /// Flux's guard: observedGeneration only if the in-memory object had conditions.
+    Buggy,
+    /// observedGeneration whenever the work succeeded.
+    Fixed,
+    /// A timestamp annotation on every reconcile.
+    HotLoop,
+}
+
+/// Where the controller reports what it does (a line per step).
+pub type Log = Arc<dyn Fn(String) + Send + Sync>;
+
+const INTERVAL: Duration = Duration::from_secs(600);
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{0}")]
+    Kube(#[from] kube::Error),
+    #[error("the conditions patch got 409 Conflict on all 5 attempts")]
+    Conflicts,
+}
+
+struct Ctx {
+    client: kube::Client,
+    store: Store<DynamicObject>,
+    behaviour: Behaviour,
+    log: Log,
+    /// Generations reconciled successfully: the generation predicate.
+    done: Mutex<HashMap<(String, String), i64>>,
+    stamps: std::sync::atomic::AtomicU64,
+}
+
+fn conditions(revision: &str) -> serde_json::Value {
+    let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    json!([
+        {"type": "Ready", "status": "True", "reason": "Succeeded", "message": format!("stored artifact for revision '{revision}'"), "lastTransitionTime": now},
+        {"type": "ArtifactInStorage", "status": "True", "reason": "Succeeded", "message": format!("stored artifact for revision '{revision}'"), "lastTransitionTime": now}
+    ])
+}
+
+async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Error> {
+    let ns = obj.metadata.namespace.clone().unwrap_or_default();
+    let name = obj.metadata.name.clone().unwrap_or_default();
+    let ar = api_resource();
+    let api: Api<DynamicObject> = Api::namespaced_with(ctx.client.clone(), &ns, &ar);
+    let log = &ctx.log;
+    if ctx.behaviour == Behaviour::HotLoop {
+        let stamp = humantime::format_rfc3339_nanos(std::time::SystemTime::now()).to_string();
+        api.patch(
+            &name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": {STAMP: stamp}}})),
+        )
+        .await?;
+        let n = ctx
+            .stamps
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            + 1;
+        if n <= 3 || n.is_power_of_two() {
+            log(format!(
+                "{ns}/{name}: patched annotation {STAMP} (write #{n})"
+            ));
+        }
+        return Ok(Action::await_change());
+    }
+    let generation = obj.metadata.generation.unwrap_or(0);
+    let key = (ns.clone(), name.clone());
+    if ctx.done.lock().unwrap_or_else(|p| p.into_inner()).get(&key) == Some(&generation) {
+        return Ok(Action::requeue(INTERVAL));
+    }
+    let status = obj.data.get("status").cloned().unwrap_or(json!({}));
+    let had_conditions = status["conditions"]
+        .as_array()
+        .is_some_and(|c| !c.is_empty());
+    log(format!(
+        "{ns}/{name}: reconcile generation {generation} (in-memory object has {} conditions)",
+        if had_conditions { "its" } else { "no" }
+    ));
+    // The work: "fetch" the revision.
+    let url = obj.data["spec"]["url"].as_str().unwrap_or("").to_string();
+    let revision = format!("main@sha1:{:016x}", fxhash(&url));
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    // 1. The artifact, with a plain merge patch.
+    let observed = status["observedGeneration"].as_i64().unwrap_or(0);
+    api.patch_status(
+        &name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": {
+            "observedGeneration": observed,
+            "artifact": {"revision": revision, "path": format!("gitrepository/{ns}/{name}/{revision}.tar.gz")}
+        }})),
+    )
+    .await?;
+    log(format!(
+        "{ns}/{name}: status patch (artifact {revision}) → 200"
+    ));
+    // 2. The conditions, with the optimistic lock, re-reading the informer cache.
+    let mut written = false;
+    for attempt in 1..=5 {
+        let cached = ctx
+            .store
+            .get(&ObjectRef::new_with(&name, ar.clone()).within(&ns));
+        let rv = cached
+            .as_ref()
+            .and_then(|o| o.metadata.resource_version.clone())
+            .unwrap_or_default();
+        let patch = json!({"metadata": {"resourceVersion": rv}, "status": {"conditions": conditions(&revision)}});
+        match api
+            .patch_status(&name, &PatchParams::default(), &Patch::Merge(patch))
+            .await
+        {
+            Ok(_) => {
+                log(format!(
+                    "{ns}/{name}: conditions patch (optimistic lock, cached rv {rv}) → 200"
+                ));
+                written = true;
+                break;
+            }
+            Err(kube::Error::Api(e)) if e.code == 409 => {
+                log(format!(
+                    "{ns}/{name}: conditions patch (optimistic lock, cached rv {rv}) → 409 Conflict (attempt {attempt}/5)"
+                ));
+                let jitter = 100 + (fxhash(&format!("{name}{attempt}")) % 100);
+                tokio::time::sleep(Duration::from_millis(jitter)).await;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    // 3. observedGeneration.
+    let set_observed = match ctx.behaviour {
+        Behaviour::Buggy => written && had_conditions,
+        _ => true,
+    };
+    if set_observed {
+        api.patch_status(
+            &name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"observedGeneration": generation}})),
+        )
+        .await?;
+        log(format!(
+            "{ns}/{name}: status patch (observedGeneration {generation}) → 200"
+        ));
+    } else if written {
+        log(format!(
+            "{ns}/{name}: observedGeneration not written: the in-memory object had no conditions (the guard)"
+        ));
+    }
+    if !written {
+        log(format!(
+            "{ns}/{name}: reconcile failed: conditions not written after 5 conflicts; requeue in 2s"
+        ));
+        return Err(Error::Conflicts);
+    }
+    ctx.done
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(key, generation);
+    Ok(Action::requeue(INTERVAL))
+}
+
+/// A stable, dependency-free hash for fake revisions and jitter.
+fn fxhash(s: &str) -> u64 {
+    s.bytes().fold(0xcbf29ce484222325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100000001b3)
+    })
+}
+
+fn error_policy(_obj: Arc<DynamicObject>, _e: &Error, _ctx: Arc<Ctx>) -> Action {
+    Action::requeue(Duration::from_secs(2))
+}
+
+/// Run the controller until the future is dropped.
+pub async fn run(client: kube::Client, behaviour: Behaviour, log: Log) {
+    let ar = api_resource();
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
+    let controller = Controller::new_with(api, watcher::Config::default(), ar);
+    let ctx = Arc::new(Ctx {
+        client,
+        store: controller.store(),
+        behaviour,
+        log: log.clone(),
+        done: Mutex::new(HashMap::new()),
+        stamps: std::sync::atomic::AtomicU64::new(0),
+    });
+    controller
+        .run(reconcile, error_policy, ctx)
+        .for_each(|r| {
+            if let Err(e) = r {
+                tracing::debug!(error = %e, "reconcile");
+            }
+            async {}
+        })
+        .await;
+}
