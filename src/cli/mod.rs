@@ -5,6 +5,7 @@ pub mod check;
 pub mod ctl;
 pub mod kubeconfig;
 pub mod report;
+pub mod run;
 pub mod serve;
 pub mod sim;
 
@@ -55,6 +56,9 @@ pub enum Command {
     Check(check::CheckArgs),
     /// Talk to a running proxy's control API: status, windows, open, close, freeze.
     Ctl(ctl::CtlArgs),
+    /// Run a controller behind the proxy with a schedule, and judge it: `run --schedule
+    /// FILE -- CMD ARGS...`. Exit 0: no violation, 1: violation, 2: failure.
+    Run(run::RunArgs),
     /// Show the whole story with no cluster: simulator, proxy and a small controller with
     /// Flux's patch pattern; prints a timeline and the oracles' verdict.
     Demo(crate::demo::DemoArgs),
@@ -97,8 +101,18 @@ pub fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Command::Run(args) = cli.command {
+        return match rt.block_on(run::run(args)) {
+            Ok(code) => code,
+            Err(e) => {
+                eprintln!("stalemate: {e:#}");
+                ExitCode::from(2)
+            }
+        };
+    }
     let result = rt.block_on(async {
         match cli.command {
+            Command::Run(_) => Ok(()),
             Command::Serve(args) => serve::run(args).await,
             Command::Sim(args) => sim::run(args).await,
             Command::Kubeconfig(args) => kubeconfig::run(args),

@@ -1,0 +1,271 @@
+//! The oracles end to end: `stalemate demo` (every scenario), `stalemate run` around a
+//! small kube-rs controller, and the HTML report in a real headless browser.
+
+#[path = "common/mod.rs"]
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{BIN, Sim};
+use serde_json::Value;
+
+const GR: &str = "gitrepositories.source.toolkit.fluxcd.io";
+
+fn demo(dir: &Path, name: &str, args: &[&str]) -> Value {
+    let json = dir.join(format!("{name}.json"));
+    let out = Command::new(BIN)
+        .arg("demo")
+        .args(args)
+        .arg("--report-json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "demo {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap()
+}
+
+#[test]
+fn demo_reports_the_stuck_object_and_the_fix_converges() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_path_buf();
+    let fixed = std::thread::spawn(move || demo(&d, "fixed", &["--fixed", "--settle", "3s"]));
+    let trace = dir.path().join("trace.jsonl");
+    let stuck = demo(
+        dir.path(),
+        "stuck",
+        &["--settle", "3s", "--trace", trace.to_str().unwrap()],
+    );
+    assert_eq!(stuck["schema"], "stalemate.report/v1");
+    assert_eq!(
+        (stuck["verdict"].as_str(), stuck["judged"].as_bool()),
+        (Some("fail"), Some(true))
+    );
+    let v = stuck["violations"].as_array().unwrap();
+    assert_eq!(v.len(), 1, "{v:?}");
+    assert_eq!(
+        (
+            v[0]["oracle"].as_str(),
+            v[0]["resource"].as_str(),
+            v[0]["namespace"].as_str(),
+            v[0]["name"].as_str()
+        ),
+        (Some("convergence"), Some(GR), Some("demo"), Some("podinfo"))
+    );
+    assert_eq!(
+        v[0]["rule"],
+        "InProgress: status.observedGeneration (0) != metadata.generation (1)"
+    );
+    let w = &stuck["windows"][0];
+    assert_eq!(
+        (w["name"].as_str(), w["fault"].as_str()),
+        (Some("f1-stale-gitrepository"), Some("freeze"))
+    );
+    assert!(w["closedAt"].is_string());
+    let conflicts = stuck["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["code"] == 409)
+        .count();
+    assert_eq!(
+        conflicts, 5,
+        "every retry of the conditions patch got a real 409"
+    );
+    assert_eq!(
+        stuck["recoveries"][0]["seconds"],
+        Value::Null,
+        "never recovered"
+    );
+
+    let fixed = fixed.join().unwrap();
+    assert_eq!(fixed["verdict"], "pass", "{fixed}");
+    assert!(fixed["violations"].as_array().unwrap().is_empty());
+    assert_eq!(fixed["objects"][0]["status"], "Current");
+    assert!(fixed["recoveries"][0]["seconds"].is_number());
+
+    // The trace renders into the same verdict, and its HTML opens in a real browser.
+    let html = dir.path().join("report.html");
+    let out = Command::new(BIN)
+        .args([
+            "report",
+            trace.to_str().unwrap(),
+            "--report-html",
+            html.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("verdict: FAIL (1 violation(s))"), "{text}");
+    let dom = browser_dom(&html);
+    assert!(
+        dom.contains("class=\"lane violated\" data-object=\"demo/podinfo\""),
+        "{dom}"
+    );
+    assert!(
+        dom.contains("class=\"window\" data-window=\"f1-stale-gitrepository\""),
+        "{dom}"
+    );
+    assert_eq!(dom.matches("class=\"conflict\"").count(), 5);
+    assert!(dom.contains("id=\"verdict\">FAIL"), "{dom}");
+}
+
+/// The DOM chromium renders for a file (headless, no network, no sandbox in containers).
+fn browser_dom(html: &Path) -> String {
+    let browser = ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|b| {
+            Command::new(b)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+        .expect("a headless browser: `apt-get install chromium` (.ci/run installs it)");
+    let profile = tempfile::tempdir().unwrap();
+    let out = Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg("--dump-dom")
+        .arg(format!("file://{}", html.display()))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{browser}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn hot_loop_scenario_names_the_annotation() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = demo(
+        dir.path(),
+        "hot",
+        &["--scenario", "hot-loop", "--hot-loop-for", "2s"],
+    );
+    assert_eq!(r["verdict"], "fail");
+    let v = &r["violations"][0];
+    assert_eq!(
+        (v["oracle"].as_str(), v["client"].as_str()),
+        (Some("hotLoop"), Some("gitrepo-controller"))
+    );
+    assert!(
+        v["rule"].as_str().unwrap().starts_with(
+            "metadata.annotations[\"demo.stalemate.dev/reconciled-at\"] (changed on every write;"
+        ),
+        "{v}"
+    );
+}
+
+fn example(name: &str) -> PathBuf {
+    // target/debug/stalemate → target/debug/examples/NAME
+    Path::new(BIN).parent().unwrap().join("examples").join(name)
+}
+
+#[test]
+fn run_returns_1_when_the_controller_is_stuck_and_0_when_fixed() {
+    let controller = example("gitrepo-controller");
+    assert!(
+        controller.exists(),
+        "{} (built by cargo test --all-targets)",
+        controller.display()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let schedule = dir.path().join("f1.json");
+    std::fs::write(
+        &schedule,
+        serde_json::json!({
+            "windows": [{
+                "name": "f1", "resources": [GR], "fault": {"freeze": {}},
+                "trigger": {"afterRequests": {"verb": "patch", "resource": GR, "subresource": "status", "count": 1}},
+                "duration": "1500ms"
+            }],
+            "oracles": {"convergence": {"resources": [GR], "settle": "3s"}}
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let go = |fixed: bool| {
+        let sim = Sim::start();
+        sim.kubectl_stdin(&["apply", "-f", "-"], stalemate::demo::controller::CRD);
+        sim.kubectl_ok(&[
+            "wait",
+            "--for",
+            "condition=established",
+            &format!("crd/{GR}"),
+        ]);
+        let repo = r#"{"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
+            "metadata": {"name": "podinfo", "namespace": "default"}, "spec": {"url": "https://example.com/podinfo"}}"#;
+        let out = sim.kubectl_stdin(&["create", "-f", "-"], repo);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let json = dir.path().join(format!("run-{fixed}.json"));
+        let mut cmd = Command::new(BIN);
+        cmd.args([
+            "run",
+            "--schedule",
+            schedule.to_str().unwrap(),
+            "--duration",
+            "7s",
+        ])
+        .arg("--report-json")
+        .arg(&json)
+        .env("KUBECONFIG", &sim.kubeconfig)
+        .arg("--")
+        .arg(&controller);
+        if fixed {
+            cmd.arg("--fixed");
+        }
+        let out = cmd.output().unwrap();
+        let report: Value = serde_json::from_slice(&std::fs::read(&json).unwrap_or_default())
+            .unwrap_or(Value::Null);
+        (
+            out.status.code(),
+            report,
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, report, err) = go(false);
+    assert_eq!(code, Some(1), "{err}\n{report}");
+    assert_eq!(
+        report["violations"][0]["rule"],
+        "InProgress: status.observedGeneration (0) != metadata.generation (1)"
+    );
+    let (code, report, err) = go(true);
+    assert_eq!(code, Some(0), "{err}\n{report}");
+    assert_eq!(report["verdict"], "pass");
+
+    // Failures are exit 2, and say which side failed.
+    let out = Command::new(BIN)
+        .args([
+            "run",
+            "--schedule",
+            schedule.to_str().unwrap(),
+            "--upstream-kubeconfig",
+        ])
+        .arg(dir.path().join("missing"))
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("missing"));
+}
