@@ -89,6 +89,27 @@ pub fn render(r: &Report) -> String {
             label = esc(&label),
             x2 = WIDTH - 20.0,
         );
+        for viol in v
+            .violations
+            .iter()
+            .filter(|x| &x.resource == res && &x.namespace == ns && &x.name == name)
+        {
+            let sx = x(viol.since);
+            let _ = write!(
+                svg,
+                r##"<path class="since" d="M{sx:.1} {a:.1} L{b:.1} {c:.1} L{d:.1} {c:.1} Z" fill="#c53030"><title>{t}</title></path>"##,
+                a = y - 6.0,
+                b = sx + 5.0,
+                c = y - 13.0,
+                d = sx - 5.0,
+                t = esc(&format!(
+                    "{} violation since +{:.1}s: {}",
+                    viol.oracle,
+                    r.offset(viol.since),
+                    viol.rule
+                )),
+            );
+        }
         for m in v
             .timeline
             .iter()
