@@ -4,7 +4,7 @@
 #[path = "common/mod.rs"]
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use common::{BIN, Sim};
@@ -173,19 +173,34 @@ fn hot_loop_scenario_names_the_annotation() {
     );
 }
 
-fn example(name: &str) -> PathBuf {
-    // target/debug/stalemate → target/debug/examples/NAME
-    Path::new(BIN).parent().unwrap().join("examples").join(name)
+/// Not a test of its own: `run_returns_…` starts this test binary again, filtered to this
+/// function and with `STALEMATE_E2E_CONTROLLER` set, as the controller `stalemate run`
+/// runs — a small kube-rs controller (the demo's, with Flux's patch pattern) configured
+/// from `KUBECONFIG` like any other.
+#[test]
+fn controller_process() {
+    use stalemate::demo::controller::{self, Behaviour};
+    let Ok(mode) = std::env::var("STALEMATE_E2E_CONTROLLER") else {
+        return;
+    };
+    let behaviour = if mode == "fixed" {
+        Behaviour::Fixed
+    } else {
+        Behaviour::Buggy
+    };
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let client = kube::Client::try_default()
+            .await
+            .expect("KUBECONFIG from stalemate run");
+        let log: controller::Log = std::sync::Arc::new(|l| println!("{l}"));
+        controller::run(client, behaviour, log).await;
+    });
 }
 
 #[test]
 fn run_returns_1_when_the_controller_is_stuck_and_0_when_fixed() {
-    let controller = example("gitrepo-controller");
-    assert!(
-        controller.exists(),
-        "{} (built by cargo test --all-targets)",
-        controller.display()
-    );
+    let controller = std::env::current_exe().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let schedule = dir.path().join("f1.json");
     std::fs::write(
@@ -219,23 +234,26 @@ fn run_returns_1_when_the_controller_is_stuck_and_0_when_fixed() {
             String::from_utf8_lossy(&out.stderr)
         );
         let json = dir.path().join(format!("run-{fixed}.json"));
-        let mut cmd = Command::new(BIN);
-        cmd.args([
-            "run",
-            "--schedule",
-            schedule.to_str().unwrap(),
-            "--duration",
-            "7s",
-        ])
-        .arg("--report-json")
-        .arg(&json)
-        .env("KUBECONFIG", &sim.kubeconfig)
-        .arg("--")
-        .arg(&controller);
-        if fixed {
-            cmd.arg("--fixed");
-        }
-        let out = cmd.output().unwrap();
+        let out = Command::new(BIN)
+            .args([
+                "run",
+                "--schedule",
+                schedule.to_str().unwrap(),
+                "--duration",
+                "7s",
+            ])
+            .arg("--report-json")
+            .arg(&json)
+            .env("KUBECONFIG", &sim.kubeconfig)
+            .env(
+                "STALEMATE_E2E_CONTROLLER",
+                if fixed { "fixed" } else { "buggy" },
+            )
+            .arg("--")
+            .arg(&controller)
+            .args(["controller_process", "--exact", "--nocapture"])
+            .output()
+            .unwrap();
         let report: Value = serde_json::from_slice(&std::fs::read(&json).unwrap_or_default())
             .unwrap_or(Value::Null);
         (

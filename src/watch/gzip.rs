@@ -9,18 +9,50 @@ use flate2::write::GzDecoder;
 use super::CodecError;
 
 pub struct GzipStream {
-    dec: GzDecoder<Vec<u8>>,
+    dec: GzDecoder<Bounded>,
+}
+
+/// The decoder's output buffer, refusing to grow past a limit: a few compressed bytes
+/// can expand to gigabytes (a decompression bomb), and the framer's own cap would only
+/// see them after they were all in memory.
+struct Bounded {
+    buf: Vec<u8>,
+    limit: usize,
+}
+
+impl Write for Bounded {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        if self.buf.len() + data.len() > self.limit {
+            return Err(std::io::Error::other(format!(
+                "more than {} bytes decompressed without the framer draining them",
+                self.limit
+            )));
+        }
+        self.buf.extend_from_slice(data);
+        Ok(data.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 impl Default for GzipStream {
     fn default() -> Self {
-        GzipStream {
-            dec: GzDecoder::new(Vec::new()),
-        }
+        GzipStream::with_limit(super::DEFAULT_MAX_FRAME)
     }
 }
 
 impl GzipStream {
+    /// A decoder whose single `push` may produce at most `limit` plain bytes.
+    pub fn with_limit(limit: usize) -> Self {
+        GzipStream {
+            dec: GzDecoder::new(Bounded {
+                buf: Vec::new(),
+                limit,
+            }),
+        }
+    }
+
     /// Feed compressed bytes; returns the plain bytes they completed.
     pub fn push(&mut self, chunk: &[u8]) -> Result<Vec<u8>, CodecError> {
         self.dec
@@ -29,7 +61,7 @@ impl GzipStream {
         self.dec
             .flush()
             .map_err(|e| CodecError::Json(format!("gzip: {e}")))?;
-        Ok(std::mem::take(self.dec.get_mut()))
+        Ok(std::mem::take(&mut self.dec.get_mut().buf))
     }
 }
 
@@ -54,5 +86,19 @@ mod tests {
         let joined: Vec<u8> = frames.iter().flat_map(|f| f.bytes.to_vec()).collect();
         assert_eq!(joined, plain);
         assert!(GzipStream::default().push(b"not gzip at all").is_err());
+    }
+
+    #[test]
+    fn a_decompression_bomb_is_an_error_not_an_allocation() {
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        enc.write_all(&vec![b' '; 8 << 20]).unwrap();
+        let bomb = enc.finish().unwrap();
+        assert!(bomb.len() < 64 << 10, "{}", bomb.len());
+        let e = GzipStream::with_limit(1 << 20).push(&bomb).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("more than 1048576 bytes decompressed"),
+            "{e}"
+        );
     }
 }
