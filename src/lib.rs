@@ -9,6 +9,7 @@ pub mod admin;
 pub mod certs;
 pub mod cli;
 pub mod demo;
+pub mod inject;
 pub mod kubeconfig;
 pub mod listen;
 pub mod metrics;

@@ -3,6 +3,7 @@
 pub mod certs;
 pub mod check;
 pub mod ctl;
+pub mod inject;
 pub mod kubeconfig;
 pub mod report;
 pub mod run;
@@ -56,6 +57,8 @@ pub enum Command {
     Check(check::CheckArgs),
     /// Talk to a running proxy's control API: status, windows, open, close, freeze.
     Ctl(ctl::CtlArgs),
+    /// Add the stalemate sidecar to workloads in Kubernetes YAML (or remove it again).
+    Inject(inject::InjectArgs),
     /// Run a controller behind the proxy with a schedule, and judge it: `run --schedule
     /// FILE -- CMD ARGS...`. Exit 0: no violation, 1: violation, 2: failure.
     Run(run::RunArgs),
@@ -120,6 +123,7 @@ pub fn main() -> ExitCode {
             Command::Check(args) => check::run(args),
             Command::Ctl(args) => ctl::run(args).await,
             Command::Demo(args) => crate::demo::run(args).await,
+            Command::Inject(args) => inject::run(args),
             Command::Report(args) => report::run(args),
         }
     });

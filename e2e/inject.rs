@@ -1,0 +1,255 @@
+//! `stalemate inject`: golden outputs on real-shaped manifests, idempotence, the
+//! `--uninject` round trip, clear errors, and the injected manifests accepted by
+//! `kubectl apply` against the simulator.
+
+#[path = "common/mod.rs"]
+mod common;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use common::{BIN, Sim};
+use serde_json::Value;
+
+fn golden(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("e2e/golden/inject")
+        .join(name)
+}
+
+/// `stalemate inject ARGS` with `input` on stdin: (success, stdout, stderr).
+fn inject(args: &[&str], input: &str) -> (bool, String, String) {
+    let mut child = Command::new(BIN)
+        .arg("inject")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn docs(yaml: &str) -> Vec<Value> {
+    serde_saphyr::from_str_multiple(yaml).unwrap()
+}
+
+#[test]
+fn golden_outputs_idempotence_and_uninject_round_trip() {
+    for name in ["source-controller", "statefulset", "list"] {
+        let input = std::fs::read_to_string(golden(&format!("{name}.in.yaml"))).unwrap();
+        let (ok, out, err) = inject(&["-f", "-"], &input);
+        assert!(ok, "{name}: {err}");
+        let want_path = golden(&format!("{name}.out.yaml"));
+        if std::env::var_os("UPDATE_GOLDEN").is_some() {
+            std::fs::write(&want_path, &out).unwrap();
+        }
+        let want = std::fs::read_to_string(&want_path).unwrap();
+        assert_eq!(
+            out,
+            want,
+            "{name}: output differs from {}",
+            want_path.display()
+        );
+        let (ok, twice, _) = inject(&[], &out);
+        assert!(ok);
+        assert_eq!(twice, out, "{name}: injecting twice equals injecting once");
+        let (ok, back, err) = inject(&["--uninject"], &out);
+        assert!(ok, "{err}");
+        assert_eq!(
+            docs(&back),
+            docs(&input),
+            "{name}: --uninject restores the original"
+        );
+    }
+}
+
+#[test]
+fn injected_pods_are_wired_to_the_proxy() {
+    let input = std::fs::read_to_string(golden("source-controller.in.yaml")).unwrap();
+    let (_, out, _) = inject(
+        &[
+            "--image",
+            "stalemate:test",
+            "--schedule-configmap",
+            "flux-f1",
+        ],
+        &input,
+    );
+    let d = &docs(&out)[0];
+    let spec = &d["spec"]["template"]["spec"];
+    let containers = spec["containers"].as_array().unwrap();
+    assert_eq!(containers.len(), 2);
+    let manager = &containers[0];
+    let env: Vec<(&str, &str)> = manager["env"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| Some((e["name"].as_str()?, e["value"].as_str()?)))
+        .collect();
+    assert!(env.contains(&("KUBERNETES_SERVICE_HOST", "127.0.0.1")));
+    assert!(env.contains(&("KUBERNETES_SERVICE_PORT", "7443")));
+    assert!(
+        manager["volumeMounts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(
+                |m| m["mountPath"] == "/var/run/secrets/kubernetes.io/serviceaccount"
+                    && m["name"] == "stalemate-serviceaccount"
+            )
+    );
+    let sidecar = &containers[1];
+    assert_eq!(
+        (sidecar["name"].as_str(), sidecar["image"].as_str()),
+        (Some("stalemate"), Some("stalemate:test"))
+    );
+    let args: Vec<&str> = sidecar["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        args.windows(2).any(|w| w == ["--listen", "127.0.0.1:7443"]),
+        "{args:?}"
+    );
+    assert!(args.contains(&"--in-cluster"));
+    assert_eq!(sidecar["securityContext"]["readOnlyRootFilesystem"], true);
+    assert_eq!(sidecar["securityContext"]["runAsNonRoot"], true);
+    assert_eq!(sidecar["readinessProbe"]["httpGet"]["path"], "/readyz");
+    assert!(sidecar["resources"]["requests"]["memory"].is_string());
+    // The sidecar keeps the real service-account mount: it does not mount that path.
+    assert!(
+        !sidecar["volumeMounts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["mountPath"] == "/var/run/secrets/kubernetes.io/serviceaccount")
+    );
+    let vols = spec["volumes"].as_array().unwrap();
+    let sa = vols
+        .iter()
+        .find(|v| v["name"] == "stalemate-serviceaccount")
+        .unwrap();
+    let sources = sa["projected"]["sources"].as_array().unwrap();
+    assert_eq!(sources[0]["serviceAccountToken"]["path"], "token");
+    assert_eq!(sources[1]["configMap"]["items"][0]["path"], "ca.crt");
+    assert_eq!(sources[2]["downwardAPI"]["items"][0]["path"], "namespace");
+    let sched = vols
+        .iter()
+        .find(|v| v["name"] == "stalemate-schedule")
+        .unwrap();
+    assert_eq!(sched["configMap"]["name"], "flux-f1");
+    // Flux's own scrape annotations are left alone (the PodMonitor finds our port).
+    assert_eq!(
+        d["spec"]["template"]["metadata"]["annotations"]["prometheus.io/port"],
+        "8080"
+    );
+    // --containers picks; an unknown name is an error naming it.
+    let (ok, _, err) = inject(&["--containers", "nope"], &input);
+    assert!(!ok && err.contains("document 1 (Deployment source-controller): --containers: no container named \"nope\" (it has manager)"), "{err}");
+}
+
+#[test]
+fn bad_input_is_named() {
+    let (ok, _, err) = inject(&[], "kind: [unclosed");
+    assert!(
+        !ok && err.contains("standard input: not Kubernetes YAML"),
+        "{err}"
+    );
+    let (ok, _, err) = inject(&[], "- a\n- b\n");
+    assert!(
+        !ok && err.contains("document 1: not a Kubernetes object"),
+        "{err}"
+    );
+    let (ok, _, err) = inject(
+        &[],
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\nspec: {replicas: 1}\n",
+    );
+    assert!(
+        !ok && err.contains("document 1 (Deployment x): spec.template.spec: no pod template here"),
+        "{err}"
+    );
+    let (ok, _, err) = inject(
+        &[],
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: []}\n",
+    );
+    assert!(
+        !ok && err.contains("spec.containers: no containers"),
+        "{err}"
+    );
+    let out = Command::new(BIN)
+        .args(["inject", "-f", "/nonexistent.yaml"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("reading /nonexistent.yaml"));
+}
+
+#[test]
+fn injected_manifests_are_accepted_by_kubectl_apply() {
+    let sim = Sim::start();
+    sim.kubectl_ok(&["create", "namespace", "flux-system"]);
+    let input = std::fs::read_to_string(golden("source-controller.in.yaml")).unwrap();
+    let (_, out, _) = inject(&[], &input);
+    let applied = sim.kubectl_stdin(&["apply", "-f", "-"], &out);
+    assert!(
+        applied.status.success(),
+        "{}",
+        String::from_utf8_lossy(&applied.stderr)
+    );
+    let got: Value = serde_json::from_str(&sim.kubectl_ok(&[
+        "-n",
+        "flux-system",
+        "get",
+        "deployment",
+        "source-controller",
+        "-o",
+        "json",
+    ]))
+    .unwrap();
+    let names: Vec<&str> = got["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    assert_eq!(names, ["manager", "stalemate"]);
+    // Applying the uninjected manifest takes the sidecar out again.
+    let (_, back, _) = inject(&["--uninject"], &out);
+    let applied = sim.kubectl_stdin(&["apply", "-f", "-"], &back);
+    assert!(
+        applied.status.success(),
+        "{}",
+        String::from_utf8_lossy(&applied.stderr)
+    );
+    let got: Value = serde_json::from_str(&sim.kubectl_ok(&[
+        "-n",
+        "flux-system",
+        "get",
+        "deployment",
+        "source-controller",
+        "-o",
+        "json",
+    ]))
+    .unwrap();
+    assert_eq!(
+        got["spec"]["template"]["spec"]["containers"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+}
