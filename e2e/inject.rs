@@ -253,3 +253,117 @@ fn injected_manifests_are_accepted_by_kubectl_apply() {
         1
     );
 }
+
+/// `certs --kubernetes` prints what a sidecar needs; applied to the simulator, the Secret
+/// and ConfigMap hold a certificate pair a proxy serves 127.0.0.1 with, under that CA.
+#[test]
+fn certs_for_kubernetes_apply_and_serve() {
+    use base64::Engine;
+    let out = Command::new(BIN)
+        .args(["certs", "--kubernetes", "--namespace", "flux-system"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let yaml = String::from_utf8(out.stdout).unwrap();
+    let d = docs(&yaml);
+    assert_eq!(
+        (
+            d[0]["kind"].as_str(),
+            d[0]["type"].as_str(),
+            d[0]["metadata"]["name"].as_str()
+        ),
+        (
+            Some("Secret"),
+            Some("kubernetes.io/tls"),
+            Some("stalemate-tls")
+        )
+    );
+    assert_eq!(
+        (d[1]["kind"].as_str(), d[1]["metadata"]["name"].as_str()),
+        (Some("ConfigMap"), Some("stalemate-ca"))
+    );
+    let sim = Sim::start();
+    sim.kubectl_ok(&["create", "namespace", "flux-system"]);
+    let applied = sim.kubectl_stdin(&["apply", "-f", "-"], &yaml);
+    assert!(
+        applied.status.success(),
+        "{}",
+        String::from_utf8_lossy(&applied.stderr)
+    );
+    let secret: Value = serde_json::from_str(&sim.kubectl_ok(&[
+        "-n",
+        "flux-system",
+        "get",
+        "secret",
+        "stalemate-tls",
+        "-o",
+        "json",
+    ]))
+    .unwrap();
+    let cm: Value = serde_json::from_str(&sim.kubectl_ok(&[
+        "-n",
+        "flux-system",
+        "get",
+        "configmap",
+        "stalemate-ca",
+        "-o",
+        "json",
+    ]))
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let b64 = |v: &Value| {
+        base64::engine::general_purpose::STANDARD
+            .decode(v.as_str().unwrap())
+            .unwrap()
+    };
+    std::fs::write(dir.path().join("tls.crt"), b64(&secret["data"]["tls.crt"])).unwrap();
+    std::fs::write(dir.path().join("tls.key"), b64(&secret["data"]["tls.key"])).unwrap();
+    std::fs::write(
+        dir.path().join("ca.crt"),
+        cm["data"]["ca.crt"].as_str().unwrap(),
+    )
+    .unwrap();
+    let mut child = Command::new(BIN)
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--admin-listen",
+            "127.0.0.1:0",
+            "--tls-cert",
+        ])
+        .arg(dir.path().join("tls.crt"))
+        .arg("--tls-key")
+        .arg(dir.path().join("tls.key"))
+        .arg("--upstream-kubeconfig")
+        .arg(&sim.kubeconfig)
+        .env("RUST_LOG", "error")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    let r = common::curl(
+        &dir.path().join("ca.crt"),
+        line.trim(),
+        "GET",
+        "/version",
+        &[],
+        None,
+        &[],
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(
+        r.status, 200,
+        "TLS to 127.0.0.1 verified with the ConfigMap's CA"
+    );
+}
