@@ -367,3 +367,246 @@ fn certs_for_kubernetes_apply_and_serve() {
         "TLS to 127.0.0.1 verified with the ConfigMap's CA"
     );
 }
+
+/// The sidecar wiring without a cluster: the files and variables a pod would see, on both
+/// sides. The sidecar (`serve --in-cluster`) reaches the simulator with the pod's own
+/// service-account files; the controller's in-cluster config (what `inject` gives it:
+/// KUBERNETES_SERVICE_HOST=127.0.0.1, the proxy's port, a projected directory with its
+/// token, stalemate's CA and the namespace) reaches the proxy — and its requests arrive
+/// at the simulator with its own token.
+#[tokio::test]
+async fn sidecar_wiring_in_cluster_mode() {
+    use k8s_openapi::api::authentication::v1::SelfSubjectReview;
+    use kube::api::{Api, PostParams};
+    let sim = Sim::start();
+    let dir = tempfile::tempdir().unwrap();
+    let sim_addr = sim.url.trim_start_matches("https://").to_string();
+    let (sim_host, sim_port) = sim_addr.rsplit_once(':').unwrap();
+    // The kubelet's mount in the sidecar: the pod's token, the cluster's CA.
+    let pod_sa = dir.path().join("pod-serviceaccount");
+    std::fs::create_dir_all(&pod_sa).unwrap();
+    std::fs::write(
+        pod_sa.join("token"),
+        stalemate::sim::auth::unsigned_jwt("system:serviceaccount:flux-system:stalemate-sidecar"),
+    )
+    .unwrap();
+    std::fs::copy(sim.dir.path().join("tls/ca.crt"), pod_sa.join("ca.crt")).unwrap();
+    std::fs::write(pod_sa.join("namespace"), "flux-system").unwrap();
+    // The Secret stalemate-tls, mounted at /etc/stalemate/tls.
+    let tls = dir.path().join("tls");
+    let st = Command::new(BIN)
+        .args(["certs", "--out"])
+        .arg(&tls)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let mut sidecar = Command::new(BIN)
+        .args([
+            "serve",
+            "--in-cluster",
+            "--listen",
+            "127.0.0.1:0",
+            "--admin-listen",
+            "127.0.0.1:0",
+            "--tls-cert",
+        ])
+        .arg(tls.join("tls.crt"))
+        .arg("--tls-key")
+        .arg(tls.join("tls.key"))
+        .env("KUBERNETES_SERVICE_HOST", sim_host)
+        .env("KUBERNETES_SERVICE_PORT", sim_port)
+        .env("STALEMATE_SERVICEACCOUNT_DIR", &pod_sa)
+        .env("RUST_LOG", "error")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(sidecar.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    let proxy_port = line.trim().rsplit_once(':').unwrap().1.to_string();
+    // The controller's projected volume.
+    let ctl_sa = dir.path().join("controller-serviceaccount");
+    std::fs::create_dir_all(&ctl_sa).unwrap();
+    std::fs::write(
+        ctl_sa.join("token"),
+        stalemate::sim::auth::unsigned_jwt("system:serviceaccount:flux-system:source-controller"),
+    )
+    .unwrap();
+    std::fs::copy(tls.join("ca.crt"), ctl_sa.join("ca.crt")).unwrap();
+    std::fs::write(ctl_sa.join("namespace"), "flux-system").unwrap();
+    let cfg = stalemate::upstream::incluster_config("127.0.0.1", &proxy_port, &ctl_sa).unwrap();
+    assert_eq!(cfg.default_namespace, "flux-system");
+    let client = kube::Client::try_from(cfg).unwrap();
+    let review: SelfSubjectReview = Api::all(client.clone())
+        .create(&PostParams::default(), &serde_json::from_value(serde_json::json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})).unwrap())
+        .await
+        .unwrap();
+    let _ = sidecar.kill();
+    let _ = sidecar.wait();
+    let user = review.status.unwrap().user_info.unwrap().username.unwrap();
+    assert_eq!(
+        user, "system:serviceaccount:flux-system:source-controller",
+        "the controller's own token reached the simulator"
+    );
+}
+
+/// Lists of named things (containers, env, mounts, volumes) in name order: a strategic
+/// merge patch and `inject` add the same entries, in different places.
+fn by_name(v: &Value) -> Value {
+    match v {
+        Value::Array(a) => {
+            let mut a: Vec<Value> = a.iter().map(by_name).collect();
+            if a.iter().all(|x| x["name"].is_string()) {
+                a.sort_by(|x, y| x["name"].as_str().cmp(&y["name"].as_str()));
+            }
+            Value::Array(a)
+        }
+        Value::Object(m) => Value::Object(m.iter().map(|(k, x)| (k.clone(), by_name(x))).collect()),
+        x => x.clone(),
+    }
+}
+
+fn kustomize(dir: &Path) -> Vec<Value> {
+    let out = Command::new("kubectl")
+        .arg("kustomize")
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "kubectl kustomize {}: {}",
+        dir.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    docs(&String::from_utf8(out.stdout).unwrap())
+}
+
+#[test]
+fn deploy_renders_and_matches_inject() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let rendered = kustomize(&root.join("deploy/example"));
+    let schedule_cm = rendered
+        .iter()
+        .find(|d| {
+            d["kind"] == "ConfigMap"
+                && d["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or("")
+                    .starts_with("stalemate-schedule-")
+        })
+        .expect("the schedule ConfigMap, generated with a hash suffix");
+    let want: Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join("config/flux-f1.json")).unwrap())
+            .unwrap();
+    let got: Value =
+        serde_json::from_str(schedule_cm["data"]["schedule.json"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        got, want,
+        "deploy/flux/schedule.json is config/flux-f1.json"
+    );
+    let cm_name = schedule_cm["metadata"]["name"].as_str().unwrap();
+    assert!(rendered.iter().any(|d| d["kind"] == "PodMonitor"
+        && d["spec"]["podMetricsEndpoints"][0]["port"] == "stalemate-admin"));
+    let deployments: Vec<&Value> = rendered
+        .iter()
+        .filter(|d| d["kind"] == "Deployment")
+        .collect();
+    assert_eq!(deployments.len(), 4);
+    for d in deployments {
+        let name = d["metadata"]["name"].as_str().unwrap();
+        // What `stalemate inject` writes for the same Deployment.
+        let original =
+            std::fs::read_to_string(root.join("deploy/example/flux-system.yaml")).unwrap();
+        let original = docs(&original)
+            .into_iter()
+            .find(|x| x["kind"] == "Deployment" && x["metadata"]["name"] == name)
+            .unwrap();
+        let (ok, injected, err) = inject(&[], &serde_json::to_string(&original).unwrap());
+        assert!(ok, "{err}");
+        let injected = &docs(&injected)[0];
+        let spec = &d["spec"]["template"]["spec"];
+        let ispec = &injected["spec"]["template"]["spec"];
+        assert_eq!(
+            by_name(&spec["containers"]),
+            by_name(&ispec["containers"]),
+            "{name}: containers as inject writes them"
+        );
+        let mut vols = spec["volumes"].clone();
+        for v in vols.as_array_mut().unwrap() {
+            if v["name"] == "stalemate-schedule" {
+                assert_eq!(
+                    v["configMap"]["name"], cm_name,
+                    "{name}: the generated ConfigMap is referenced"
+                );
+                v["configMap"]["name"] = "stalemate-schedule".into();
+            }
+        }
+        assert_eq!(
+            by_name(&vols),
+            by_name(&ispec["volumes"]),
+            "{name}: volumes as inject writes them"
+        );
+    }
+    assert!(rendered.iter().any(|d| d["kind"] == "ConfigMap"
+        && d["metadata"]["name"] == "unrelated"
+        && d["data"]["k"] == "v"));
+}
+
+#[test]
+fn dashboard_uses_the_documented_metrics() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dash: Value = serde_json::from_str(
+        &std::fs::read_to_string(root.join("deploy/grafana/stalemate-dashboard.json")).unwrap(),
+    )
+    .unwrap();
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let panels = dash["panels"].as_array().unwrap();
+    let titles: Vec<&str> = panels.iter().filter_map(|p| p["title"].as_str()).collect();
+    for want in [
+        "Open windows",
+        "Held events",
+        "View lag (s)",
+        "Requests / s",
+        "Real 409 conflicts / s",
+        "Writes / s",
+        "Oracle violations",
+    ] {
+        assert!(titles.contains(&want), "{want} in {titles:?}");
+    }
+    let re = regex::Regex::new(r"stalemate_([a-z_]+)").unwrap();
+    for p in panels {
+        let expr = p["targets"][0]["expr"].as_str().unwrap();
+        for c in re.captures_iter(expr) {
+            let metric = &c[1];
+            assert!(
+                readme.contains(&format!("| `{metric}`"))
+                    || readme.contains(&format!("`{metric}`,")),
+                "{metric} (panel {:?}) is not in the README's metrics table",
+                p["title"]
+            );
+        }
+    }
+}
+
+#[test]
+fn scripts_pass_shellcheck() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = Command::new("shellcheck")
+        .args([
+            "e2e/kind/walkthrough.sh",
+            "fuzz/run.sh",
+            "bench/sim-throughput.sh",
+            ".ci/run",
+        ])
+        .current_dir(root)
+        .output()
+        .expect("shellcheck (`apt-get install shellcheck`; .ci/run installs it)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}

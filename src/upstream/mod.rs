@@ -71,6 +71,46 @@ pub struct TransportOptions {
     pub connect_timeout: Duration,
 }
 
+/// Read the service-account files from this directory instead of
+/// `/var/run/secrets/kubernetes.io/serviceaccount` (for tests, and runtimes that mount
+/// them elsewhere).
+pub const SERVICEACCOUNT_DIR_ENV: &str = "STALEMATE_SERVICEACCOUNT_DIR";
+
+/// In-cluster configuration as a pod's client builds it (kube-rs `Config::incluster_env`,
+/// client-go `rest.InClusterConfig`): `https://HOST:PORT`, the CA in `DIR/ca.crt`, the
+/// token in `DIR/token` (re-read as it rotates), the namespace in `DIR/namespace`.
+pub fn incluster_config(host: &str, port: &str, dir: &std::path::Path) -> Result<kube::Config> {
+    let host = if host.contains(':') && !host.starts_with('[') {
+        format!("[{host}]")
+    } else {
+        host.to_string()
+    };
+    let url = format!("https://{host}:{port}");
+    let uri: Uri = url
+        .parse()
+        .with_context(|| format!("in-cluster: {url:?} is not a URL"))?;
+    let mut cfg = kube::Config::new(uri);
+    let ca = dir.join("ca.crt");
+    let pem =
+        std::fs::read(&ca).with_context(|| format!("in-cluster: reading {}", ca.display()))?;
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject;
+    let certs: Vec<Vec<u8>> = CertificateDer::pem_slice_iter(&pem)
+        .map(|c| c.map(|c| c.to_vec()))
+        .collect::<Result<_, _>>()
+        .with_context(|| format!("in-cluster: {} is not a PEM bundle", ca.display()))?;
+    cfg.root_cert = Some(certs);
+    let token = dir.join("token");
+    if !token.exists() {
+        bail!("in-cluster: no token at {}", token.display());
+    }
+    cfg.auth_info.token_file = Some(token.to_string_lossy().into_owned());
+    if let Ok(ns) = std::fs::read_to_string(dir.join("namespace")) {
+        cfg.default_namespace = ns.trim().to_string();
+    }
+    Ok(cfg)
+}
+
 async fn load(source: &Source) -> Result<kube::Config> {
     match source {
         Source::Kubeconfig { path, context } => {
@@ -91,9 +131,18 @@ async fn load(source: &Source) -> Result<kube::Config> {
                     .context("loading the default kubeconfig ($KUBECONFIG or ~/.kube/config); use --upstream-kubeconfig, --in-cluster or --upstream"),
             }
         }
-        Source::InCluster => kube::Config::incluster().context(
-            "--in-cluster: not running in a pod, or the service-account files are missing",
-        ),
+        Source::InCluster => match std::env::var_os(SERVICEACCOUNT_DIR_ENV) {
+            Some(dir) => {
+                let host = std::env::var("KUBERNETES_SERVICE_HOST")
+                    .context("--in-cluster: KUBERNETES_SERVICE_HOST is not set")?;
+                let port = std::env::var("KUBERNETES_SERVICE_PORT")
+                    .context("--in-cluster: KUBERNETES_SERVICE_PORT is not set")?;
+                incluster_config(&host, &port, std::path::Path::new(&dir))
+            }
+            None => kube::Config::incluster().context(
+                "--in-cluster: not running in a pod, or the service-account files are missing",
+            ),
+        },
         Source::Url { url, ca } => {
             let uri: Uri = url
                 .parse()
