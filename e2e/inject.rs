@@ -598,7 +598,7 @@ fn scripts_pass_shellcheck() {
         .args([
             "e2e/kind/walkthrough.sh",
             "fuzz/run.sh",
-            "bench/sim-throughput.sh",
+            "bench/run.sh",
             ".ci/run",
         ])
         .current_dir(root)

@@ -401,6 +401,8 @@ struct Counted {
     inner: Body,
     gauge: Option<prometheus::IntGauge>,
     shutdown: Option<Shutdown>,
+    /// A watch's place on its upstream connection.
+    _slot: Option<crate::upstream::WatchSlot>,
 }
 
 impl Drop for Counted {
@@ -545,8 +547,13 @@ pub async fn handle(proxy: Arc<Proxy>, mut req: Request<Incoming>, peer: Peer) -
     let body: Body = body.map_err(BodyError::from).boxed();
     let up_req = Request::from_parts(parts, body);
 
-    let sent =
-        tokio::time::timeout(proxy.header_timeout, proxy.upstream.send(up_req, upgrade)).await;
+    let (call, slot) = if l.watch && !upgrade {
+        let (f, slot) = proxy.upstream.send_watch(up_req);
+        (f, Some(slot))
+    } else {
+        (proxy.upstream.send(up_req, upgrade), None)
+    };
+    let sent = tokio::time::timeout(proxy.header_timeout, call).await;
     let mut resp = match sent {
         Ok(Ok(r)) => r,
         Ok(Err(e)) => {
@@ -681,6 +688,7 @@ pub async fn handle(proxy: Arc<Proxy>, mut req: Request<Incoming>, peer: Peer) -
         inner,
         gauge,
         shutdown,
+        _slot: slot,
     }
     .boxed();
     finish(&proxy, &l, start, Response::from_parts(parts, body))

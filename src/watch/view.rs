@@ -66,6 +66,10 @@ struct View {
     /// A WatchList restarted while this view was complete: the new view fills here and
     /// replaces this one at the end marker; until then this one answers.
     next: Option<Box<View>>,
+    /// JSON LIST pages not parsed yet. A LIST is only scanned for its metadata on the
+    /// way to the client; its items are parsed when the view is first needed (an event
+    /// to apply, a read to answer), so a client that only lists pays a copy, not a parse.
+    raw_pages: Vec<Bytes>,
 }
 
 impl View {
@@ -79,7 +83,20 @@ impl View {
             bytes: 0,
             filling: false,
             next: None,
+            raw_pages: Vec::new(),
         }
+    }
+
+    /// Parse the pending LIST pages into objects. A page that does not parse leaves the
+    /// view unusable (`Err`): the caller drops it, and reads go upstream.
+    fn materialize(&mut self) -> Result<(), String> {
+        for page in std::mem::take(&mut self.raw_pages) {
+            self.bytes -= page.len();
+            for (k, obj) in parse_json_list(&page)?.items {
+                self.insert(k, obj);
+            }
+        }
+        Ok(())
     }
 
     /// Bytes held, including a view being filled.
@@ -175,6 +192,114 @@ struct JsonItemMeta<'a> {
 struct JsonEvent<'a> {
     #[serde(borrow)]
     object: &'a serde_json::value::RawValue,
+}
+
+/// The end (exclusive) of the JSON value starting at `i` (after whitespace), without
+/// parsing it: strings are skipped with their escapes, containers by depth.
+fn skip_value(b: &[u8], mut i: usize) -> Option<usize> {
+    while b.get(i)?.is_ascii_whitespace() {
+        i += 1;
+    }
+    let mut depth = 0usize;
+    loop {
+        match *b.get(i)? {
+            b'"' => {
+                i += 1;
+                loop {
+                    match *b.get(i)? {
+                        b'\\' => i += 2,
+                        b'"' => break,
+                        _ => i += 1,
+                    }
+                }
+                i += 1;
+            }
+            b'{' | b'[' => {
+                depth += 1;
+                i += 1;
+            }
+            b'}' | b']' => {
+                if depth == 0 {
+                    return Some(i);
+                }
+                depth -= 1;
+                i += 1;
+            }
+            b',' if depth == 0 => return Some(i),
+            _ => i += 1,
+        }
+        if depth == 0 && matches!(b.get(i - 1), Some(b'"' | b'}' | b']')) {
+            return Some(i);
+        }
+    }
+}
+
+/// A JSON LIST page's kind, apiVersion and metadata, read by scanning its top level
+/// (the apiserver writes them before `items`) — the items are not parsed here.
+fn json_list_meta(body: &[u8]) -> Result<Page, String> {
+    let bad = |what: &str| format!("not a JSON list: {what}");
+    let mut i = body
+        .iter()
+        .position(|c| !c.is_ascii_whitespace())
+        .ok_or_else(|| bad("empty"))?;
+    if body[i] != b'{' {
+        return Err(bad("not an object"));
+    }
+    i += 1;
+    let (mut api_version, mut kind, mut meta): (Option<String>, Option<String>, Option<JsonListMeta<'_>>) =
+        (None, None, None);
+    let mut has_items = false;
+    loop {
+        while body.get(i).is_some_and(|c| c.is_ascii_whitespace() || *c == b',') {
+            i += 1;
+        }
+        match body.get(i) {
+            Some(b'}') | None => break,
+            Some(b'"') => {}
+            Some(_) => return Err(bad("a key is not a string")),
+        }
+        let kend = skip_value(body, i).ok_or_else(|| bad("unterminated key"))?;
+        let key: Cow<'_, str> = serde_json::from_slice(&body[i..kend]).map_err(|e| e.to_string())?;
+        i = kend;
+        while body.get(i).is_some_and(|c| c.is_ascii_whitespace()) {
+            i += 1;
+        }
+        if body.get(i) != Some(&b':') {
+            return Err(bad("a key without a value"));
+        }
+        i += 1;
+        let vend = skip_value(body, i).ok_or_else(|| bad("unterminated value"))?;
+        let value = &body[i..vend];
+        match key.as_ref() {
+            "apiVersion" => api_version = serde_json::from_slice(value).map_err(|e| e.to_string())?,
+            "kind" => kind = serde_json::from_slice(value).map_err(|e| e.to_string())?,
+            "metadata" => meta = Some(serde_json::from_slice(value).map_err(|e| e.to_string())?),
+            "items" => has_items = true,
+            _ => {}
+        }
+        i = vend;
+        if api_version.is_some() && kind.is_some() && meta.is_some() && has_items {
+            break;
+        }
+    }
+    if !has_items {
+        return Err(bad("no items"));
+    }
+    let kind = kind.unwrap_or_default();
+    Ok(Page {
+        api_version: api_version.unwrap_or_default(),
+        kind: kind.strip_suffix("List").unwrap_or(&kind).to_string(),
+        rv: meta
+            .as_ref()
+            .and_then(|m| m.resource_version.clone())
+            .map(Cow::into_owned)
+            .unwrap_or_default(),
+        continue_: meta
+            .and_then(|m| m.continue_)
+            .map(Cow::into_owned)
+            .unwrap_or_default(),
+        items: Vec::new(),
+    })
 }
 
 /// `part` as a slice of `body` when it lies inside it (no copy), else a copy.
@@ -370,7 +495,7 @@ impl Views {
             return;
         }
         let page = match encoding {
-            Encoding::Json => parse_json_list(&body),
+            Encoding::Json => json_list_meta(&body),
             Encoding::Protobuf => parse_proto_list(&body),
         };
         let page = match page {
@@ -396,6 +521,10 @@ impl Views {
         }
         for (k, obj) in page.items {
             view.insert(k, obj);
+        }
+        if encoding == Encoding::Json {
+            view.bytes += body.len();
+            view.raw_pages.push(body);
         }
         if !page.continue_.is_empty() {
             if view.bytes <= self.max_bytes {
@@ -449,6 +578,11 @@ impl Views {
             Some(n) => n,
             None => entry,
         };
+        if let Err(e) = view.materialize() {
+            tracing::debug!(error = %e, resource = %key.resource, "a LIST body did not parse; no view from it");
+            views.remove(key);
+            return;
+        }
         let k = (meta.namespace.clone(), meta.name.clone());
         match meta.type_ {
             Some(EventType::Added | EventType::Modified) => match event_object(encoding, frame) {
@@ -497,7 +631,16 @@ impl Views {
     /// A GET is answered only from a view without selectors (elsewhere, absence means
     /// nothing).
     pub fn answer(&self, read: &Read<'_>) -> Option<Answer> {
-        let views = lock(&self.views);
+        let mut views = lock(&self.views);
+        let mut broken = Vec::new();
+        for (k, v) in views.iter_mut() {
+            if k.client == read.key.client && k.resource == read.key.resource && v.materialize().is_err() {
+                broken.push(k.clone());
+            }
+        }
+        for k in broken {
+            views.remove(&k);
+        }
         let mut candidates = vec![read.key.clone()];
         if read.key.namespace.is_some() {
             candidates.push(ViewKey {
@@ -838,6 +981,21 @@ mod tests {
         let off = Views::new(0);
         off.feed_list(k, Encoding::Json, true, Bytes::from_static(br#"{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"1"},"items":[]}"#));
         assert!(off.answer(&read(None, None)).is_none());
+    }
+
+    #[test]
+    fn list_metadata_is_scanned_without_parsing_items() {
+        let body = br#" { "kind" : "ConfigMapList", "apiVersion":"v1", "metadata": {"resourceVersion": "9", "continue": "c\"x"}, "items": [{"metadata": {"name": "a\"}b"}}, [1, {"x": "]"}]] } "#;
+        let p = json_list_meta(body).unwrap();
+        assert_eq!((p.kind.as_str(), p.api_version.as_str(), p.rv.as_str(), p.continue_.as_str()), ("ConfigMap", "v1", "9", "c\"x"));
+        // The recorded list, pretty-printed as the apiserver sends it to curl.
+        let rec = std::fs::read(format!("{FIX}cm-list-json-limit.body")).unwrap();
+        let p = json_list_meta(&rec).unwrap();
+        assert_eq!(p.rv, "584");
+        assert!(p.continue_.starts_with("eyJ2Ijoi"));
+        for bad in [&b"{\"items\": [1"[..], b"{\"kind\": \"x\"}", b"{1: 2}", b"{\"a\" 1}"] {
+            assert!(json_list_meta(bad).is_err(), "{}", String::from_utf8_lossy(bad));
+        }
     }
 
     #[test]
