@@ -267,7 +267,9 @@ impl Upstream {
         let watches = Arc::new(WatchPool {
             authed: watch_plain.iter().map(&with_auth).collect(),
             plain: watch_plain,
-            active: (0..WATCH_CONNECTIONS).map(|_| AtomicUsize::new(0)).collect(),
+            active: (0..WATCH_CONNECTIONS)
+                .map(|_| AtomicUsize::new(0))
+                .collect(),
         });
         Ok(Upstream {
             base: cfg.cluster_url.clone(),

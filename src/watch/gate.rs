@@ -405,6 +405,13 @@ impl Gate {
         self.held_bytes += size;
         self.stats.held[type_index(frame.meta.type_)] += 1;
         self.note(Fate::Held, &frame);
+        // A frame is a slice of the framer's read buffer, and keeping it would keep the
+        // whole buffer (up to twice a large frame, a whole chunk for a small one) for as
+        // long as it is held: held frames get their own exact-size copy.
+        let frame = Frame {
+            bytes: bytes::Bytes::copy_from_slice(&frame.bytes),
+            meta: frame.meta,
+        };
         self.held.push_back(Held {
             frame,
             due,

@@ -329,12 +329,19 @@ pub fn gated(upstream: Incoming, format: Format, target: Target, gates: Arc<Gate
                                 Ok(frames) => {
                                     let mut o = Vec::new();
                                     for fr in frames {
+                                        // A window may have opened since the last frame — over the
+                                        // control API (its notification not polled yet: the 201 has
+                                        // already gone out, so this event must be held) or by a
+                                        // trigger the previous event fired.
+                                        if changes.has_changed().unwrap_or(false) {
+                                            changes.borrow_and_update();
+                                            o.extend(apply_windows(&engine, &target, &mut gate, &mut relisted));
+                                        }
                                         if let Some(t) = fr.meta.type_.filter(|t| !matches!(t, super::EventType::Bookmark | super::EventType::Error)) {
                                             engine.on_event(&target.client, &target.resource, t.as_str());
                                         }
                                         o.extend(gate.on_frame(fr, now));
                                     }
-                                    // A trigger may just have opened a window over this stream.
                                     if changes.has_changed().unwrap_or(false) {
                                         changes.borrow_and_update();
                                         o.extend(apply_windows(&engine, &target, &mut gate, &mut relisted));

@@ -246,11 +246,17 @@ fn json_list_meta(body: &[u8]) -> Result<Page, String> {
         return Err(bad("not an object"));
     }
     i += 1;
-    let (mut api_version, mut kind, mut meta): (Option<String>, Option<String>, Option<JsonListMeta<'_>>) =
-        (None, None, None);
+    let (mut api_version, mut kind, mut meta): (
+        Option<String>,
+        Option<String>,
+        Option<JsonListMeta<'_>>,
+    ) = (None, None, None);
     let mut has_items = false;
     loop {
-        while body.get(i).is_some_and(|c| c.is_ascii_whitespace() || *c == b',') {
+        while body
+            .get(i)
+            .is_some_and(|c| c.is_ascii_whitespace() || *c == b',')
+        {
             i += 1;
         }
         match body.get(i) {
@@ -259,7 +265,8 @@ fn json_list_meta(body: &[u8]) -> Result<Page, String> {
             Some(_) => return Err(bad("a key is not a string")),
         }
         let kend = skip_value(body, i).ok_or_else(|| bad("unterminated key"))?;
-        let key: Cow<'_, str> = serde_json::from_slice(&body[i..kend]).map_err(|e| e.to_string())?;
+        let key: Cow<'_, str> =
+            serde_json::from_slice(&body[i..kend]).map_err(|e| e.to_string())?;
         i = kend;
         while body.get(i).is_some_and(|c| c.is_ascii_whitespace()) {
             i += 1;
@@ -271,7 +278,9 @@ fn json_list_meta(body: &[u8]) -> Result<Page, String> {
         let vend = skip_value(body, i).ok_or_else(|| bad("unterminated value"))?;
         let value = &body[i..vend];
         match key.as_ref() {
-            "apiVersion" => api_version = serde_json::from_slice(value).map_err(|e| e.to_string())?,
+            "apiVersion" => {
+                api_version = serde_json::from_slice(value).map_err(|e| e.to_string())?
+            }
             "kind" => kind = serde_json::from_slice(value).map_err(|e| e.to_string())?,
             "metadata" => meta = Some(serde_json::from_slice(value).map_err(|e| e.to_string())?),
             "items" => has_items = true,
@@ -634,7 +643,10 @@ impl Views {
         let mut views = lock(&self.views);
         let mut broken = Vec::new();
         for (k, v) in views.iter_mut() {
-            if k.client == read.key.client && k.resource == read.key.resource && v.materialize().is_err() {
+            if k.client == read.key.client
+                && k.resource == read.key.resource
+                && v.materialize().is_err()
+            {
                 broken.push(k.clone());
             }
         }
@@ -987,14 +999,31 @@ mod tests {
     fn list_metadata_is_scanned_without_parsing_items() {
         let body = br#" { "kind" : "ConfigMapList", "apiVersion":"v1", "metadata": {"resourceVersion": "9", "continue": "c\"x"}, "items": [{"metadata": {"name": "a\"}b"}}, [1, {"x": "]"}]] } "#;
         let p = json_list_meta(body).unwrap();
-        assert_eq!((p.kind.as_str(), p.api_version.as_str(), p.rv.as_str(), p.continue_.as_str()), ("ConfigMap", "v1", "9", "c\"x"));
+        assert_eq!(
+            (
+                p.kind.as_str(),
+                p.api_version.as_str(),
+                p.rv.as_str(),
+                p.continue_.as_str()
+            ),
+            ("ConfigMap", "v1", "9", "c\"x")
+        );
         // The recorded list, pretty-printed as the apiserver sends it to curl.
         let rec = std::fs::read(format!("{FIX}cm-list-json-limit.body")).unwrap();
         let p = json_list_meta(&rec).unwrap();
         assert_eq!(p.rv, "584");
         assert!(p.continue_.starts_with("eyJ2Ijoi"));
-        for bad in [&b"{\"items\": [1"[..], b"{\"kind\": \"x\"}", b"{1: 2}", b"{\"a\" 1}"] {
-            assert!(json_list_meta(bad).is_err(), "{}", String::from_utf8_lossy(bad));
+        for bad in [
+            &b"{\"items\": [1"[..],
+            b"{\"kind\": \"x\"}",
+            b"{1: 2}",
+            b"{\"a\" 1}",
+        ] {
+            assert!(
+                json_list_meta(bad).is_err(),
+                "{}",
+                String::from_utf8_lossy(bad)
+            );
         }
     }
 
