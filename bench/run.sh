@@ -60,9 +60,10 @@ get_path=/api/v1/namespaces/bench/configmaps/cm-0
 list_path=/api/v1/namespaces/bench/configmaps
 list_bytes=$(curl -sS --cacert "$work/tls/ca.crt" "$url$list_path" | wc -c)
 
-# stalemate
+# stalemate (STALEMATE_ARGS: extra flags, e.g. "--max-view-bytes 0")
+read -r -a extra <<<"${STALEMATE_ARGS:-}"
 RUST_LOG=error "$bin" serve --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 --tls-dir "$work/proxy-tls" \
-    --upstream-kubeconfig "$work/sim.kubeconfig" ${STALEMATE_ARGS:-} >"$work/proxy-url" &
+    --upstream-kubeconfig "$work/sim.kubeconfig" ${extra[@]+"${extra[@]}"} >"$work/proxy-url" &
 stalemate_pid=$!
 pids+=("$stalemate_pid")
 wait_file "$work/proxy-url"
