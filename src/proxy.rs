@@ -1,7 +1,8 @@
 //! Forwarding: the transparent half of stalemate.
 //!
 //! ```text
-//!  client ─TLS─► listen ─► proxy::handle ─► classify ─► upstream (TLS, pooled, HTTP/2)
+//!  client ─TLS─► listen ─► proxy::handle ─► classify ─► upstream (TLS; requests on pooled
+//!                                                       HTTP/1.1, watches on HTTP/2)
 //!                              │                           │
 //!                              └── metrics ◄── response ◄──┘  (body streamed back)
 //! ```
