@@ -93,13 +93,38 @@ impl Recorded {
 /// The JSON structure of a value: keys and value types, no values.
 fn shape(v: &Value) -> Value {
     match v {
-        Value::Object(m) => Value::Object(m.iter().map(|(k, v)| (k.clone(), shape(v))).collect()),
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .map(|(k, v)| {
+                    (
+                        k.clone(),
+                        if k == "managedFields" {
+                            managed_shape(v)
+                        } else {
+                            shape(v)
+                        },
+                    )
+                })
+                .collect(),
+        ),
         Value::Array(a) => Value::Array(a.iter().map(shape).collect()),
         Value::String(_) => json!("string"),
         Value::Number(_) => json!("number"),
         Value::Bool(_) => json!("bool"),
         Value::Null => Value::Null,
     }
+}
+
+/// managedFields are ordered by their timestamps (seconds), so a replay that crosses a
+/// second boundary the recording did not may order them differently: compare them by
+/// manager, operation and subresource instead.
+fn managed_shape(v: &Value) -> Value {
+    let Value::Array(a) = v else { return shape(v) };
+    let mut entries: Vec<&Value> = a.iter().collect();
+    entries.sort_by_key(|e| {
+        ["manager", "operation", "subresource"].map(|k| e[k].as_str().unwrap_or("").to_string())
+    });
+    Value::Array(entries.into_iter().map(shape).collect())
 }
 
 /// Learn recorded→replayed values of `resourceVersion` and `uid` at aligned places.
