@@ -203,55 +203,36 @@ fn injected_manifests_are_accepted_by_kubectl_apply() {
     let sim = Sim::start();
     sim.kubectl_ok(&["create", "namespace", "flux-system"]);
     let input = std::fs::read_to_string(golden("source-controller.in.yaml")).unwrap();
-    let (_, out, _) = inject(&[], &input);
-    let applied = sim.kubectl_stdin(&["apply", "-f", "-"], &out);
-    assert!(
-        applied.status.success(),
-        "{}",
-        String::from_utf8_lossy(&applied.stderr)
-    );
-    let got: Value = serde_json::from_str(&sim.kubectl_ok(&[
-        "-n",
-        "flux-system",
-        "get",
-        "deployment",
-        "source-controller",
-        "-o",
-        "json",
-    ]))
-    .unwrap();
-    let names: Vec<&str> = got["spec"]["template"]["spec"]["containers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|c| c["name"].as_str())
-        .collect();
-    assert_eq!(names, ["manager", "stalemate"]);
-    // Applying the uninjected manifest takes the sidecar out again.
-    let (_, back, _) = inject(&["--uninject"], &out);
-    let applied = sim.kubectl_stdin(&["apply", "-f", "-"], &back);
-    assert!(
-        applied.status.success(),
-        "{}",
-        String::from_utf8_lossy(&applied.stderr)
-    );
-    let got: Value = serde_json::from_str(&sim.kubectl_ok(&[
-        "-n",
-        "flux-system",
-        "get",
-        "deployment",
-        "source-controller",
-        "-o",
-        "json",
-    ]))
-    .unwrap();
-    assert_eq!(
+    // Apply a manifest; the names of the containers the simulator then holds.
+    let apply = |yaml: &str| -> Vec<String> {
+        let applied = sim.kubectl_stdin(&["apply", "-f", "-"], yaml);
+        assert!(
+            applied.status.success(),
+            "{}",
+            String::from_utf8_lossy(&applied.stderr)
+        );
+        let got: Value = serde_json::from_str(&sim.kubectl_ok(&[
+            "-n",
+            "flux-system",
+            "get",
+            "deployment",
+            "source-controller",
+            "-o",
+            "json",
+        ]))
+        .unwrap();
         got["spec"]["template"]["spec"]["containers"]
             .as_array()
             .unwrap()
-            .len(),
-        1
-    );
+            .iter()
+            .filter_map(|c| c["name"].as_str().map(str::to_string))
+            .collect()
+    };
+    let (_, out, _) = inject(&[], &input);
+    assert_eq!(apply(&out), ["manager", "stalemate"]);
+    // Applying the uninjected manifest takes the sidecar out again.
+    let (_, back, _) = inject(&["--uninject"], &out);
+    assert_eq!(apply(&back).len(), 1);
 }
 
 /// `certs --kubernetes` prints what a sidecar needs; applied to the simulator, the Secret

@@ -379,25 +379,31 @@ fn large_list_streams_without_buffering_and_metrics_count_it() {
         );
         assert_eq!(r.status, 201);
     }
-    // Warm up connections and allocator, then measure the peak across one 40 MB LIST.
-    assert_eq!(
-        proxy.curl("GET", "/api/v1/namespaces", &[], None).status,
-        200
-    );
-    let before = peak_rss(proxy.pid());
-    let out = curl(
-        &proxy.ca(),
-        &proxy.url,
-        "GET",
-        "/api/v1/namespaces/default/configmaps",
-        &[],
-        None,
-        &["-w", ""],
-    );
-    assert_eq!(out.status, 200);
-    let size = out.body.len() as u64;
+    // Warm up connections and allocator, then measure the peak across one 40 MB LIST:
+    // (body size, peak RSS growth).
+    let list_peak = |proxy: &Proxy| -> (u64, u64) {
+        assert_eq!(
+            proxy.curl("GET", "/api/v1/namespaces", &[], None).status,
+            200
+        );
+        let before = peak_rss(proxy.pid());
+        let out = curl(
+            &proxy.ca(),
+            &proxy.url,
+            "GET",
+            "/api/v1/namespaces/default/configmaps",
+            &[],
+            None,
+            &["-w", ""],
+        );
+        assert_eq!(out.status, 200);
+        (
+            out.body.len() as u64,
+            peak_rss(proxy.pid()).saturating_sub(before),
+        )
+    };
+    let (size, grew) = list_peak(&proxy);
     assert!(size > 40 * 1024 * 1024, "{size}");
-    let grew = peak_rss(proxy.pid()).saturating_sub(before);
     assert!(
         grew < size / 4,
         "the proxy's peak RSS grew by {grew} bytes for a {size}-byte LIST"
@@ -409,22 +415,8 @@ fn large_list_streams_without_buffering_and_metrics_count_it() {
     // Views on, capped at 8 MiB: the copy stops at the cap, so the LIST still costs
     // far less than its size (and makes no view).
     let capped = Proxy::start(&sim, &["--max-view-bytes", "8MiB"]);
-    assert_eq!(
-        capped.curl("GET", "/api/v1/namespaces", &[], None).status,
-        200
-    );
-    let before_capped = peak_rss(capped.pid());
-    let out = curl(
-        &capped.ca(),
-        &capped.url,
-        "GET",
-        "/api/v1/namespaces/default/configmaps",
-        &[],
-        None,
-        &["-w", ""],
-    );
-    assert_eq!(out.body.len() as u64, size);
-    let grew_capped = peak_rss(capped.pid()).saturating_sub(before_capped);
+    let (capped_size, grew_capped) = list_peak(&capped);
+    assert_eq!(capped_size, size);
     assert!(
         grew_capped < 8 * 1024 * 1024 + size / 4,
         "with views capped at 8 MiB the peak RSS grew by {grew_capped} bytes"

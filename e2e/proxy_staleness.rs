@@ -13,31 +13,7 @@ use common::{Proxy, Sim, kubectl_cmd};
 use serde_json::{Value, json};
 
 fn admin(proxy: &Proxy, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
-    let mut c = Command::new("curl");
-    c.args([
-        "-sS",
-        "--max-time",
-        "10",
-        "-X",
-        method,
-        "-w",
-        "\n%{http_code}",
-    ]);
-    if let Some(b) = body {
-        c.args([
-            "-H",
-            "Content-Type: application/json",
-            "--data-binary",
-            &b.to_string(),
-        ]);
-    }
-    let out = c.arg(format!("{}{path}", proxy.admin)).output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
-    (
-        code.trim().parse().unwrap_or(0),
-        serde_json::from_str(body).unwrap_or(Value::Null),
-    )
+    proxy.admin_call(None, method, path, body)
 }
 
 /// `kubectl get -w --output-watch-events -o json` lines, on a channel.

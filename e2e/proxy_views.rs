@@ -11,43 +11,6 @@ use std::time::Duration;
 use common::{Proxy, Sim};
 use serde_json::{Value, json};
 
-fn admin_as(
-    proxy: &Proxy,
-    token: Option<&str>,
-    method: &str,
-    path: &str,
-    body: Option<&Value>,
-) -> (u16, Value) {
-    let mut c = Command::new("curl");
-    c.args([
-        "-sS",
-        "--max-time",
-        "10",
-        "-X",
-        method,
-        "-w",
-        "\n%{http_code}",
-    ]);
-    if let Some(t) = token {
-        c.args(["-H", &format!("Authorization: Bearer {t}")]);
-    }
-    if let Some(b) = body {
-        c.args([
-            "-H",
-            "Content-Type: application/json",
-            "--data-binary",
-            &b.to_string(),
-        ]);
-    }
-    let out = c.arg(format!("{}{path}", proxy.admin)).output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
-    (
-        code.trim().parse().unwrap_or(0),
-        serde_json::from_str(body).unwrap_or(Value::Null),
-    )
-}
-
 /// The value of one sample in a Prometheus text exposition (0 if absent).
 fn sample(metrics: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
     metrics
@@ -132,15 +95,17 @@ async fn views_answer_stale_reads_and_the_optimistic_lock_gets_a_real_409() {
     // The control API wants the token.
     let window = json!({"name": "freeze", "resources": ["configmaps"], "fault": {"freeze": {}}});
     assert_eq!(
-        admin_as(&proxy, None, "POST", "/v1/windows", Some(&window)).0,
+        proxy
+            .admin_call(None, "POST", "/v1/windows", Some(&window))
+            .0,
         401
     );
     assert_eq!(
-        admin_as(&proxy, Some("wrong"), "GET", "/v1/status", None).0,
+        proxy.admin_call(Some("wrong"), "GET", "/v1/status", None).0,
         401
     );
     assert_eq!(proxy.admin_get("/metrics").0, 200, "metrics stay open");
-    let (code, _) = admin_as(&proxy, Some(TOKEN), "POST", "/v1/windows", Some(&window));
+    let (code, _) = proxy.admin_call(Some(TOKEN), "POST", "/v1/windows", Some(&window));
     assert_eq!(code, 201);
 
     // The cluster moves on; the client's view does not.
@@ -258,7 +223,7 @@ async fn views_answer_stale_reads_and_the_optimistic_lock_gets_a_real_409() {
         sample(&metrics, "stalemate_view_lag_seconds", &cm) > 0.0,
         "{metrics}"
     );
-    let (code, status) = admin_as(&proxy, Some(TOKEN), "GET", "/v1/status", None);
+    let (code, status) = proxy.admin_call(Some(TOKEN), "GET", "/v1/status", None);
     assert_eq!(code, 200);
     assert_eq!(status["windows"][0]["window"]["name"], "freeze");
     assert!(
@@ -272,7 +237,7 @@ async fn views_answer_stale_reads_and_the_optimistic_lock_gets_a_real_409() {
             .iter()
             .any(|s| s["resource"] == "configmaps")
     );
-    let (_, clients) = admin_as(&proxy, Some(TOKEN), "GET", "/v1/clients", None);
+    let (_, clients) = proxy.admin_call(Some(TOKEN), "GET", "/v1/clients", None);
     assert!(
         clients["clients"]
             .as_array()
@@ -284,7 +249,7 @@ async fn views_answer_stale_reads_and_the_optimistic_lock_gets_a_real_409() {
 
     // staleConsistentReads: even a consistent LIST is answered from the view — a
     // contract violation, labelled as such.
-    admin_as(&proxy, Some(TOKEN), "DELETE", "/v1/windows/freeze", None);
+    proxy.admin_call(Some(TOKEN), "DELETE", "/v1/windows/freeze", None);
     let released = async {
         let caught_up = || {
             reader
@@ -301,7 +266,9 @@ async fn views_answer_stale_reads_and_the_optimistic_lock_gets_a_real_409() {
         .expect("the reflector catches up after the window");
     let violating = json!({"name": "lie", "resources": ["configmaps"], "fault": {"freeze": {}}, "staleConsistentReads": true});
     assert_eq!(
-        admin_as(&proxy, Some(TOKEN), "POST", "/v1/windows", Some(&violating)).0,
+        proxy
+            .admin_call(Some(TOKEN), "POST", "/v1/windows", Some(&violating))
+            .0,
         201
     );
     direct
@@ -322,7 +289,7 @@ async fn views_answer_stale_reads_and_the_optimistic_lock_gets_a_real_409() {
         ),
         1.0
     );
-    admin_as(&proxy, Some(TOKEN), "DELETE", "/v1/windows/lie", None);
+    proxy.admin_call(Some(TOKEN), "DELETE", "/v1/windows/lie", None);
     assert_eq!(
         values(&list_via(&proxy, "?resourceVersion=0")),
         [("flux".into(), "2".into())],
@@ -451,7 +418,9 @@ async fn recorded_protobuf_stream_is_frozen_then_delivered_byte_identical() {
     let proxy = Proxy::start_raw(&["--upstream", &url, "--upstream-ca", &ca]);
     let window = json!({"name": "freeze", "resources": ["configmaps"], "fault": {"freeze": {}}});
     assert_eq!(
-        admin_as(&proxy, None, "POST", "/v1/windows", Some(&window)).0,
+        proxy
+            .admin_call(None, "POST", "/v1/windows", Some(&window))
+            .0,
         201
     );
 
@@ -483,7 +452,9 @@ async fn recorded_protobuf_stream_is_frozen_then_delivered_byte_identical() {
     let before = std::fs::metadata(&out).map(|m| m.len()).unwrap_or(0);
     assert_eq!(before, 0, "nothing delivered while frozen");
     assert_eq!(
-        admin_as(&proxy, None, "DELETE", "/v1/windows/freeze", None).0,
+        proxy
+            .admin_call(None, "DELETE", "/v1/windows/freeze", None)
+            .0,
         200
     );
     // Bookmarks that arrive during a freeze are dropped (invariant 2); every event
@@ -676,7 +647,9 @@ async fn http2_pings_are_answered_while_events_are_held() {
         .to_string();
     let window = json!({"name": "hold", "resources": ["configmaps"], "fault": {"freeze": {}}});
     assert_eq!(
-        admin_as(&proxy, None, "POST", "/v1/windows", Some(&window)).0,
+        proxy
+            .admin_call(None, "POST", "/v1/windows", Some(&window))
+            .0,
         201
     );
     let req = http::Request::get(format!(
@@ -709,7 +682,7 @@ async fn http2_pings_are_answered_while_events_are_held() {
         "nothing arrives while frozen, and the stream does not fail"
     );
     assert_eq!(
-        admin_as(&proxy, None, "DELETE", "/v1/windows/hold", None).0,
+        proxy.admin_call(None, "DELETE", "/v1/windows/hold", None).0,
         200
     );
     let frame = tokio::time::timeout(Duration::from_secs(10), body.frame())

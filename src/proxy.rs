@@ -30,6 +30,7 @@ use hyper::body::Incoming;
 use crate::listen::{Body, BodyError, Peer};
 use crate::metrics::Metrics;
 use crate::request::{self, RequestInfo, Verb};
+use crate::schedule::engine::{Active, request_fault};
 use crate::status::ApiError;
 use crate::upstream::{Upstream, error};
 
@@ -265,6 +266,7 @@ fn answer_from_view(
     proxy: &Proxy,
     l: &mut Labels,
     r: &request::ResourceRequest,
+    windows: &[Active],
     headers: &HeaderMap,
 ) -> Option<Response<Body>> {
     if !matches!(r.verb, Verb::Get | Verb::List) || r.subresource.is_some() {
@@ -274,9 +276,6 @@ fn answer_from_view(
     if !g.views.enabled() {
         return None;
     }
-    let windows = g
-        .engine
-        .windows_for(&l.client, &r.resource_name(), r.namespace.as_deref());
     let stale = windows.iter().find(|a| a.window.fault.makes_stale())?;
     let violation = match r.params.rv_semantics() {
         request::RvSemantics::Any => false,
@@ -448,6 +447,9 @@ pub async fn handle(proxy: Arc<Proxy>, mut req: Request<Incoming>, peer: Peer) -
         RequestInfo::Resource(r) => r.namespace.clone(),
         RequestInfo::NonResource { .. } => None,
     };
+    // The windows open over this request's target, looked up once per request (after
+    // the triggers, which may just have opened one).
+    let mut windows: Vec<Active> = Vec::new();
     if l.watch {
         // The gate reads frames: ask for a plain stream (PROTOCOL.md §A.6).
         req.headers_mut().remove(header::ACCEPT_ENCODING);
@@ -459,15 +461,14 @@ pub async fn handle(proxy: Arc<Proxy>, mut req: Request<Incoming>, peer: Peer) -
             .gates
             .engine
             .on_request(&l.client, l.verb, &resource, r.subresource.as_deref());
-        if let Some(resp) = answer_from_view(&proxy, &mut l, r, req.headers()) {
+        windows = proxy
+            .gates
+            .engine
+            .windows_for(&l.client, &resource, namespace.as_deref());
+        if let Some(resp) = answer_from_view(&proxy, &mut l, r, &windows, req.headers()) {
             return finish(&proxy, &l, start, resp);
         }
-        if let Some((window, fault)) =
-            proxy
-                .gates
-                .engine
-                .request_fault(&l.client, l.verb, &resource, namespace.as_deref())
-        {
+        if let Some((window, fault)) = request_fault(&windows, l.verb) {
             match fault {
                 crate::schedule::Fault::Latency { delay, .. } => tokio::time::sleep(delay.0).await,
                 crate::schedule::Fault::Errors {
@@ -498,12 +499,7 @@ pub async fn handle(proxy: Arc<Proxy>, mut req: Request<Incoming>, peer: Peer) -
         RequestInfo::Resource(r)
             if r.verb == Verb::List
                 && proxy.gates.views.enabled()
-                && !proxy
-                    .gates
-                    .engine
-                    .windows_for(&l.client, &r.resource_name(), r.namespace.as_deref())
-                    .iter()
-                    .any(|a| a.window.fault.makes_stale()) =>
+                && !windows.iter().any(|a| a.window.fault.makes_stale()) =>
         {
             Some((view_key(&l.client, r), r.params.continue_token.is_none()))
         }

@@ -406,6 +406,48 @@ impl Proxy {
         (code.trim().parse().unwrap_or(0), body.to_string())
     }
 
+    /// A control-API call on the admin listener (JSON body in and out), with an optional
+    /// bearer token: (status, body; `null` when not JSON).
+    pub fn admin_call(
+        &self,
+        token: Option<&str>,
+        method: &str,
+        path: &str,
+        body: Option<&serde_json::Value>,
+    ) -> (u16, serde_json::Value) {
+        let mut c = Command::new("curl");
+        c.args([
+            "-sS",
+            "--max-time",
+            "10",
+            "-X",
+            method,
+            "-w",
+            "\n%{http_code}",
+        ]);
+        if let Some(t) = token {
+            c.args(["-H", &format!("Authorization: Bearer {t}")]);
+        }
+        if let Some(b) = body {
+            c.args([
+                "-H",
+                "Content-Type: application/json",
+                "--data-binary",
+                &b.to_string(),
+            ]);
+        }
+        let out = c
+            .arg(format!("{}{path}", self.admin))
+            .output()
+            .expect("curl admin");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
+        (
+            code.trim().parse().unwrap_or(0),
+            serde_json::from_str(body).unwrap_or(serde_json::Value::Null),
+        )
+    }
+
     pub fn terminate(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
         terminate(&mut self.child, within)
     }

@@ -85,24 +85,16 @@ async fn run_in(
 ) -> Result<ExitCode> {
     let certs = crate::certs::generate("stalemate", &[])?;
     let running = super::serve::start(super::serve::Options {
-        listen: "127.0.0.1:0".parse()?,
         admin_listen: args.admin_listen,
-        cert: certs.cert_pem.clone().into_bytes(),
-        key: certs.key_pem.clone().into_bytes(),
-        ca: Some(certs.ca_cert_pem.clone()),
-        source: crate::upstream::Source::Kubeconfig {
-            path: args.upstream_kubeconfig.clone(),
-            context: args.context.clone(),
-        },
-        insecure_skip_upstream_verify: false,
-        schedule,
-        upstream_timeout: Duration::from_secs(70),
-        max_held_bytes: 64 << 20,
-        max_held_bytes_total: 512 << 20,
-        max_view_bytes: 256 << 20,
-        trace: args.trace.clone(),
-        admin_token: None,
-        drain_timeout: Duration::from_secs(5),
+        ..super::serve::Options::loopback(
+            &certs,
+            crate::upstream::Source::Kubeconfig {
+                path: args.upstream_kubeconfig.clone(),
+                context: args.context.clone(),
+            },
+            schedule,
+            args.trace.clone(),
+        )
     })
     .await?;
     let kubeconfig = dir.join("kubeconfig");

@@ -200,6 +200,36 @@ pub struct Options {
     pub drain_timeout: Duration,
 }
 
+impl Options {
+    /// A proxy on a free loopback port with a generated certificate and `serve`'s
+    /// default caps — what `run` and `demo` start.
+    pub fn loopback(
+        certs: &certs::CertBundle,
+        source: Source,
+        schedule: crate::schedule::Schedule,
+        trace: Option<PathBuf>,
+    ) -> Options {
+        let any = SocketAddr::from(([127, 0, 0, 1], 0));
+        Options {
+            listen: any,
+            admin_listen: any,
+            cert: certs.cert_pem.clone().into_bytes(),
+            key: certs.key_pem.clone().into_bytes(),
+            ca: Some(certs.ca_cert_pem.clone()),
+            source,
+            insecure_skip_upstream_verify: false,
+            schedule,
+            upstream_timeout: Duration::from_secs(70),
+            max_held_bytes: 64 << 20,
+            max_held_bytes_total: 512 << 20,
+            max_view_bytes: 256 << 20,
+            trace,
+            admin_token: None,
+            drain_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
 /// A running proxy: its addresses, its oracles, and how to stop it.
 pub struct Running {
     pub url: String,
@@ -217,11 +247,6 @@ pub struct Running {
 }
 
 impl Running {
-    /// The oracles' report as of now.
-    pub fn report(&self) -> crate::report::Report {
-        crate::report::Report::now(&self.oracles, std::time::SystemTime::now())
-    }
-
     /// Stop: watches end cleanly, open requests drain; the final report is computed,
     /// written to the trace, and returned.
     pub async fn stop(self) -> crate::report::Report {

@@ -190,24 +190,16 @@ async fn run_in(
             .map_err(|e| anyhow::anyhow!("the demo schedule: {e:?}"))?;
     let proxy_certs = crate::certs::generate("stalemate", &[])?;
     let running = crate::cli::serve::start(crate::cli::serve::Options {
-        listen: "127.0.0.1:0".parse()?,
-        admin_listen: "127.0.0.1:0".parse()?,
-        cert: proxy_certs.cert_pem.clone().into_bytes(),
-        key: proxy_certs.key_pem.clone().into_bytes(),
-        ca: Some(proxy_certs.ca_cert_pem.clone()),
-        source: crate::upstream::Source::Kubeconfig {
-            path: Some(sim_kubeconfig.clone()),
-            context: None,
-        },
-        insecure_skip_upstream_verify: false,
-        schedule,
-        upstream_timeout: Duration::from_secs(30),
-        max_held_bytes: 64 << 20,
-        max_held_bytes_total: 512 << 20,
-        max_view_bytes: 256 << 20,
-        trace: args.trace.clone(),
-        admin_token: None,
         drain_timeout: Duration::from_secs(2),
+        ..crate::cli::serve::Options::loopback(
+            &proxy_certs,
+            crate::upstream::Source::Kubeconfig {
+                path: Some(sim_kubeconfig.clone()),
+                context: None,
+            },
+            schedule,
+            args.trace.clone(),
+        )
     })
     .await?;
     log(format!(
@@ -290,8 +282,8 @@ async fn run_in(
         Scenario::F1 => {
             let deadline = Instant::now() + Duration::from_secs(50);
             loop {
-                let r = running.report();
-                if r.verdicts.judged || Instant::now() > deadline {
+                let judged = running.oracles.update_gauge(std::time::SystemTime::now());
+                if judged || Instant::now() > deadline {
                     break;
                 }
                 tokio::time::sleep(Duration::from_millis(100)).await;

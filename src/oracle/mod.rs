@@ -549,6 +549,51 @@ impl Oracles {
     /// The verdicts as of `now`; also sets `stalemate_oracle_violations`.
     pub fn evaluate(&self, now: SystemTime) -> Verdicts {
         let s = self.lock();
+        let (judged, pending, violations) = self.judge(&s, now);
+        Verdicts {
+            judged,
+            pending,
+            violations,
+            windows: s.windows.clone(),
+            recoveries: s
+                .recoveries
+                .iter()
+                .map(|(r, done)| Recovery {
+                    seconds: done.map(|d| {
+                        d.duration_since(r.closed_at)
+                            .unwrap_or_default()
+                            .as_secs_f64()
+                    }),
+                    ..r.clone()
+                })
+                .collect(),
+            objects: s
+                .objects
+                .iter()
+                .filter(|(_, o)| !o.deleted)
+                .filter_map(|(k, o)| {
+                    o.verdict.as_ref().map(|v| ObjectStatus {
+                        resource: k.resource.clone(),
+                        namespace: k.namespace.clone(),
+                        name: k.name.clone(),
+                        status: v.status,
+                        rule: v.rule.clone(),
+                    })
+                })
+                .collect(),
+            timeline: s.marks.iter().cloned().collect(),
+        }
+    }
+
+    /// Only set `stalemate_oracle_violations` (for a scrape: no report is built);
+    /// returns whether the convergence oracle can judge yet.
+    pub fn update_gauge(&self, now: SystemTime) -> bool {
+        let s = self.lock();
+        self.judge(&s, now).0
+    }
+
+    /// (judged, why not, violations) as of `now`; sets `stalemate_oracle_violations`.
+    fn judge(&self, s: &State, now: SystemTime) -> (bool, Option<String>, Vec<Violation>) {
         let mut violations = Vec::new();
         let mut judged = true;
         let mut pending = None;
@@ -666,39 +711,7 @@ impl Oracles {
                 .with_label_values(&[oracle])
                 .set(violations.iter().filter(|v| v.oracle == oracle).count() as i64);
         }
-        Verdicts {
-            judged,
-            pending,
-            violations,
-            windows: s.windows.clone(),
-            recoveries: s
-                .recoveries
-                .iter()
-                .map(|(r, done)| Recovery {
-                    seconds: done.map(|d| {
-                        d.duration_since(r.closed_at)
-                            .unwrap_or_default()
-                            .as_secs_f64()
-                    }),
-                    ..r.clone()
-                })
-                .collect(),
-            objects: s
-                .objects
-                .iter()
-                .filter(|(_, o)| !o.deleted)
-                .filter_map(|(k, o)| {
-                    o.verdict.as_ref().map(|v| ObjectStatus {
-                        resource: k.resource.clone(),
-                        namespace: k.namespace.clone(),
-                        name: k.name.clone(),
-                        status: v.status,
-                        rule: v.rule.clone(),
-                    })
-                })
-                .collect(),
-            timeline: s.marks.iter().cloned().collect(),
-        }
+        (judged, pending, violations)
     }
 }
 

@@ -195,26 +195,6 @@ impl Engine {
         }
     }
 
-    /// An `errors` or `latency` fault for a non-watch request, if an open window has one.
-    pub fn request_fault(
-        &self,
-        client: &str,
-        verb: &str,
-        resource: &str,
-        namespace: Option<&str>,
-    ) -> Option<(String, Fault)> {
-        self.windows_for(client, resource, namespace)
-            .into_iter()
-            .find_map(|a| {
-                let verbs = match &a.window.fault {
-                    Fault::Errors { verbs, .. } | Fault::Latency { verbs, .. } => verbs,
-                    _ => return None,
-                };
-                (verbs.is_empty() || verbs.iter().any(|v| v == verb))
-                    .then(|| (a.window.name.clone(), a.window.fault.clone()))
-            })
-    }
-
     /// A seeded draw from `lo..=hi`.
     pub fn uniform(&self, lo: f64, hi: f64) -> f64 {
         use rand::Rng;
@@ -236,7 +216,7 @@ impl Engine {
             .random_bool(p.clamp(0.0, 1.0))
     }
 
-    /// Send window openings and closings to a trace.
+    /// Send window openings and closings to a trace (the oracles hear of them too).
     pub fn set_trace(&self, t: crate::trace::Trace) {
         let _ = self.trace.set(t);
     }
@@ -246,7 +226,7 @@ impl Engine {
         let _ = self.oracles.set(o);
     }
 
-    fn trace_window(&self, name: &str, action: &'static str, fault: &Fault) {
+    fn announce_window(&self, name: &str, action: &'static str, fault: &Fault) {
         if let Some(o) = self.oracles.get() {
             o.on_window(
                 name,
@@ -285,7 +265,7 @@ impl Engine {
         };
         let name = w.name.clone();
         let duration = w.duration.map(|d| d.0);
-        self.trace_window(&name, "open", &w.fault);
+        self.announce_window(&name, "open", &w.fault);
         self.lock().insert(
             name.clone(),
             Active {
@@ -318,7 +298,7 @@ impl Engine {
     pub fn close(&self, name: &str) -> bool {
         let removed = self.lock().remove(name);
         if let Some(a) = &removed {
-            self.trace_window(name, "close", &a.window.fault);
+            self.announce_window(name, "close", &a.window.fault);
             self.window_active.with_label_values(&[name]).set(0);
             tracing::info!(window = %name, "window closed");
             self.bump();
@@ -412,6 +392,19 @@ impl Engine {
     pub fn active_names(&self) -> Vec<String> {
         self.lock().keys().cloned().collect()
     }
+}
+
+/// The `errors` or `latency` fault, if one of `windows` (those open over a request's
+/// target) has one for `verb`: (window name, fault).
+pub fn request_fault(windows: &[Active], verb: &str) -> Option<(String, Fault)> {
+    windows.iter().find_map(|a| {
+        let verbs = match &a.window.fault {
+            Fault::Errors { verbs, .. } | Fault::Latency { verbs, .. } => verbs,
+            _ => return None,
+        };
+        (verbs.is_empty() || verbs.iter().any(|v| v == verb))
+            .then(|| (a.window.name.clone(), a.window.fault.clone()))
+    })
 }
 
 /// The hold a set of windows puts on a stream: freeze or coalesce win over lag (the

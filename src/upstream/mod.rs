@@ -118,16 +118,7 @@ pub fn incluster_config(host: &str, port: &str, dir: &std::path::Path) -> Result
         .parse()
         .with_context(|| format!("in-cluster: {url:?} is not a URL"))?;
     let mut cfg = kube::Config::new(uri);
-    let ca = dir.join("ca.crt");
-    let pem =
-        std::fs::read(&ca).with_context(|| format!("in-cluster: reading {}", ca.display()))?;
-    use rustls::pki_types::CertificateDer;
-    use rustls::pki_types::pem::PemObject;
-    let certs: Vec<Vec<u8>> = CertificateDer::pem_slice_iter(&pem)
-        .map(|c| c.map(|c| c.to_vec()))
-        .collect::<Result<_, _>>()
-        .with_context(|| format!("in-cluster: {} is not a PEM bundle", ca.display()))?;
-    cfg.root_cert = Some(certs);
+    cfg.root_cert = Some(ca_bundle(&dir.join("ca.crt"), "in-cluster")?);
     let token = dir.join("token");
     if !token.exists() {
         bail!("in-cluster: no token at {}", token.display());
@@ -137,6 +128,21 @@ pub fn incluster_config(host: &str, port: &str, dir: &std::path::Path) -> Result
         cfg.default_namespace = ns.trim().to_string();
     }
     Ok(cfg)
+}
+
+/// The DER certificates of a PEM CA bundle file; `what` names it in errors.
+fn ca_bundle(path: &std::path::Path, what: &str) -> Result<Vec<Vec<u8>>> {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject;
+    let pem = std::fs::read(path).with_context(|| format!("{what} {}", path.display()))?;
+    let certs: Vec<Vec<u8>> = CertificateDer::pem_slice_iter(&pem)
+        .map(|c| c.map(|c| c.to_vec()))
+        .collect::<Result<_, _>>()
+        .with_context(|| format!("{what} {}: not a PEM certificate bundle", path.display()))?;
+    if certs.is_empty() {
+        bail!("{what} {}: no certificate in it", path.display());
+    }
+    Ok(certs)
 }
 
 async fn load(source: &Source) -> Result<kube::Config> {
@@ -178,24 +184,8 @@ async fn load(source: &Source) -> Result<kube::Config> {
             if uri.scheme_str() != Some("https") {
                 bail!("--upstream {url:?}: the apiserver must be reached over https");
             }
-            let pem =
-                std::fs::read(ca).with_context(|| format!("--upstream-ca {}", ca.display()))?;
-            use rustls::pki_types::CertificateDer;
-            use rustls::pki_types::pem::PemObject;
-            let certs: Vec<Vec<u8>> = CertificateDer::pem_slice_iter(&pem)
-                .map(|c| c.map(|c| c.to_vec()))
-                .collect::<Result<_, _>>()
-                .with_context(|| {
-                    format!(
-                        "--upstream-ca {}: not a PEM certificate bundle",
-                        ca.display()
-                    )
-                })?;
-            if certs.is_empty() {
-                bail!("--upstream-ca {}: no certificate in it", ca.display());
-            }
             let mut cfg = kube::Config::new(uri);
-            cfg.root_cert = Some(certs);
+            cfg.root_cert = Some(ca_bundle(ca, "--upstream-ca")?);
             Ok(cfg)
         }
     }
