@@ -311,7 +311,9 @@ impl Engine {
     }
 
     /// The schedule client a request belongs to, or `other`.
-    pub fn identify(&self, headers: &HeaderMap, listener: &str) -> String {
+    /// `listener` is the local address the request arrived on (formatted only when a
+    /// client is matched by it).
+    pub fn identify(&self, headers: &HeaderMap, listener: std::net::SocketAddr) -> String {
         // Every request passes here: without clients there is nothing to decode.
         if self.clients.is_empty() {
             return "other".into();
@@ -329,12 +331,15 @@ impl Engine {
                 sub.strip_prefix("system:serviceaccount:")
                     .map(str::to_string)
             });
+        let listener_name = std::cell::OnceCell::new();
         for c in &self.clients {
             let ok = c.user_agent.as_ref().is_none_or(|r| r.is_match(ua))
                 && c.service_account
                     .as_ref()
                     .is_none_or(|want| sa.as_deref() == Some(want.as_str()))
-                && c.listener.as_ref().is_none_or(|l| l == listener);
+                && c.listener
+                    .as_ref()
+                    .is_none_or(|l| *l == *listener_name.get_or_init(|| listener.to_string()));
             if ok {
                 return c.name.clone();
             }
@@ -501,18 +506,21 @@ mod tests {
     #[test]
     fn identifies_clients() {
         let s = Schedule::parse(
-            r#"{"clients": {"sc": {"userAgent": "^source-controller/"}, "gc": {"serviceAccount": "kube-system:gc"}}}"#,
+            r#"{"clients": {"sc": {"userAgent": "^source-controller/"}, "gc": {"serviceAccount": "kube-system:gc"}, "lc": {"listener": "127.0.0.1:7444"}}}"#,
             "t",
         )
         .unwrap();
         let e = Engine::new(&s);
+        let l: std::net::SocketAddr = "127.0.0.1:7443".parse().unwrap();
         let mut h = HeaderMap::new();
         h.insert("user-agent", "source-controller/v1.2 flux".parse().unwrap());
-        assert_eq!(e.identify(&h, "l"), "sc");
+        assert_eq!(e.identify(&h, l), "sc");
         let mut h = HeaderMap::new();
         let tok = crate::sim::auth::unsigned_jwt("system:serviceaccount:kube-system:gc");
         h.insert("authorization", format!("Bearer {tok}").parse().unwrap());
-        assert_eq!(e.identify(&h, "l"), "gc");
-        assert_eq!(e.identify(&HeaderMap::new(), "l"), "other");
+        assert_eq!(e.identify(&h, l), "gc");
+        assert_eq!(e.identify(&HeaderMap::new(), l), "other");
+        let second: std::net::SocketAddr = "127.0.0.1:7444".parse().unwrap();
+        assert_eq!(e.identify(&HeaderMap::new(), second), "lc");
     }
 }

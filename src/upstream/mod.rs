@@ -99,6 +99,30 @@ pub struct TransportOptions {
     pub connect_timeout: Duration,
 }
 
+/// `base` (scheme, authority, maybe a base path such as Rancher's `/k8s/clusters/c-1`)
+/// joined with `path_and_query`.
+fn join(base: &Uri, path_and_query: &str) -> Result<Uri, http::Error> {
+    let base_path = base.path().trim_end_matches('/');
+    let mut parts = base.clone().into_parts();
+    parts.path_and_query = Some(format!("{base_path}{path_and_query}").parse()?);
+    Ok(Uri::from_parts(parts)?)
+}
+
+/// Where a client request goes upstream. With no base path — the usual case, and every
+/// request passes here — the request's path and query are reused as they are, not
+/// formatted and parsed again.
+fn upstream_uri(base: &Uri, uri: &Uri) -> Result<Uri, http::Error> {
+    let Some(pq) = uri.path_and_query() else {
+        return join(base, "/");
+    };
+    if !base.path().trim_end_matches('/').is_empty() {
+        return join(base, pq.as_str());
+    }
+    let mut parts = base.clone().into_parts();
+    parts.path_and_query = Some(pq.clone());
+    Ok(Uri::from_parts(parts)?)
+}
+
 /// Read the service-account files from this directory instead of
 /// `/var/run/secrets/kubernetes.io/serviceaccount` (for tests, and runtimes that mount
 /// them elsewhere).
@@ -278,12 +302,14 @@ impl Upstream {
         kube::Client::try_from(self.config.clone()).context("building a client of the upstream")
     }
 
-    /// The upstream URI for a client request's path and query.
+    /// The upstream URI for a path and query of our own (e.g. `/readyz`).
     pub fn uri_for(&self, path_and_query: &str) -> Result<Uri, http::Error> {
-        let base_path = self.base.path().trim_end_matches('/');
-        let mut parts = self.base.clone().into_parts();
-        parts.path_and_query = Some(format!("{base_path}{path_and_query}").parse()?);
-        Ok(Uri::from_parts(parts)?)
+        join(&self.base, path_and_query)
+    }
+
+    /// The upstream URI for a client request's URI (its path and query).
+    pub fn uri_for_request(&self, uri: &Uri) -> Result<Uri, http::Error> {
+        upstream_uri(&self.base, uri)
     }
 
     /// Send a request upstream; the upstream credentials are added only when the client
@@ -353,5 +379,35 @@ impl Upstream {
             Ok(Err(e)) => Err(error::describe(&*e)),
             Err(_) => Err(format!("no answer within {timeout:?}")),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_uris_keep_path_query_and_base_path() {
+        let plain: Uri = "https://10.0.0.1:6443".parse().unwrap();
+        let rancher: Uri = "https://rancher.example/k8s/clusters/c-1/".parse().unwrap();
+        // HTTP/1.1 requests carry origin-form URIs, HTTP/2 ones absolute URIs.
+        for client in [
+            "/api/v1/namespaces/a/configmaps?labelSelector=app%3Dx&watch=true",
+            "https://127.0.0.1:7443/api/v1/namespaces/a/configmaps?labelSelector=app%3Dx&watch=true",
+        ] {
+            let c: Uri = client.parse().unwrap();
+            assert_eq!(
+                upstream_uri(&plain, &c).unwrap().to_string(),
+                "https://10.0.0.1:6443/api/v1/namespaces/a/configmaps?labelSelector=app%3Dx&watch=true"
+            );
+            assert_eq!(
+                upstream_uri(&rancher, &c).unwrap().to_string(),
+                "https://rancher.example/k8s/clusters/c-1/api/v1/namespaces/a/configmaps?labelSelector=app%3Dx&watch=true"
+            );
+        }
+        assert_eq!(
+            join(&rancher, "/readyz").unwrap().to_string(),
+            "https://rancher.example/k8s/clusters/c-1/readyz"
+        );
     }
 }

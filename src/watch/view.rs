@@ -275,6 +275,13 @@ fn json_list_meta(body: &[u8]) -> Result<Page, String> {
             return Err(bad("a key without a value"));
         }
         i += 1;
+        if key == "items" && api_version.is_some() && kind.is_some() && meta.is_some() {
+            // The apiserver's order: everything needed is known, and the items — nearly
+            // all of the body — are left unscanned until a read needs the view (a broken
+            // body is found then, by the full parse).
+            has_items = true;
+            break;
+        }
         let vend = skip_value(body, i).ok_or_else(|| bad("unterminated value"))?;
         let value = &body[i..vend];
         match key.as_ref() {
@@ -1040,5 +1047,12 @@ mod tests {
             );
             assert!(v.answer(&read(None, None)).is_none());
         }
+        // Metadata first, then broken items: accepted on the way through (the items are
+        // not scanned then), refused when a read needs the view.
+        let broken = br#"{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"1"},"items":[{"metadata":{"name":"a"}},{"#;
+        assert!(json_list_meta(broken).is_ok());
+        v.feed_list(key(None), Encoding::Json, true, Bytes::from_static(broken));
+        assert!(v.answer(&read(None, None)).is_none());
+        assert_eq!(v.bytes(), 0);
     }
 }
