@@ -150,6 +150,16 @@ w1() { # target kind url pid
     echo "$1 wrk $2 $rps $p50 $p99 $cpu" >>"$results"
 }
 
+# One request at a time (wrk -c1): the latency a proxy adds when it is not saturated.
+light() { # target url
+    local out p50 p99 rps
+    out=$(wrk -t1 -c1 -d"$duration" --latency "$2" 2>&1)
+    rps=$(echo "$out" | awk '/^Requests\/sec:/ {print $2}')
+    p50=$(echo "$out" | awk '$1=="50%" {print $2}')
+    p99=$(echo "$out" | awk '$1=="99%" {print $2}')
+    echo "$1 wrk-c1 GET $rps $p50 $p99 -" >>"$results"
+}
+
 for target in direct stalemate nginx kubectl-proxy; do
     case $target in
         direct) base=$url pid="" ;;
@@ -163,6 +173,7 @@ for target in direct stalemate nginx kubectl-proxy; do
     fi
     w1 "$target" GET "$base$get_path" "$pid"
     w1 "$target" LIST "$base$list_path" "$pid"
+    light "$target" "$base$get_path"
 done
 
 # One table: ratios to direct and to nginx for the same tool and request.
@@ -177,6 +188,19 @@ END {
         rd = (d > 0) ? sprintf("%.2f", f[4] / d) : "-"
         rn = (n > 0) ? sprintf("%.2f", f[4] / n) : "-"
         printf "%-14s %-7s %-5s %10.0f %14s %10s %12s %9s %9s\n", f[1], f[2], f[3], f[4], f[5], f[6], f[7], rd, rn
+        if (f[2] == "wrk-c1") { p50[f[1]] = ms(f[5]); p99[f[1]] = ms(f[6]) }
     }
+    printf "latency added at one request at a time (wrk -c1 GET, p50 / p99 over direct):"
+    split("stalemate nginx kubectl-proxy", t, " ")
+    for (i = 1; i <= 3; i++)
+        if (t[i] in p99) printf " %s +%.3f / +%.3f ms;", t[i], p50[t[i]] - p50["direct"], p99[t[i]] - p99["direct"]
+    printf "\n"
+}
+# wrk prints 812.00us, 1.20ms or 1.02s
+function ms(v) {
+    if (v ~ /us$/) return substr(v, 1, length(v) - 2) / 1000
+    if (v ~ /ms$/) return substr(v, 1, length(v) - 2) + 0
+    if (v ~ /s$/) return substr(v, 1, length(v) - 1) * 1000
+    return v + 0
 }' "$results"
-echo "LIST of 500 = $list_bytes bytes; $(nproc) cores shared by load generator, proxies and simulator; wrk -t2 -c20 -d$duration, h2load -c10 -m10"
+echo "LIST of 500 = $list_bytes bytes; $(nproc) cores shared by load generator, proxies and simulator; wrk -t2 -c20 -d$duration, wrk-c1: -t1 -c1, h2load -c10 -m10"

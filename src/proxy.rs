@@ -681,13 +681,19 @@ pub async fn handle(proxy: Arc<Proxy>, mut req: Request<Incoming>, peer: Peer) -
             None => body.map_err(BodyError::from).boxed(),
         },
     };
-    let body: Body = Counted {
-        inner,
-        gauge,
-        shutdown,
-        _slot: slot,
-    }
-    .boxed();
+    // Only a watch needs counting, a slot or an end at shutdown; a plain response's body
+    // is passed on as it is (one box and one layer less per request).
+    let body: Body = if gauge.is_none() && shutdown.is_none() && slot.is_none() {
+        inner
+    } else {
+        Counted {
+            inner,
+            gauge,
+            shutdown,
+            _slot: slot,
+        }
+        .boxed()
+    };
     finish(&proxy, &l, start, Response::from_parts(parts, body))
 }
 
