@@ -127,6 +127,17 @@ pub struct ServeArgs {
     /// On SIGINT/SIGTERM, how long open requests and watches may take to finish.
     #[arg(long, default_value = "10s", value_parser = super::parse_duration, value_name = "DURATION")]
     pub drain_timeout: Duration,
+
+    /// Serving threads, each with its own event loop, accept loop and upstream connection
+    /// pool (a connection and its requests stay on one thread). Default: one per CPU
+    /// this process may use.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub threads: Option<u16>,
+}
+
+/// One serving thread per CPU this process may use (cgroup quotas included).
+pub fn default_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 fn default_tls_dir() -> PathBuf {
@@ -198,6 +209,8 @@ pub struct Options {
     pub trace: Option<PathBuf>,
     pub admin_token: Option<String>,
     pub drain_timeout: Duration,
+    /// Serving threads (`--threads`).
+    pub threads: usize,
 }
 
 impl Options {
@@ -226,6 +239,7 @@ impl Options {
             trace,
             admin_token: None,
             drain_timeout: Duration::from_secs(5),
+            threads: default_threads(),
         }
     }
 }
@@ -281,6 +295,8 @@ pub async fn start(o: Options) -> Result<Running> {
         &TransportOptions {
             insecure_skip_verify: o.insecure_skip_upstream_verify,
             connect_timeout: Duration::from_secs(10),
+            // One per serving thread, and one for the rest of the process.
+            lanes: o.threads.max(1) + 1,
         },
     )
     .await?;
@@ -356,16 +372,22 @@ pub async fn start(o: Options) -> Result<Running> {
         }
     }));
     let handler = move |req, peer| crate::proxy::handle(proxy.clone(), req, peer);
-    let drain = o.drain_timeout;
-    let serve_task = tokio::spawn({
-        let mut rx = stop_rx.clone();
-        async move {
-            let (_kill_tx, kill_rx) = tokio::sync::watch::channel(0u64);
-            let shutdown = async move {
-                let _ = rx.wait_for(|s| *s).await;
-            };
-            crate::listen::serve(listener, tls, handler, shutdown, drain, kill_rx).await;
-        }
+    let (kill_tx, kill_rx) = tokio::sync::watch::channel(0u64);
+    let serving = crate::listen::serve_on_threads(
+        o.threads,
+        listener,
+        tls,
+        handler,
+        stop_rx.clone(),
+        o.drain_timeout,
+        kill_rx,
+        // Serving thread i sends its requests over upstream lane i + 1.
+        |i| crate::upstream::use_lane(i + 1),
+    )
+    .context("starting the serving threads")?;
+    let serve_task = tokio::spawn(async move {
+        serving.await;
+        drop(kill_tx);
     });
     Ok(Running {
         url,
@@ -422,6 +444,7 @@ pub async fn run(args: ServeArgs) -> Result<()> {
         trace: args.trace.clone(),
         admin_token: args.admin_token.clone(),
         drain_timeout: args.drain_timeout,
+        threads: args.threads.map_or_else(default_threads, usize::from),
     })
     .await?;
     if let Some(out) = &args.kubeconfig_out {

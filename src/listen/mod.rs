@@ -19,6 +19,7 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -62,37 +63,83 @@ pub async fn serve<H, F>(
     H: Fn(Request<Incoming>, Peer) -> F + Clone + Send + Sync + 'static,
     F: Future<Output = Response<Body>> + Send + 'static,
 {
-    let acceptor = TlsAcceptor::from(tls);
-    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-    let mut builder = auto::Builder::new(TokioExecutor::new());
-    // client-go multiplexes every watch of a controller on one HTTP/2 connection; the
-    // apiserver allows 100 streams (`secure_serving.go`), we allow more so benchmarks
-    // with many watches per connection measure us, not the limit.
-    builder.http2().max_concurrent_streams(1000);
-    let builder = Arc::new(builder);
+    let conns = Conns::new(tls, handler, kill);
     tokio::pin!(shutdown);
     loop {
         let (tcp, remote) = tokio::select! {
             _ = &mut shutdown => break,
-            accepted = listener.accept() => match accepted {
-                Ok(x) => x,
-                Err(e) => {
-                    // EMFILE and friends: back off instead of spinning.
-                    tracing::warn!(error = %e, "accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
+            accepted = accept(&listener) => accepted,
         };
+        conns.spawn(tcp, remote, None);
+    }
+    drop(listener);
+    conns.drain(drain).await;
+}
+
+/// The next connection; accept errors (EMFILE and friends) back off instead of spinning.
+async fn accept(listener: &TcpListener) -> (tokio::net::TcpStream, SocketAddr) {
+    loop {
+        match listener.accept().await {
+            Ok(x) => return x,
+            Err(e) => {
+                tracing::warn!(error = %e, "accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+}
+
+/// Keeps a connection counted on its serving thread while it lives.
+struct Load(Arc<AtomicUsize>);
+
+impl Drop for Load {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// What the connections of one serving loop share: TLS, the HTTP builder, the handler,
+/// the kill switch and the graceful-shutdown tracker.
+struct Conns<H> {
+    acceptor: TlsAcceptor,
+    handler: H,
+    builder: Arc<auto::Builder<TokioExecutor>>,
+    kill: watch::Receiver<u64>,
+    graceful: hyper_util::server::graceful::GracefulShutdown,
+}
+
+impl<H, F> Conns<H>
+where
+    H: Fn(Request<Incoming>, Peer) -> F + Clone + Send + Sync + 'static,
+    F: Future<Output = Response<Body>> + Send + 'static,
+{
+    fn new(tls: Arc<rustls::ServerConfig>, handler: H, kill: watch::Receiver<u64>) -> Self {
+        let mut builder = auto::Builder::new(TokioExecutor::new());
+        // client-go multiplexes every watch of a controller on one HTTP/2 connection; the
+        // apiserver allows 100 streams (`secure_serving.go`), we allow more so benchmarks
+        // with many watches per connection measure us, not the limit.
+        builder.http2().max_concurrent_streams(1000);
+        Conns {
+            acceptor: TlsAcceptor::from(tls),
+            handler,
+            builder: Arc::new(builder),
+            kill,
+            graceful: hyper_util::server::graceful::GracefulShutdown::new(),
+        }
+    }
+
+    /// Serve one accepted connection on this runtime: TLS handshake, then HTTP.
+    fn spawn(&self, tcp: tokio::net::TcpStream, remote: SocketAddr, load: Option<Load>) {
         let _ = tcp.set_nodelay(true);
         let local = tcp.local_addr().unwrap_or(remote);
         let peer = Peer { remote, local };
-        let acceptor = acceptor.clone();
-        let handler = handler.clone();
-        let builder = builder.clone();
-        let mut kill = kill.clone();
-        let watcher = graceful.watcher();
+        let acceptor = self.acceptor.clone();
+        let handler = self.handler.clone();
+        let builder = self.builder.clone();
+        let mut kill = self.kill.clone();
+        let watcher = self.graceful.watcher();
         tokio::spawn(async move {
+            let _load = load;
             let epoch = *kill.borrow_and_update();
             let tls = match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await
             {
@@ -129,11 +176,252 @@ pub async fn serve<H, F>(
             }
         });
     }
-    drop(listener);
-    if tokio::time::timeout(drain, graceful.shutdown())
-        .await
-        .is_err()
-    {
-        tracing::info!("drain deadline passed; closing remaining connections");
+
+    /// Let open connections finish for at most `drain`, then drop them.
+    async fn drain(self, drain: Duration) {
+        if tokio::time::timeout(drain, self.graceful.shutdown())
+            .await
+            .is_err()
+        {
+            tracing::info!("drain deadline passed; closing remaining connections");
+        }
+    }
+}
+
+/// [`serve`] on `threads` OS threads, each with its own single-threaded runtime, the way
+/// nginx runs one event loop per worker process. The caller's runtime accepts and hands
+/// each connection to the thread with the fewest open ones; the connection, its
+/// requests and — through `on_thread_start`, which the proxy uses to give each thread its
+/// own upstream pool — their upstream connections then stay on that thread: nothing hops
+/// between work-stealing workers per request (bench/README.md has the measurements).
+///
+/// Threads are started before this returns. The returned future accepts connections
+/// until `shutdown` becomes `true`, and ends when every thread has drained (or dropped,
+/// after `drain`) its connections.
+#[allow(clippy::too_many_arguments)]
+pub fn serve_on_threads<H, F>(
+    threads: usize,
+    listener: TcpListener,
+    tls: Arc<rustls::ServerConfig>,
+    handler: H,
+    shutdown: watch::Receiver<bool>,
+    drain: Duration,
+    kill: watch::Receiver<u64>,
+    on_thread_start: impl Fn(usize) + Send + Sync + 'static,
+) -> std::io::Result<impl Future<Output = ()> + Send + 'static>
+where
+    H: Fn(Request<Incoming>, Peer) -> F + Clone + Send + Sync + 'static,
+    F: Future<Output = Response<Body>> + Send + 'static,
+{
+    type Handoff = (std::net::TcpStream, SocketAddr, Load);
+    let on_thread_start = Arc::new(on_thread_start);
+    let mut lanes = Vec::with_capacity(threads);
+    let mut stopped = Vec::with_capacity(threads);
+    for i in 0..threads.max(1) {
+        let (tls, handler, kill) = (tls.clone(), handler.clone(), kill.clone());
+        let (mut stop, on_thread_start) = (shutdown.clone(), on_thread_start.clone());
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Handoff>();
+        let (done_tx, done_rx) = tokio::sync::oneshot::channel::<()>();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        std::thread::Builder::new()
+            .name(format!("stalemate-serve-{i}"))
+            .spawn(move || {
+                on_thread_start(i);
+                rt.block_on(async move {
+                    let conns = Conns::new(tls, handler, kill);
+                    loop {
+                        let (tcp, remote, load) = tokio::select! {
+                            _ = stop.wait_for(|s| *s) => break,
+                            next = rx.recv() => match next {
+                                Some(x) => x,
+                                None => break,
+                            },
+                        };
+                        match tokio::net::TcpStream::from_std(tcp) {
+                            Ok(tcp) => conns.spawn(tcp, remote, Some(load)),
+                            Err(e) => {
+                                tracing::warn!(%remote, error = %e, "cannot take over a connection")
+                            }
+                        }
+                    }
+                    conns.drain(drain).await;
+                });
+                // Tasks still on this runtime (e.g. idle upstream connections) end here.
+                drop(rt);
+                let _ = done_tx.send(());
+            })?;
+        lanes.push((tx, Arc::new(AtomicUsize::new(0))));
+        stopped.push(done_rx);
+    }
+    let mut stop = shutdown;
+    Ok(async move {
+        loop {
+            let (tcp, remote) = tokio::select! {
+                _ = stop.wait_for(|s| *s) => break,
+                accepted = accept(&listener) => accepted,
+            };
+            let Some((tx, load)) = lanes.iter().min_by_key(|(_, n)| n.load(Ordering::Relaxed))
+            else {
+                break;
+            };
+            // Moving the socket between runtimes: deregister here, register there.
+            let tcp = match tcp.into_std() {
+                Ok(t) => t,
+                Err(e) => {
+                    tracing::warn!(%remote, error = %e, "cannot hand over a connection");
+                    continue;
+                }
+            };
+            load.fetch_add(1, Ordering::Relaxed);
+            let _ = tx.send((tcp, remote, Load(load.clone())));
+        }
+        drop(listener);
+        drop(lanes);
+        for s in stopped {
+            let _ = s.await;
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http_body_util::BodyExt;
+    use rustls::pki_types::pem::PemObject;
+
+    type Sender = hyper::client::conn::http1::SendRequest<http_body_util::Empty<Bytes>>;
+
+    /// One HTTPS connection of its own (HTTP/1.1, kept open while the sender lives).
+    async fn connect(addr: SocketAddr, ca_pem: &str) -> Sender {
+        let mut roots = rustls::RootCertStore::empty();
+        for c in rustls::pki_types::CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
+            roots.add(c.unwrap()).unwrap();
+        }
+        let cfg = rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+        let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let tls = tokio_rustls::TlsConnector::from(Arc::new(cfg))
+            .connect("localhost".try_into().unwrap(), tcp)
+            .await
+            .unwrap();
+        let (send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
+            .await
+            .unwrap();
+        tokio::spawn(conn);
+        send
+    }
+
+    /// The name of the thread that served a request on this connection.
+    async fn served_by(send: &mut Sender) -> String {
+        let resp = send
+            .send_request(
+                Request::get("/")
+                    .header("host", "localhost")
+                    .body(http_body_util::Empty::new())
+                    .unwrap(),
+            )
+            .await
+            .unwrap();
+        let body = resp.into_body().collect().await.unwrap().to_bytes();
+        String::from_utf8(body.to_vec()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn connections_go_to_the_least_loaded_thread_and_stay_there() {
+        let certs = crate::certs::generate("t", &[]).unwrap();
+        let tls =
+            tls::server_config(certs.cert_pem.as_bytes(), certs.key_pem.as_bytes(), "t").unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let handler = |_req: Request<Incoming>, _peer: Peer| async {
+            let name = std::thread::current().name().unwrap_or("?").to_string();
+            Response::new(body::full(name.into_bytes()))
+        };
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let (_kill_tx, kill_rx) = watch::channel(0u64);
+        let started = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let serving = serve_on_threads(
+            3,
+            listener,
+            tls,
+            handler,
+            stop_rx,
+            Duration::from_secs(5),
+            kill_rx,
+            {
+                let started = started.clone();
+                move |i| started.lock().unwrap().push(i)
+            },
+        )
+        .unwrap();
+        let serving = tokio::spawn(serving);
+
+        // Six connections opened one after another and kept open: two per thread.
+        let mut conns = Vec::new();
+        for _ in 0..6 {
+            let mut c = connect(addr, &certs.ca_cert_pem).await;
+            let name = served_by(&mut c).await;
+            conns.push((c, name));
+        }
+        let names: Vec<&str> = conns.iter().map(|(_, n)| n.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "stalemate-serve-0",
+                "stalemate-serve-1",
+                "stalemate-serve-2",
+                "stalemate-serve-0",
+                "stalemate-serve-1",
+                "stalemate-serve-2"
+            ]
+        );
+        let mut started = started.lock().unwrap().clone();
+        started.sort();
+        assert_eq!(started, [0, 1, 2]);
+        // A connection keeps its thread for every request.
+        for (c, name) in conns.iter_mut() {
+            for _ in 0..3 {
+                assert_eq!(&served_by(c).await, name);
+            }
+        }
+        // Thread 1's two connections close: the next two connections go there.
+        let mut kept = Vec::new();
+        for (c, name) in conns {
+            if name == "stalemate-serve-1" {
+                drop(c);
+            } else {
+                kept.push(c);
+            }
+        }
+        for _ in 0..2 {
+            let mut c = connect(addr, &certs.ca_cert_pem).await;
+            // The closed connections' tasks end once the server reads their EOF.
+            let mut name = served_by(&mut c).await;
+            let mut tries = 0;
+            while name != "stalemate-serve-1" {
+                tries += 1;
+                assert!(tries < 250, "thread 1 never got its load back: {name}");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                c = connect(addr, &certs.ca_cert_pem).await;
+                name = served_by(&mut c).await;
+            }
+            kept.push(c);
+        }
+
+        // Shutdown: every thread drains (open connections are idle) and the future ends.
+        drop(kept);
+        stop_tx.send(true).unwrap();
+        tokio::time::timeout(Duration::from_secs(30), serving)
+            .await
+            .expect("serving threads stop")
+            .unwrap();
+        assert!(tokio::net::TcpStream::connect(addr).await.is_err());
     }
 }

@@ -4,9 +4,12 @@
 //! Loading is `kube::Config`'s job (kubeconfig contexts, in-cluster service-account files,
 //! client certificates, tokens, exec plugins and their refresh); the transport is a
 //! hyper-util client over hyper-rustls with the TLS config kube builds from it. Two
-//! services share one connection pool: `passthrough` forwards a request as it is (the
+//! services share each connection pool: `passthrough` forwards a request as it is (the
 //! client's own `Authorization`, e.g. a pod's rotating service-account token), `authed`
-//! adds the upstream credentials through kube's auth layer.
+//! adds the upstream credentials through kube's auth layer. Requests go over pooled
+//! HTTP/1.1 connections, one pool per serving thread ("lane"), so a request and its
+//! upstream connection run on the same thread; watches share a pool of HTTP/2
+//! connections.
 
 pub mod error;
 
@@ -55,16 +58,33 @@ pub enum Source {
 pub struct Upstream {
     /// Scheme, authority and base path of the apiserver.
     pub base: Uri,
-    passthrough: Svc,
-    authed: Svc,
-    /// HTTP/1.1-only clients for connection upgrades (exec, attach, port-forward).
-    upgrade: Svc,
-    authed_upgrade: Svc,
+    /// Request clients, one set per serving thread (see [`use_lane`]).
+    lanes: Arc<[Lane]>,
     watches: Arc<WatchPool>,
     pub has_credentials: bool,
     /// The loaded configuration, for stalemate's own clients of the upstream (the
     /// oracles' ground-truth watchers).
     pub config: kube::Config,
+}
+
+/// The request clients of one serving thread, each with its own connection pool.
+struct Lane {
+    passthrough: Svc,
+    authed: Svc,
+    /// HTTP/1.1-only clients for connection upgrades (exec, attach, port-forward).
+    upgrade: Svc,
+    authed_upgrade: Svc,
+}
+
+thread_local! {
+    static LANE: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Requests sent from this thread use lane `lane`: its own pools of upstream
+/// connections, whose connection tasks then run on this thread's runtime too (a serving
+/// thread calls this once, `listen::serve_on_threads`). Lane 0 is everyone else's.
+pub fn use_lane(lane: usize) {
+    LANE.with(|l| l.set(lane));
 }
 
 /// HTTP/2 connections for watches. An apiserver allows a limited number of concurrent
@@ -97,6 +117,8 @@ impl Drop for WatchSlot {
 pub struct TransportOptions {
     pub insecure_skip_verify: bool,
     pub connect_timeout: Duration,
+    /// Request lanes (separate connection pools); at least one.
+    pub lanes: usize,
 }
 
 /// `base` (scheme, authority, maybe a base path such as Rancher's `/k8s/clusters/c-1`)
@@ -261,8 +283,6 @@ impl Upstream {
         // Requests: a pool of HTTP/1.1 connections (measured faster than one shared
         // HTTP/2 connection for GET and LIST, bench/run.sh). Watches: HTTP/2, many
         // streams per connection, over several connections (see `WatchPool`).
-        let passthrough = boxed(client(tls.clone(), opts, false));
-        let upgrade = boxed(client(tls.clone(), opts, false));
         let watch_plain: Vec<Svc> = (0..WATCH_CONNECTIONS)
             .map(|_| boxed(client(tls.clone(), opts, true)))
             .collect();
@@ -276,8 +296,18 @@ impl Upstream {
             Some(l) => BoxCloneSyncService::new(l.layer(inner.clone()).map_err(BoxError::from)),
             None => inner.clone(),
         };
-        let authed = with_auth(&passthrough);
-        let authed_upgrade = with_auth(&upgrade);
+        let lanes: Arc<[Lane]> = (0..opts.lanes.max(1))
+            .map(|_| {
+                let passthrough = boxed(client(tls.clone(), opts, false));
+                let upgrade = boxed(client(tls.clone(), opts, false));
+                Lane {
+                    authed: with_auth(&passthrough),
+                    authed_upgrade: with_auth(&upgrade),
+                    passthrough,
+                    upgrade,
+                }
+            })
+            .collect();
         let watches = Arc::new(WatchPool {
             authed: watch_plain.iter().map(&with_auth).collect(),
             plain: watch_plain,
@@ -288,10 +318,7 @@ impl Upstream {
         Ok(Upstream {
             base: cfg.cluster_url.clone(),
             config: cfg,
-            passthrough,
-            authed,
-            upgrade,
-            authed_upgrade,
+            lanes,
             watches,
             has_credentials,
         })
@@ -317,14 +344,19 @@ impl Upstream {
     /// future, not an `async fn`: the future owns everything and is `'static`.)
     pub fn send(&self, req: Request<Body>, upgrade: bool) -> ResponseFuture {
         let own = req.headers().contains_key(http::header::AUTHORIZATION);
+        let lane = self.lane();
         // Upgrades (exec, attach, port-forward) exist only in HTTP/1.1.
         let svc = match (upgrade, own) {
-            (false, true) => &self.passthrough,
-            (false, false) => &self.authed,
-            (true, true) => &self.upgrade,
-            (true, false) => &self.authed_upgrade,
+            (false, true) => &lane.passthrough,
+            (false, false) => &lane.authed,
+            (true, true) => &lane.upgrade,
+            (true, false) => &lane.authed_upgrade,
         };
         Box::pin(svc.clone().oneshot(req))
+    }
+
+    fn lane(&self) -> &Lane {
+        &self.lanes[LANE.with(|l| l.get()) % self.lanes.len()]
     }
 
     /// Send a watch upstream over the least-loaded watch connection; the slot keeps its
@@ -363,7 +395,8 @@ impl Upstream {
                     .body(crate::listen::body::full(Bytes::new()))
                     .map_err(|e| e.to_string())
             });
-        let call = req.map(|r| -> ResponseFuture { Box::pin(self.authed.clone().oneshot(r)) });
+        let call =
+            req.map(|r| -> ResponseFuture { Box::pin(self.lane().authed.clone().oneshot(r)) });
         async move {
             let call = call?;
             Self::probe_result(tokio::time::timeout(timeout, call).await, timeout)
