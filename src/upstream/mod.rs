@@ -100,6 +100,30 @@ struct WatchPool {
     active: Vec<AtomicUsize>,
 }
 
+/// Watches a serving thread puts on each of its own watch connections before it spreads
+/// them over all of them: well under any apiserver's streams-per-connection limit.
+const LOCAL_WATCHES_PER_CONNECTION: usize = 100;
+
+/// Which watch connection a new watch goes on, given each connection's open watches.
+/// Connection `i` belongs to serving lane `1 + i % serving_lanes`: a serving thread fills
+/// its own connections first (least-loaded, up to [`LOCAL_WATCHES_PER_CONNECTION`]), so
+/// their connection tasks — spawned by the first watch on them — run on its thread and
+/// events do not cross threads; past that, and for lane 0, the least-loaded of all.
+fn pick_watch_connection(active: &[usize], lane: usize, serving_lanes: usize) -> usize {
+    let least = |own: &dyn Fn(usize) -> bool| {
+        (0..active.len())
+            .filter(|i| own(*i))
+            .min_by_key(|i| active[*i])
+    };
+    if lane >= 1 && serving_lanes >= 1 {
+        let mine = |i: usize| 1 + i % serving_lanes == lane;
+        if let Some(i) = least(&mine).filter(|i| active[*i] < LOCAL_WATCHES_PER_CONNECTION) {
+            return i;
+        }
+    }
+    least(&|_| true).unwrap_or(0)
+}
+
 /// Holds a watch's place on its connection; released when dropped.
 pub struct WatchSlot {
     pool: Arc<WatchPool>,
@@ -364,9 +388,16 @@ impl Upstream {
     pub fn send_watch(&self, req: Request<Body>) -> (ResponseFuture, WatchSlot) {
         let own = req.headers().contains_key(http::header::AUTHORIZATION);
         let pool = &self.watches;
-        let index = (0..pool.active.len())
-            .min_by_key(|i| pool.active[*i].load(Ordering::Relaxed))
-            .unwrap_or(0);
+        let active: Vec<usize> = pool
+            .active
+            .iter()
+            .map(|a| a.load(Ordering::Relaxed))
+            .collect();
+        let index = pick_watch_connection(
+            &active,
+            LANE.with(|l| l.get()),
+            self.lanes.len().saturating_sub(1),
+        );
         pool.active[index].fetch_add(1, Ordering::Relaxed);
         let svc = if own {
             &pool.plain[index]
@@ -442,5 +473,28 @@ mod tests {
             join(&rancher, "/readyz").unwrap().to_string(),
             "https://rancher.example/k8s/clusters/c-1/readyz"
         );
+    }
+
+    #[test]
+    fn watches_fill_their_threads_connections_first() {
+        // Two serving lanes over 4 connections: lane 1 owns 0 and 2, lane 2 owns 1 and 3.
+        let mut active = vec![0; 4];
+        let mut put = |lane| {
+            let i = pick_watch_connection(&active, lane, 2);
+            active[i] += 1;
+            i
+        };
+        assert_eq!([put(1), put(1), put(1), put(2), put(2)], [0, 2, 0, 1, 3]);
+        // Lane 0 (not a serving thread) takes the least-loaded of all.
+        let active = [3, 1, 2, 5];
+        assert_eq!(pick_watch_connection(&active, 0, 2), 1);
+        // A lane whose connections are full spreads over all of them.
+        let active = [100, 7, 100, 9];
+        assert_eq!(pick_watch_connection(&active, 1, 2), 1);
+        assert_eq!(pick_watch_connection(&active, 2, 2), 1);
+        // More lanes than connections: lanes that own none take the least-loaded.
+        let active = [4, 2];
+        assert_eq!(pick_watch_connection(&active, 3, 4), 1);
+        assert_eq!(pick_watch_connection(&active, 1, 4), 0);
     }
 }
