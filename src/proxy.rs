@@ -333,7 +333,10 @@ fn answer_from_view(
 /// copy stops (and no view is made) past the views' memory cap.
 struct ListTee {
     inner: Body,
-    copy: Vec<u8>,
+    /// The body's chunks as they passed (shared with what went to the client, not
+    /// copied), and their total length.
+    chunks: Vec<Bytes>,
+    len: usize,
     limit: usize,
     gzip: bool,
     encoding: crate::watch::view::Encoding,
@@ -345,20 +348,21 @@ struct ListTee {
 impl ListTee {
     fn finish(&mut self) {
         let Some(key) = self.key.take() else { return };
-        let body = std::mem::take(&mut self.copy);
-        let body = if self.gzip {
+        let chunks = std::mem::take(&mut self.chunks);
+        let chunks = if self.gzip {
             use std::io::Read;
+            let gz: Vec<u8> = chunks.iter().flat_map(|c| c.iter().copied()).collect();
             let mut out = Vec::new();
-            let mut d = flate2::read::GzDecoder::new(&body[..]).take(self.limit as u64 + 1);
+            let mut d = flate2::read::GzDecoder::new(&gz[..]).take(self.limit as u64 + 1);
             if d.read_to_end(&mut out).is_err() || out.len() > self.limit {
                 return;
             }
-            out
+            vec![Bytes::from(out)]
         } else {
-            body
+            chunks
         };
         self.views
-            .feed_list(key, self.encoding, self.first_page, Bytes::from(body));
+            .feed_list_chunks(key, self.encoding, self.first_page, chunks);
     }
 }
 
@@ -373,11 +377,12 @@ impl http_body::Body for ListTee {
         match &r {
             Poll::Ready(Some(Ok(f))) => {
                 if let Some(d) = f.data_ref() {
-                    if self.copy.len() + d.len() > self.limit {
+                    if self.len + d.len() > self.limit {
                         self.key = None;
-                        self.copy = Vec::new();
+                        self.chunks = Vec::new();
                     } else if self.key.is_some() {
-                        self.copy.extend_from_slice(d);
+                        self.len += d.len();
+                        self.chunks.push(d.clone());
                     }
                 }
             }
@@ -657,16 +662,8 @@ pub async fn handle(proxy: Arc<Proxy>, mut req: Request<Incoming>, peer: Peer) -
                 match (encoding, gzip) {
                     (Some(encoding), None | Some(true)) => ListTee {
                         inner: body.map_err(BodyError::from).boxed(),
-                        // Sized once from Content-Length: no doubling while it fills.
-                        copy: Vec::with_capacity(
-                            parts
-                                .headers
-                                .get(header::CONTENT_LENGTH)
-                                .and_then(|v| v.to_str().ok())
-                                .and_then(|v| v.parse::<usize>().ok())
-                                .unwrap_or(0)
-                                .min(proxy.gates.views.max_bytes()),
-                        ),
+                        chunks: Vec::new(),
+                        len: 0,
                         limit: proxy.gates.views.max_bytes(),
                         gzip: gzip == Some(true),
                         encoding,

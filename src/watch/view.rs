@@ -66,10 +66,25 @@ struct View {
     /// A WatchList restarted while this view was complete: the new view fills here and
     /// replaces this one at the end marker; until then this one answers.
     next: Option<Box<View>>,
-    /// JSON LIST pages not parsed yet. A LIST is only scanned for its metadata on the
-    /// way to the client; its items are parsed when the view is first needed (an event
-    /// to apply, a read to answer), so a client that only lists pays a copy, not a parse.
-    raw_pages: Vec<Bytes>,
+    /// JSON LIST pages not parsed yet, each as the chunks it arrived in. A LIST is only
+    /// scanned for its metadata on the way to the client; its items are joined and
+    /// parsed when the view is first needed (an event to apply, a read to answer), so a
+    /// client that only lists pays neither a copy nor a parse.
+    raw_pages: Vec<Vec<Bytes>>,
+}
+
+/// The chunks of a body as one contiguous buffer (no copy when there is one chunk).
+fn join_chunks(chunks: &[Bytes]) -> Bytes {
+    match chunks {
+        [one] => one.clone(),
+        _ => {
+            let mut all = Vec::with_capacity(chunks.iter().map(Bytes::len).sum());
+            for c in chunks {
+                all.extend_from_slice(c);
+            }
+            Bytes::from(all)
+        }
+    }
 }
 
 impl View {
@@ -90,7 +105,9 @@ impl View {
     /// Parse the pending LIST pages into objects. A page that does not parse leaves the
     /// view unusable (`Err`): the caller drops it, and reads go upstream.
     fn materialize(&mut self) -> Result<(), String> {
-        for page in std::mem::take(&mut self.raw_pages) {
+        for chunks in std::mem::take(&mut self.raw_pages) {
+            let page = join_chunks(&chunks);
+            drop(chunks);
             self.bytes -= page.len();
             for (k, obj) in parse_json_list(&page)?.items {
                 self.insert(k, obj);
@@ -507,12 +524,31 @@ impl Views {
     /// A LIST response body went to the client. `first_page`: the request had no
     /// `continue` token. Malformed bodies are ignored (the client got them as they were).
     pub fn feed_list(&self, key: ViewKey, encoding: Encoding, first_page: bool, body: Bytes) {
+        self.feed_list_chunks(key, encoding, first_page, vec![body]);
+    }
+
+    /// [`Views::feed_list`] with the body as the chunks it arrived in. A JSON page is kept
+    /// as those chunks (no copy); its metadata is read from the first chunk when that
+    /// holds everything before `items` — the usual case — else from the joined body.
+    pub fn feed_list_chunks(
+        &self,
+        key: ViewKey,
+        encoding: Encoding,
+        first_page: bool,
+        chunks: Vec<Bytes>,
+    ) {
         if !self.enabled() {
             return;
         }
+        let len: usize = chunks.iter().map(Bytes::len).sum();
         let page = match encoding {
-            Encoding::Json => json_list_meta(&body),
-            Encoding::Protobuf => parse_proto_list(&body),
+            Encoding::Json => match chunks.first().map(|c| json_list_meta(c)) {
+                Some(Ok(page)) => Ok(page),
+                _ if chunks.len() > 1 => json_list_meta(&join_chunks(&chunks)),
+                Some(Err(e)) => Err(e),
+                None => Err("not a JSON list: empty".to_string()),
+            },
+            Encoding::Protobuf => parse_proto_list(&join_chunks(&chunks)),
         };
         let page = match page {
             Ok(p) => p,
@@ -539,8 +575,8 @@ impl Views {
             view.insert(k, obj);
         }
         if encoding == Encoding::Json {
-            view.bytes += body.len();
-            view.raw_pages.push(body);
+            view.bytes += len;
+            view.raw_pages.push(chunks);
         }
         if !page.continue_.is_empty() {
             if view.bytes <= self.max_bytes {
@@ -828,6 +864,39 @@ mod tests {
     fn apply_line(v: &Views, k: &ViewKey, line: &[u8]) {
         let meta = super::super::json::parse_event(line).unwrap();
         v.apply(k, Encoding::Json, &meta, line);
+    }
+
+    #[test]
+    fn a_list_in_chunks_answers_as_the_whole_body_does() {
+        let list = std::fs::read(format!("{FIX}cm-list-json-limit.body")).unwrap();
+        let last = br#"{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"584"},"items":[{"metadata":{"name":"cm-9","namespace":"fixtures"},"data":{"x":"y"}}]}"#;
+        let whole = Views::new(1 << 20);
+        whole.feed_list(key(None), Encoding::Json, true, Bytes::from(list.clone()));
+        whole.feed_list(key(None), Encoding::Json, false, Bytes::from_static(last));
+        let want = whole.answer(&read(None, None)).unwrap();
+        // Cuts inside the metadata (the first chunk cannot be scanned alone), right
+        // after it, and through the items.
+        for cuts in [
+            vec![10],
+            vec![list.len() / 3, list.len() / 2],
+            vec![1, 2, 3, 700],
+        ] {
+            let mut chunks = Vec::new();
+            let mut at = 0;
+            for c in cuts.iter().chain([&list.len()]) {
+                chunks.push(Bytes::copy_from_slice(&list[at..*c]));
+                at = *c;
+            }
+            let v = Views::new(1 << 20);
+            v.feed_list_chunks(key(None), Encoding::Json, true, chunks);
+            let tail = vec![
+                Bytes::from_static(&last[..40]),
+                Bytes::from_static(&last[40..]),
+            ];
+            v.feed_list_chunks(key(None), Encoding::Json, false, tail);
+            assert_eq!(v.answer(&read(None, None)).unwrap(), want, "cuts {cuts:?}");
+            assert_eq!(v.bytes(), whole.bytes());
+        }
     }
 
     #[test]
