@@ -581,6 +581,7 @@ fn scripts_pass_shellcheck() {
             "fuzz/run.sh",
             "bench/run.sh",
             "bench/profile.sh",
+            "bench/ab.sh",
             ".ci/run",
         ])
         .current_dir(root)

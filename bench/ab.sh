@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Two builds (or two flag sets) of the proxy side by side on one simulator, driven by
+# alternating wrk runs, so that both see the same machine noise: requests/s, p99, the
+# proxy's CPU time and page faults per request, round by round. The way the figures in
+# bench/README.md "Changes the benchmarks led to" were measured.
+#
+#   bash bench/ab.sh [--rounds N] [--seconds S] [--list] [--connections C] BIN_A BIN_B
+#
+# STALEMATE_ARGS_A / STALEMATE_ARGS_B: extra `serve` flags for either side, e.g.
+#   STALEMATE_ARGS_B="--max-view-bytes 0" bash bench/ab.sh --list target/release/stalemate target/release/stalemate
+# --connections 1 measures one request at a time. Needs wrk and curl; loopback only.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rounds=3 seconds=5 what=get conns=20
+while [ $# -gt 2 ]; do
+    case $1 in
+        --rounds) rounds=$2; shift 2 ;;
+        --seconds) seconds=$2; shift 2 ;;
+        --connections) conns=$2; shift 2 ;;
+        --list) what=list; shift ;;
+        *) echo "ab: unknown flag $1" >&2; exit 2 ;;
+    esac
+done
+[ $# -eq 2 ] || { echo "usage: bash bench/ab.sh [--rounds N] [--seconds S] [--list] [--connections C] BIN_A BIN_B" >&2; exit 2; }
+bin_a=$1 bin_b=$2
+for b in "$bin_a" "$bin_b"; do [ -x "$b" ] || { echo "ab: $b is not an executable" >&2; exit 2; }; done
+for tool in wrk curl; do
+    command -v "$tool" >/dev/null 2>&1 || { echo "ab: $tool is not installed" >&2; exit 2; }
+done
+
+work=$(mktemp -d)
+pids=()
+cleanup() {
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+    rm -rf "$work"
+}
+trap cleanup EXIT
+wait_file() { for _ in $(seq 200); do [ -s "$1" ] && return 0; sleep 0.05; done; echo "ab: $1 never appeared" >&2; return 1; }
+
+RUST_LOG=warn,rustls=error "$bin_a" sim --listen 127.0.0.1:0 --tls-dir "$work/tls" --kubeconfig-out "$work/sim.kubeconfig" >"$work/url" &
+pids+=($!)
+wait_file "$work/url"
+url=$(head -n1 "$work/url")
+curl -sS --cacert "$work/tls/ca.crt" -H 'Content-Type: application/json' -o /dev/null \
+    -X POST "$url/api/v1/namespaces" -d '{"metadata":{"name":"bench"}}'
+payload=$(printf 'x%.0s' $(seq 512))
+seq 0 498 | xargs -P 8 -I{} curl -sS --cacert "$work/tls/ca.crt" -H 'Content-Type: application/json' -o /dev/null \
+    -X POST "$url/api/v1/namespaces/bench/configmaps" \
+    -d "{\"metadata\":{\"name\":\"cm-{}\"},\"data\":{\"k\":\"$payload\"}}"
+path=/api/v1/namespaces/bench/configmaps
+[ "$what" = get ] && path=$path/cm-0
+
+declare -A pid base
+start() { # side binary extra-flags
+    local extra=()
+    read -r -a extra <<<"$3"
+    RUST_LOG=error "$2" serve --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 --tls-dir "$work/tls-$1" \
+        --upstream-kubeconfig "$work/sim.kubeconfig" ${extra[@]+"${extra[@]}"} >"$work/$1.url" &
+    pid[$1]=$!
+    pids+=("${pid[$1]}")
+    wait_file "$work/$1.url"
+    base[$1]=$(head -n1 "$work/$1.url")
+}
+start A "$bin_a" "${STALEMATE_ARGS_A:-}"
+start B "$bin_b" "${STALEMATE_ARGS_B:-}"
+
+stat_field() { awk -v f="$2" '{print $f}' "/proc/$1/stat"; }
+threads=2
+[ "$conns" -lt 2 ] && threads=1
+echo "$what, wrk -t$threads -c$conns -d${seconds}s, $rounds rounds; A=$bin_a ${STALEMATE_ARGS_A:-}; B=$bin_b ${STALEMATE_ARGS_B:-}"
+printf '%-5s %-3s %10s %10s %14s %16s\n' round side req/s p99 "CPU us/req" "page faults/req"
+for r in $(seq "$rounds"); do
+    for side in A B; do
+        p=${pid[$side]}
+        cpu0=$(( $(stat_field "$p" 14) + $(stat_field "$p" 15) )); flt0=$(stat_field "$p" 10)
+        out=$(wrk -t"$threads" -c"$conns" -d"${seconds}s" --latency "${base[$side]}$path")
+        cpu1=$(( $(stat_field "$p" 14) + $(stat_field "$p" 15) )); flt1=$(stat_field "$p" 10)
+        n=$(echo "$out" | awk '/requests in/ {print $1}')
+        rps=$(echo "$out" | awk '/^Requests\/sec:/ {print $2}')
+        p99=$(echo "$out" | awk '$1=="99%" {print $2}')
+        awk -v r="$r" -v s="$side" -v rps="$rps" -v p99="$p99" -v c=$((cpu1 - cpu0)) -v f=$((flt1 - flt0)) \
+            -v n="$n" -v t="$(getconf CLK_TCK)" \
+            'BEGIN {n = (n > 0 ? n : 1); printf "%-5s %-3s %10.0f %10s %14.1f %16.1f\n", r, s, rps, p99, c / t * 1e6 / n, f / n}'
+    done
+done
