@@ -188,6 +188,39 @@ where
     }
 }
 
+/// A connection on its way to a serving thread, counted on that thread from now on.
+type Handoff = (std::net::TcpStream, SocketAddr, Load);
+
+/// A serving thread, as the accept loop sees it.
+struct Lane {
+    tx: tokio::sync::mpsc::UnboundedSender<Handoff>,
+    /// Connections open on it.
+    load: Arc<AtomicUsize>,
+    thread: usize,
+}
+
+/// Give a connection to the least-loaded serving thread. A thread that is gone (it could
+/// not start, or died) would look least loaded forever: it leaves `lanes`, and the
+/// connection goes to the next one. `false` when no thread is left.
+fn hand_over(lanes: &mut Vec<Lane>, mut tcp: std::net::TcpStream, remote: SocketAddr) -> bool {
+    while let Some(i) = (0..lanes.len()).min_by_key(|i| lanes[*i].load.load(Ordering::Relaxed)) {
+        let lane = &lanes[i];
+        lane.load.fetch_add(1, Ordering::Relaxed);
+        match lane.tx.send((tcp, remote, Load(lane.load.clone()))) {
+            Ok(()) => return true,
+            Err(tokio::sync::mpsc::error::SendError((back, _, _))) => {
+                tracing::error!(
+                    thread = lane.thread,
+                    "a serving thread is gone; serving on the others"
+                );
+                tcp = back;
+                lanes.swap_remove(i);
+            }
+        }
+    }
+    false
+}
+
 /// [`serve`] on `threads` OS threads, each with its own single-threaded runtime, the way
 /// nginx runs one event loop per worker process. The caller's runtime accepts and hands
 /// each connection to the thread with the fewest open ones; the connection, its
@@ -213,7 +246,6 @@ where
     H: Fn(Request<Incoming>, Peer) -> F + Clone + Send + Sync + 'static,
     F: Future<Output = Response<Body>> + Send + 'static,
 {
-    type Handoff = (std::net::TcpStream, SocketAddr, Load);
     let on_thread_start = Arc::new(on_thread_start);
     let mut lanes = Vec::with_capacity(threads);
     let mut stopped = Vec::with_capacity(threads);
@@ -252,7 +284,11 @@ where
                 drop(rt);
                 let _ = done_tx.send(());
             })?;
-        lanes.push((tx, Arc::new(AtomicUsize::new(0))));
+        lanes.push(Lane {
+            tx,
+            load: Arc::new(AtomicUsize::new(0)),
+            thread: i,
+        });
         stopped.push(done_rx);
     }
     let mut stop = shutdown;
@@ -262,10 +298,6 @@ where
                 _ = stop.wait_for(|s| *s) => break,
                 accepted = accept(&listener) => accepted,
             };
-            let Some((tx, load)) = lanes.iter().min_by_key(|(_, n)| n.load(Ordering::Relaxed))
-            else {
-                break;
-            };
             // Moving the socket between runtimes: deregister here, register there.
             let tcp = match tcp.into_std() {
                 Ok(t) => t,
@@ -274,8 +306,10 @@ where
                     continue;
                 }
             };
-            load.fetch_add(1, Ordering::Relaxed);
-            let _ = tx.send((tcp, remote, Load(load.clone())));
+            if !hand_over(&mut lanes, tcp, remote) {
+                tracing::error!("no serving thread left; no longer accepting connections");
+                break;
+            }
         }
         drop(listener);
         drop(lanes);
@@ -331,6 +365,35 @@ mod tests {
             .unwrap();
         let body = resp.into_body().collect().await.unwrap().to_bytes();
         String::from_utf8(body.to_vec()).unwrap()
+    }
+
+    #[test]
+    fn a_gone_thread_leaves_the_rotation() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let conn = || std::net::TcpStream::connect(addr).unwrap();
+        let lane = |thread| {
+            let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Handoff>();
+            let lane = Lane {
+                tx,
+                load: Arc::new(AtomicUsize::new(0)),
+                thread,
+            };
+            (lane, rx)
+        };
+        let (a, rx_a) = lane(0);
+        let (b, mut rx_b) = lane(1);
+        drop(rx_a); // thread 0 is gone
+        let mut lanes = vec![a, b];
+        assert!(hand_over(&mut lanes, conn(), addr));
+        assert_eq!(lanes.iter().map(|l| l.thread).collect::<Vec<_>>(), [1]);
+        let (_, _, load) = rx_b.try_recv().expect("thread 1 got the connection");
+        assert_eq!(lanes[0].load.load(Ordering::Relaxed), 1);
+        drop(load);
+        assert_eq!(lanes[0].load.load(Ordering::Relaxed), 0);
+        drop(rx_b);
+        assert!(!hand_over(&mut lanes, conn(), addr));
+        assert!(lanes.is_empty());
     }
 
     #[tokio::test]
