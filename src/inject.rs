@@ -325,7 +325,10 @@ fn sidecar(o: &Options) -> Value {
             "--admin-listen", format!("0.0.0.0:{ADMIN_PORT}"),
             "--tls-cert", "/etc/stalemate/tls/tls.crt",
             "--tls-key", "/etc/stalemate/tls/tls.key",
-            "--schedule", "/etc/stalemate/schedule/schedule.json"
+            "--schedule", "/etc/stalemate/schedule/schedule.json",
+            // One controller's connection stays on one serving thread; without a CPU
+            // limit the default (one per node CPU) would start threads that sit idle.
+            "--threads", "2"
         ],
         "env": [{"name": "STALEMATE_ADMIN_TOKEN", "valueFrom": {"secretKeyRef": {"name": "stalemate-admin", "key": "token", "optional": true}}}],
         "ports": [{"name": "stalemate-admin", "containerPort": ADMIN_PORT, "protocol": "TCP"}],
