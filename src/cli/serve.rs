@@ -128,9 +128,9 @@ pub struct ServeArgs {
     #[arg(long, default_value = "10s", value_parser = super::parse_duration, value_name = "DURATION")]
     pub drain_timeout: Duration,
 
-    /// Serving threads, each with its own event loop, accept loop and upstream connection
-    /// pool (a connection and its requests stay on one thread). Default: one per CPU
-    /// this process may use.
+    /// Serving threads, each with its own event loop and upstream connection pool. A new
+    /// connection goes to the thread with the fewest and stays there with its requests.
+    /// Default: one per CPU this process may use.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub threads: Option<u16>,
 }
