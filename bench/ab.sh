@@ -28,41 +28,19 @@ for tool in wrk curl; do
     command -v "$tool" >/dev/null 2>&1 || { echo "ab: $tool is not installed" >&2; exit 2; }
 done
 
-work=$(mktemp -d)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
-    rm -rf "$work"
-}
-trap cleanup EXIT
-wait_file() { for _ in $(seq 200); do [ -s "$1" ] && return 0; sleep 0.05; done; echo "ab: $1 never appeared" >&2; return 1; }
-
-RUST_LOG=warn,rustls=error "$bin_a" sim --listen 127.0.0.1:0 --tls-dir "$work/tls" --kubeconfig-out "$work/sim.kubeconfig" >"$work/url" &
-pids+=($!)
-wait_file "$work/url"
-url=$(head -n1 "$work/url")
-curl -sS --cacert "$work/tls/ca.crt" -H 'Content-Type: application/json' -o /dev/null \
-    -X POST "$url/api/v1/namespaces" -d '{"metadata":{"name":"bench"}}'
-payload=$(printf 'x%.0s' $(seq 512))
-seq 0 498 | xargs -P 8 -I{} curl -sS --cacert "$work/tls/ca.crt" -H 'Content-Type: application/json' -o /dev/null \
-    -X POST "$url/api/v1/namespaces/bench/configmaps" \
-    -d "{\"metadata\":{\"name\":\"cm-{}\"},\"data\":{\"k\":\"$payload\"}}"
-path=/api/v1/namespaces/bench/configmaps
-[ "$what" = get ] && path=$path/cm-0
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
+start_sim "$bin_a"
+path=$list_path
+[ "$what" = get ] && path=$get_path
 
 declare -A pid base
-start() { # side binary extra-flags
-    local extra=()
-    read -r -a extra <<<"$3"
-    RUST_LOG=error "$2" serve --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 --tls-dir "$work/tls-$1" \
-        --upstream-kubeconfig "$work/sim.kubeconfig" ${extra[@]+"${extra[@]}"} >"$work/$1.url" &
-    pid[$1]=$!
-    pids+=("${pid[$1]}")
-    wait_file "$work/$1.url"
-    base[$1]=$(head -n1 "$work/$1.url")
-}
-start A "$bin_a" "${STALEMATE_ARGS_A:-}"
-start B "$bin_b" "${STALEMATE_ARGS_B:-}"
+read -r -a flags_a <<<"${STALEMATE_ARGS_A:-}"
+read -r -a flags_b <<<"${STALEMATE_ARGS_B:-}"
+start_proxy A "$bin_a" ${flags_a[@]+"${flags_a[@]}"}
+pid[A]=$proxy_pid base[A]=$proxy_url
+start_proxy B "$bin_b" ${flags_b[@]+"${flags_b[@]}"}
+pid[B]=$proxy_pid base[B]=$proxy_url
 
 stat_field() { awk -v f="$2" '{print $f}' "/proc/$1/stat"; }
 threads=2

@@ -18,33 +18,12 @@ case $what in get | list) ;; *) echo "profile: get or list, not $what" >&2; exit
 cargo build --release --locked -q --bin stalemate
 bin=target/release/stalemate
 
-work=$(mktemp -d)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
-    rm -rf "$work"
-}
-trap cleanup EXIT
-wait_file() { for _ in $(seq 200); do [ -s "$1" ] && return 0; sleep 0.05; done; echo "profile: $1 never appeared" >&2; return 1; }
-
-RUST_LOG=warn,rustls=error "$bin" sim --listen 127.0.0.1:0 --tls-dir "$work/tls" --kubeconfig-out "$work/sim.kubeconfig" >"$work/url" &
-pids+=($!)
-wait_file "$work/url"
-url=$(head -n1 "$work/url")
-curl -sS --cacert "$work/tls/ca.crt" -H 'Content-Type: application/json' -o /dev/null \
-    -X POST "$url/api/v1/namespaces" -d '{"metadata":{"name":"bench"}}'
-payload=$(printf 'x%.0s' $(seq 512))
-seq 0 498 | xargs -P 8 -I{} curl -sS --cacert "$work/tls/ca.crt" -H 'Content-Type: application/json' -o /dev/null \
-    -X POST "$url/api/v1/namespaces/bench/configmaps" \
-    -d "{\"metadata\":{\"name\":\"cm-{}\"},\"data\":{\"k\":\"$payload\"}}"
-
-RUST_LOG=error "$bin" serve --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 --tls-dir "$work/proxy-tls" \
-    --upstream-kubeconfig "$work/sim.kubeconfig" >"$work/proxy-url" &
-proxy_pid=$!
-pids+=("$proxy_pid")
-wait_file "$work/proxy-url"
-target=$(head -n1 "$work/proxy-url")/api/v1/namespaces/bench/configmaps
-[ "$what" = get ] && target=$target/cm-0
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
+start_sim "$bin"
+start_proxy stalemate "$bin"
+target=$proxy_url$list_path
+[ "$what" = get ] && target=$proxy_url$get_path
 
 perf record -q -F 2000 -g -p "$proxy_pid" -o "$work/perf.data" -- sleep "$secs" >/dev/null 2>&1 &
 perf_pid=$!

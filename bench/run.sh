@@ -33,41 +33,19 @@ nginx_bin=$(command -v nginx || echo /usr/sbin/nginx)
 cargo build --release --locked -q --bin stalemate
 bin=target/release/stalemate
 
-work=$(mktemp -d)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
-    rm -rf "$work"
-}
-trap cleanup EXIT
-wait_file() { for _ in $(seq 200); do [ -s "$1" ] && return 0; sleep 0.05; done; echo "bench: $1 never appeared" >&2; return 1; }
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
-RUST_LOG=warn,rustls=error "$bin" sim --listen 127.0.0.1:0 --tls-dir "$work/tls" --kubeconfig-out "$work/sim.kubeconfig" >"$work/url" &
-pids+=($!)
-wait_file "$work/url"
-url=$(head -n1 "$work/url")
+start_sim "$bin"
 sim_hostport=${url#https://}
-
-# 499 ConfigMaps of ~0.6 KiB (+ kube-root-ca.crt = 500 objects in the LIST).
-curl -sS --cacert "$work/tls/ca.crt" -H 'Content-Type: application/json' -o /dev/null \
-    -X POST "$url/api/v1/namespaces" -d '{"metadata":{"name":"bench"}}'
-payload=$(printf 'x%.0s' $(seq 512))
-seq 0 498 | xargs -P 8 -I{} curl -sS --cacert "$work/tls/ca.crt" -H 'Content-Type: application/json' -o /dev/null \
-    -X POST "$url/api/v1/namespaces/bench/configmaps" \
-    -d "{\"metadata\":{\"name\":\"cm-{}\",\"labels\":{\"app\":\"bench\"}},\"data\":{\"k\":\"$payload\"}}"
-get_path=/api/v1/namespaces/bench/configmaps/cm-0
-list_path=/api/v1/namespaces/bench/configmaps
 list_bytes=$(curl -sS --cacert "$work/tls/ca.crt" "$url$list_path" | wc -c)
 
 # stalemate (STALEMATE_ARGS: extra flags, e.g. "--max-view-bytes 0")
 read -r -a extra <<<"${STALEMATE_ARGS:-}"
-RUST_LOG=error "$bin" serve --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 --tls-dir "$work/proxy-tls" \
-    --upstream-kubeconfig "$work/sim.kubeconfig" ${extra[@]+"${extra[@]}"} >"$work/proxy-url" &
-stalemate_pid=$!
-pids+=("$stalemate_pid")
-wait_file "$work/proxy-url"
-stalemate_url=$(head -n1 "$work/proxy-url")
+start_proxy stalemate "$bin" ${extra[@]+"${extra[@]}"}
+stalemate_pid=$proxy_pid
+stalemate_url=$proxy_url
 
 # nginx: its own certificate (from `stalemate certs`), upstream TLS verified against the
 # simulator's CA, a keep-alive pool of HTTP/1.1 connections to it.

@@ -582,6 +582,7 @@ fn scripts_pass_shellcheck() {
             "bench/run.sh",
             "bench/profile.sh",
             "bench/ab.sh",
+            "bench/lib.sh",
             ".ci/run",
         ])
         .current_dir(root)
