@@ -123,15 +123,14 @@ pub fn sanitize_request_headers(h: &mut HeaderMap, upgrade: bool) {
     if sentinel {
         h.remove(header::AUTHORIZATION);
     }
-    if h.keys().any(|k| k.as_str().starts_with("x-remote-")) {
-        let remote: Vec<HeaderName> = h
-            .keys()
-            .filter(|k| k.as_str().starts_with("x-remote-"))
-            .cloned()
-            .collect();
-        for k in remote {
-            h.remove(k);
-        }
+    // Empty (no allocation) for nearly every request.
+    let remote: Vec<HeaderName> = h
+        .keys()
+        .filter(|k| k.as_str().starts_with("x-remote-"))
+        .cloned()
+        .collect();
+    for k in remote {
+        h.remove(k);
     }
 }
 
@@ -351,7 +350,7 @@ impl ListTee {
         let chunks = std::mem::take(&mut self.chunks);
         let chunks = if self.gzip {
             use std::io::Read;
-            let gz: Vec<u8> = chunks.iter().flat_map(|c| c.iter().copied()).collect();
+            let gz = crate::watch::view::join_chunks(&chunks);
             let mut out = Vec::new();
             let mut d = flate2::read::GzDecoder::new(&gz[..]).take(self.limit as u64 + 1);
             if d.read_to_end(&mut out).is_err() || out.len() > self.limit {

@@ -192,7 +192,7 @@ where
 type Handoff = (std::net::TcpStream, SocketAddr, Load);
 
 /// A serving thread, as the accept loop sees it.
-struct Lane {
+struct ServingThread {
     tx: tokio::sync::mpsc::UnboundedSender<Handoff>,
     /// Connections open on it.
     load: Arc<AtomicUsize>,
@@ -200,21 +200,26 @@ struct Lane {
 }
 
 /// Give a connection to the least-loaded serving thread. A thread that is gone (it could
-/// not start, or died) would look least loaded forever: it leaves `lanes`, and the
+/// not start, or died) would look least loaded forever: it leaves `threads`, and the
 /// connection goes to the next one. `false` when no thread is left.
-fn hand_over(lanes: &mut Vec<Lane>, mut tcp: std::net::TcpStream, remote: SocketAddr) -> bool {
-    while let Some(i) = (0..lanes.len()).min_by_key(|i| lanes[*i].load.load(Ordering::Relaxed)) {
-        let lane = &lanes[i];
-        lane.load.fetch_add(1, Ordering::Relaxed);
-        match lane.tx.send((tcp, remote, Load(lane.load.clone()))) {
+fn hand_over(
+    threads: &mut Vec<ServingThread>,
+    mut tcp: std::net::TcpStream,
+    remote: SocketAddr,
+) -> bool {
+    while let Some(i) = (0..threads.len()).min_by_key(|i| threads[*i].load.load(Ordering::Relaxed))
+    {
+        let t = &threads[i];
+        t.load.fetch_add(1, Ordering::Relaxed);
+        match t.tx.send((tcp, remote, Load(t.load.clone()))) {
             Ok(()) => return true,
             Err(tokio::sync::mpsc::error::SendError((back, _, _))) => {
                 tracing::error!(
-                    thread = lane.thread,
+                    thread = t.thread,
                     "a serving thread is gone; serving on the others"
                 );
                 tcp = back;
-                lanes.swap_remove(i);
+                threads.swap_remove(i);
             }
         }
     }
@@ -247,7 +252,7 @@ where
     F: Future<Output = Response<Body>> + Send + 'static,
 {
     let on_thread_start = Arc::new(on_thread_start);
-    let mut lanes = Vec::with_capacity(threads);
+    let mut serving = Vec::with_capacity(threads);
     let mut stopped = Vec::with_capacity(threads);
     for i in 0..threads.max(1) {
         let (tls, handler, kill) = (tls.clone(), handler.clone(), kill.clone());
@@ -284,7 +289,7 @@ where
                 drop(rt);
                 let _ = done_tx.send(());
             })?;
-        lanes.push(Lane {
+        serving.push(ServingThread {
             tx,
             load: Arc::new(AtomicUsize::new(0)),
             thread: i,
@@ -306,13 +311,13 @@ where
                     continue;
                 }
             };
-            if !hand_over(&mut lanes, tcp, remote) {
+            if !hand_over(&mut serving, tcp, remote) {
                 tracing::error!("no serving thread left; no longer accepting connections");
                 break;
             }
         }
         drop(listener);
-        drop(lanes);
+        drop(serving);
         for s in stopped {
             let _ = s.await;
         }
@@ -372,28 +377,28 @@ mod tests {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let conn = || std::net::TcpStream::connect(addr).unwrap();
-        let lane = |thread| {
+        let serving_thread = |thread| {
             let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Handoff>();
-            let lane = Lane {
+            let thread = ServingThread {
                 tx,
                 load: Arc::new(AtomicUsize::new(0)),
                 thread,
             };
-            (lane, rx)
+            (thread, rx)
         };
-        let (a, rx_a) = lane(0);
-        let (b, mut rx_b) = lane(1);
+        let (a, rx_a) = serving_thread(0);
+        let (b, mut rx_b) = serving_thread(1);
         drop(rx_a); // thread 0 is gone
-        let mut lanes = vec![a, b];
-        assert!(hand_over(&mut lanes, conn(), addr));
-        assert_eq!(lanes.iter().map(|l| l.thread).collect::<Vec<_>>(), [1]);
+        let mut serving = vec![a, b];
+        assert!(hand_over(&mut serving, conn(), addr));
+        assert_eq!(serving.iter().map(|l| l.thread).collect::<Vec<_>>(), [1]);
         let (_, _, load) = rx_b.try_recv().expect("thread 1 got the connection");
-        assert_eq!(lanes[0].load.load(Ordering::Relaxed), 1);
+        assert_eq!(serving[0].load.load(Ordering::Relaxed), 1);
         drop(load);
-        assert_eq!(lanes[0].load.load(Ordering::Relaxed), 0);
+        assert_eq!(serving[0].load.load(Ordering::Relaxed), 0);
         drop(rx_b);
-        assert!(!hand_over(&mut lanes, conn(), addr));
-        assert!(lanes.is_empty());
+        assert!(!hand_over(&mut serving, conn(), addr));
+        assert!(serving.is_empty());
     }
 
     #[tokio::test]

@@ -74,7 +74,7 @@ struct View {
 }
 
 /// The chunks of a body as one contiguous buffer (no copy when there is one chunk).
-fn join_chunks(chunks: &[Bytes]) -> Bytes {
+pub fn join_chunks(chunks: &[Bytes]) -> Bytes {
     match chunks {
         [one] => one.clone(),
         _ => {
