@@ -368,7 +368,7 @@ async fn sidecar_wiring_in_cluster_mode() {
     std::fs::create_dir_all(&pod_sa).unwrap();
     std::fs::write(
         pod_sa.join("token"),
-        stalemate::sim::auth::unsigned_jwt("system:serviceaccount:flux-system:stalemate-sidecar"),
+        sim.sa_token("flux-system", "stalemate-sidecar"),
     )
     .unwrap();
     std::fs::copy(sim.dir.path().join("tls/ca.crt"), pod_sa.join("ca.crt")).unwrap();
@@ -381,29 +381,31 @@ async fn sidecar_wiring_in_cluster_mode() {
         .status()
         .unwrap();
     assert!(st.success());
-    let mut sidecar = Command::new(BIN)
-        .args([
-            "serve",
-            "--in-cluster",
-            "--listen",
-            "127.0.0.1:0",
-            "--admin-listen",
-            "127.0.0.1:0",
-            "--tls-cert",
-        ])
-        .arg(tls.join("tls.crt"))
-        .arg("--tls-key")
-        .arg(tls.join("tls.key"))
-        .env("KUBERNETES_SERVICE_HOST", sim_host)
-        .env("KUBERNETES_SERVICE_PORT", sim_port)
-        .env("STALEMATE_SERVICEACCOUNT_DIR", &pod_sa)
-        .env("RUST_LOG", "error")
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut sidecar = common::KillOnDrop(
+        Command::new(BIN)
+            .args([
+                "serve",
+                "--in-cluster",
+                "--listen",
+                "127.0.0.1:0",
+                "--admin-listen",
+                "127.0.0.1:0",
+                "--tls-cert",
+            ])
+            .arg(tls.join("tls.crt"))
+            .arg("--tls-key")
+            .arg(tls.join("tls.key"))
+            .env("KUBERNETES_SERVICE_HOST", sim_host)
+            .env("KUBERNETES_SERVICE_PORT", sim_port)
+            .env("STALEMATE_SERVICEACCOUNT_DIR", &pod_sa)
+            .env("RUST_LOG", "error")
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
     let mut line = String::new();
     std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(sidecar.stdout.take().unwrap()),
+        &mut std::io::BufReader::new(sidecar.0.stdout.take().unwrap()),
         &mut line,
     )
     .unwrap();
@@ -413,7 +415,7 @@ async fn sidecar_wiring_in_cluster_mode() {
     std::fs::create_dir_all(&ctl_sa).unwrap();
     std::fs::write(
         ctl_sa.join("token"),
-        stalemate::sim::auth::unsigned_jwt("system:serviceaccount:flux-system:source-controller"),
+        sim.sa_token("flux-system", "source-controller"),
     )
     .unwrap();
     std::fs::copy(tls.join("ca.crt"), ctl_sa.join("ca.crt")).unwrap();
@@ -425,8 +427,7 @@ async fn sidecar_wiring_in_cluster_mode() {
         .create(&PostParams::default(), &serde_json::from_value(serde_json::json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})).unwrap())
         .await
         .unwrap();
-    let _ = sidecar.kill();
-    let _ = sidecar.wait();
+    drop(sidecar);
     let user = review.status.unwrap().user_info.unwrap().username.unwrap();
     assert_eq!(
         user, "system:serviceaccount:flux-system:source-controller",

@@ -156,49 +156,149 @@ fn raw_bodies_are_byte_identical_through_the_proxy() {
     }
 }
 
-#[test]
-fn credentials_client_token_wins_else_upstream_credentials() {
-    let sim = Sim::start();
+/// DESIGN.md "Credentials": a client's identity through the proxy is the identity it
+/// has direct. With a certificate upstream kubeconfig (what kind and kubeadm write), a
+/// connection that presented the certificate would answer every request as the
+/// certificate's user, whatever token it carried — so requests with their own
+/// `Authorization` (plain requests, watches, upgrades) must go over connections without
+/// it, and only requests without credentials get the upstream's.
+fn credentials_are_never_replaced(kubeconfig_auth: &str) {
+    let sim = Sim::start_with(&["--kubeconfig-auth", kubeconfig_auth]);
     let proxy = Proxy::start(&sim, &[]);
-    // The proxy kubeconfig carries no credentials of its own: the upstream's are used.
-    assert!(
-        proxy
-            .kubectl_ok(&["auth", "whoami"])
-            .contains("stalemate-sim:admin")
+    // No credentials of its own: the upstream kubeconfig's user (its certificate's CN).
+    assert_eq!(
+        proxy.kubectl_ok(&[
+            "auth",
+            "whoami",
+            "-o",
+            "jsonpath={.status.userInfo.username}"
+        ]),
+        "stalemate-sim:admin"
     );
-    // A client's own bearer token reaches the upstream unchanged (sidecar mode).
+    // Its own service-account token: that service account, as direct.
+    let sa = sim.sa_token("flux-system", "source-controller");
+    let out = proxy.kubectl_ok(&[
+        "--token",
+        &sa,
+        "auth",
+        "whoami",
+        "-o",
+        "jsonpath={.status.userInfo.username}",
+    ]);
+    assert_eq!(out, "system:serviceaccount:flux-system:source-controller");
     let review =
         json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}).to_string();
-    let who = |auth: Option<String>| {
-        let mut h = vec![("Content-Type", "application/json".to_string())];
-        if let Some(a) = auth {
-            h.push(("Authorization", a));
-        }
-        let h: Vec<(&str, &str)> = h.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        let r = proxy.curl(
-            "POST",
-            "/apis/authentication.k8s.io/v1/selfsubjectreviews",
-            &h,
-            Some(review.as_bytes()),
+    let own = format!("Bearer {sa}");
+    let direct = sim.curl(
+        "POST",
+        "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+        &[
+            ("Content-Type", "application/json"),
+            ("Authorization", &own),
+        ],
+        Some(review.as_bytes()),
+    );
+    assert_eq!(
+        direct.json()["status"]["userInfo"]["username"],
+        out.as_str()
+    );
+    // A token the upstream does not accept: 401 through the proxy exactly as direct,
+    // for a read, a watch and an upgrade — never the certificate's user.
+    let garbage = ("Authorization", "Bearer garbage");
+    for path in [
+        "/api/v1/namespaces/kube-system/secrets",
+        "/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=2",
+    ] {
+        let direct = sim.curl("GET", path, &[garbage], None);
+        let proxied = proxy.curl("GET", path, &[garbage], None);
+        assert_eq!(direct.status, 401, "{path}: {}", direct.text());
+        assert_eq!(
+            (proxied.status, proxied.json()),
+            (direct.status, direct.json()),
+            "{path}"
         );
-        assert_eq!(r.status, 201, "{}", r.text());
-        r.json()["status"]["userInfo"]["username"]
-            .as_str()
-            .unwrap()
-            .to_string()
-    };
-    let jwt =
-        stalemate::sim::auth::unsigned_jwt("system:serviceaccount:flux-system:source-controller");
-    assert_eq!(
-        who(Some(format!("Bearer {jwt}"))),
-        "system:serviceaccount:flux-system:source-controller"
+    }
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        assert!(
+            upgrade(&proxy, Some("Bearer garbage"))
+                .await
+                .starts_with("http/1.1 401")
+        );
+        assert!(
+            upgrade(&proxy, Some(&own))
+                .await
+                .starts_with("http/1.1 101")
+        );
+        assert!(upgrade(&proxy, None).await.starts_with("http/1.1 101"));
+    });
+    // A watch with its own token is served (as that user: a garbage one was refused).
+    let r = proxy.curl(
+        "GET",
+        "/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=1",
+        &[("Authorization", &own)],
+        None,
     );
-    assert_eq!(who(None), "stalemate-sim:admin");
-    assert_eq!(
-        who(Some("Bearer not-a-jwt".into())),
-        "system:anonymous",
-        "forwarded as is, not replaced"
-    );
+    assert_eq!(r.status, 200, "{}", r.text());
+}
+
+#[test]
+fn credentials_are_never_replaced_with_a_certificate_upstream() {
+    credentials_are_never_replaced("cert");
+}
+
+#[test]
+fn credentials_are_never_replaced_with_a_token_upstream() {
+    credentials_are_never_replaced("token");
+}
+
+/// Open the simulator's echo upgrade through the proxy; the response head, lowercased.
+async fn upgrade(proxy: &Proxy, authorization: Option<&str>) -> String {
+    let mut tls = connect_tls(proxy).await;
+    upgrade_on(&mut tls, proxy, authorization).await
+}
+
+type Tls = tokio_rustls::client::TlsStream<tokio::net::TcpStream>;
+
+/// A TLS connection to the proxy, trusting its CA.
+async fn connect_tls(proxy: &Proxy) -> Tls {
+    let ca = std::fs::read(proxy.ca()).unwrap();
+    let mut roots = rustls::RootCertStore::empty();
+    use rustls::pki_types::pem::PemObject;
+    roots
+        .add(rustls::pki_types::CertificateDer::from_pem_slice(&ca).unwrap())
+        .unwrap();
+    let cfg = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    let addr = proxy.url.trim_start_matches("https://").to_string();
+    let tcp = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
+    tokio_rustls::TlsConnector::from(std::sync::Arc::new(cfg))
+        .connect(name, tcp)
+        .await
+        .unwrap()
+}
+
+/// Send an upgrade request for `/_sim/echo` and read the response head.
+async fn upgrade_on(tls: &mut Tls, proxy: &Proxy, authorization: Option<&str>) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = proxy.url.trim_start_matches("https://");
+    let auth = authorization.map_or(String::new(), |a| format!("Authorization: {a}\r\n"));
+    tls.write_all(format!("GET /_sim/echo HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: Upgrade\r\nUpgrade: SPDY/3.1\r\nX-Stream-Protocol-Version: v4.channel.k8s.io\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
+    let mut head = Vec::new();
+    while !head.ends_with(b"\r\n\r\n") {
+        let mut b = [0u8; 1];
+        tls.read_exact(&mut b).await.unwrap();
+        head.push(b[0]);
+    }
+    String::from_utf8_lossy(&head).to_lowercase()
 }
 
 #[tokio::test]
@@ -487,36 +587,8 @@ async fn connection_upgrades_pass_through() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let sim = Sim::start();
     let proxy = Proxy::start(&sim, &[]);
-    let ca = std::fs::read(proxy.ca()).unwrap();
-    let mut roots = rustls::RootCertStore::empty();
-    use rustls::pki_types::pem::PemObject;
-    roots
-        .add(rustls::pki_types::CertificateDer::from_pem_slice(&ca).unwrap())
-        .unwrap();
-    let cfg = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .unwrap()
-    .with_root_certificates(roots)
-    .with_no_client_auth();
-    let addr = proxy.url.trim_start_matches("https://").to_string();
-    let tcp = tokio::net::TcpStream::connect(&addr).await.unwrap();
-    let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
-    let mut tls = tokio_rustls::TlsConnector::from(std::sync::Arc::new(cfg))
-        .connect(name, tcp)
-        .await
-        .unwrap();
-    tls.write_all(format!("GET /_sim/echo HTTP/1.1\r\nHost: {addr}\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\nX-Stream-Protocol-Version: v4.channel.k8s.io\r\n\r\n").as_bytes())
-        .await
-        .unwrap();
-    let mut head = Vec::new();
-    while !head.ends_with(b"\r\n\r\n") {
-        let mut b = [0u8; 1];
-        tls.read_exact(&mut b).await.unwrap();
-        head.push(b[0]);
-    }
-    let head = String::from_utf8_lossy(&head).to_lowercase();
+    let mut tls = connect_tls(&proxy).await;
+    let head = upgrade_on(&mut tls, &proxy, None).await;
     assert!(head.starts_with("http/1.1 101"), "{head}");
     assert!(head.contains("upgrade: spdy/3.1"), "{head}");
     for msg in [&b"ping"[..], b"\x00\x01binary\xff", b"pong pong"] {
@@ -563,37 +635,39 @@ fn impersonation_passes_through_and_tokens_are_not_logged() {
     let sim = Sim::start();
     let dir = tempfile::tempdir().unwrap();
     let kc = sim.kubeconfig.to_string_lossy().into_owned();
-    let mut child = Command::new(common::BIN)
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--admin-listen",
-            "127.0.0.1:0",
-            "--upstream-kubeconfig",
-            &kc,
-            "--tls-dir",
-        ])
-        .arg(dir.path().join("tls"))
-        .env("RUST_LOG", "trace")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = common::KillOnDrop(
+        Command::new(common::BIN)
+            .args([
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--admin-listen",
+                "127.0.0.1:0",
+                "--upstream-kubeconfig",
+                &kc,
+                "--tls-dir",
+            ])
+            .arg(dir.path().join("tls"))
+            .env("RUST_LOG", "trace")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
     // Drain the trace logs while the proxy runs, or the pipe fills and blocks it.
-    let mut stderr = child.stderr.take().unwrap();
+    let mut stderr = child.0.stderr.take().unwrap();
     let logs_thread = std::thread::spawn(move || {
         let mut logs = String::new();
         use std::io::Read;
         let _ = stderr.read_to_string(&mut logs);
         logs
     });
-    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut out = BufReader::new(child.0.stdout.take().unwrap());
     let mut url = String::new();
     out.read_line(&mut url).unwrap();
     let url = url.trim().to_string();
     let ca = dir.path().join("tls/ca.crt");
-    let token = stalemate::sim::auth::unsigned_jwt("alice");
+    let token = sim.sa_token("default", "alice");
     let review =
         json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}).to_string();
     let auth = format!("Bearer {token}");
@@ -631,12 +705,12 @@ fn impersonation_passes_through_and_tokens_are_not_logged() {
     );
     let _ = Command::new("kill")
         .arg("-TERM")
-        .arg(child.id().to_string())
+        .arg(child.0.id().to_string())
         .status();
-    let _ = child.wait();
+    let _ = child.0.wait();
     let logs = logs_thread.join().unwrap();
     assert!(logs.len() > 1000, "trace logging produced output");
-    let upstream_token = stalemate::sim::auth::unsigned_jwt("stalemate-sim:admin");
+    let upstream_token = sim.admin_token();
     for secret in [token.as_str(), upstream_token.as_str()] {
         let payload = secret.split('.').nth(1).unwrap();
         assert!(!logs.contains(payload), "a token appeared in the logs");

@@ -550,3 +550,115 @@ fn replays_the_recorded_exchanges() {
         println!("{k:40} {v}");
     }
 }
+
+// Differences found by a differential script against a real kube-apiserver 1.28 (not in
+// the recordings): what the real server does is asserted here.
+
+/// The events of a watch of `path` that ends after `timeoutSeconds`, one JSON per line.
+fn watch_events(sim: &Sim, path: &str) -> Vec<Value> {
+    let r = sim.curl("GET", path, &[], None);
+    assert_eq!(r.status, 200, "{path}: {}", r.text());
+    watch_lines(path, &r.body)
+}
+
+/// Removing the last finalizer of an object that is being deleted: one DELETED event
+/// (carrying the object without its finalizers), no MODIFIED before it — the apiserver
+/// deletes within that update.
+#[test]
+fn last_finalizer_removed_is_a_single_deleted_event() {
+    let sim = Sim::start();
+    install_gitrepo_crd(&sim);
+    let path = "/apis/source.testbed.example.com/v1/namespaces/default/gitrepositories";
+    let r = sim.curl(
+        "POST",
+        path,
+        &[("Content-Type", "application/json")],
+        Some(br#"{"apiVersion":"source.testbed.example.com/v1","kind":"GitRepository","metadata":{"name":"f","finalizers":["example.com/keep"]},"spec":{"url":"x"}}"#),
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    let rv = r.json()["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let r = sim.curl("DELETE", &format!("{path}/f"), &[], None);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let r = sim.curl(
+        "PATCH",
+        &format!("{path}/f"),
+        &[("Content-Type", "application/merge-patch+json")],
+        Some(br#"{"metadata":{"finalizers":null}}"#),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(sim.curl("GET", &format!("{path}/f"), &[], None).status, 404);
+    let events = watch_events(
+        &sim,
+        &format!("{path}?watch=true&resourceVersion={rv}&timeoutSeconds=1"),
+    );
+    let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        types,
+        ["MODIFIED", "DELETED"],
+        "deletionTimestamp set, then gone"
+    );
+    let gone = &events[1]["object"]["metadata"];
+    assert!(gone["deletionTimestamp"].is_string());
+    assert!(gone.get("finalizers").is_none_or(|f| f.is_null()), "{gone}");
+}
+
+/// Each resource's watch history starts when it is first served: a watch of a custom
+/// resource from a resourceVersion older than its CRD is 200 + ERROR 410 Expired, while
+/// a built-in served from the start still resumes from there.
+#[test]
+fn a_crd_watch_history_starts_when_the_crd_is_served() {
+    let sim = Sim::start();
+    let cm = sim.curl(
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        &[("Content-Type", "application/json")],
+        Some(br#"{"metadata":{"name":"before-the-crd"}}"#),
+    );
+    assert_eq!(cm.status, 201);
+    install_gitrepo_crd(&sim);
+    let events = watch_events(
+        &sim,
+        "/apis/source.testbed.example.com/v1/namespaces/default/gitrepositories?watch=true&resourceVersion=1&timeoutSeconds=1",
+    );
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["type"], "ERROR");
+    assert_eq!(
+        (&events[0]["object"]["code"], &events[0]["object"]["reason"]),
+        (&json!(410), &json!("Expired"))
+    );
+    let events = watch_events(
+        &sim,
+        "/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=1&timeoutSeconds=1",
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| e["type"] == "ADDED" && e["object"]["metadata"]["name"] == "before-the-crd"),
+        "{events:?}"
+    );
+}
+
+/// A path no API serves: Go's plain `404 page not found`, not a `Status`.
+#[test]
+fn unknown_paths_are_a_plain_404() {
+    let sim = Sim::start();
+    for path in [
+        "/apis/nope.example.com/v1/things",
+        "/api/v1/namespaces/default/widgets",
+        "/apis/nope.example.com/v1",
+    ] {
+        let r = sim.curl("GET", path, &[], None);
+        assert_eq!(
+            (r.status, r.text().as_str(), r.header("content-type")),
+            (
+                404,
+                "404 page not found\n",
+                Some("text/plain; charset=utf-8")
+            ),
+            "{path}"
+        );
+    }
+}

@@ -106,6 +106,37 @@ pub fn generate(name: &str, extra_sans: &[String]) -> Result<CertBundle> {
     })
 }
 
+/// A client certificate signed by `ca`'s CA, for a kubeconfig's `client-certificate-data`
+/// and `client-key-data`: `CN=<user>`, `O=<group>` — how kube-apiserver's x509
+/// authenticator reads a user (`--client-ca-file`; kind and kubeadm write admin
+/// kubeconfigs this way). One group at most: rcgen keeps one value per attribute type.
+/// Returns (certificate PEM, key PEM).
+pub fn client_cert(ca: &CertBundle, user: &str, group: Option<&str>) -> Result<(String, String)> {
+    let ca_key = KeyPair::from_pem(&ca.ca_key_pem).context("reading the CA key")?;
+    let issuer =
+        Issuer::from_ca_cert_pem(&ca.ca_cert_pem, ca_key).context("reading the CA certificate")?;
+    let now = time::OffsetDateTime::now_utc();
+    let key = KeyPair::generate().context("generating the client key")?;
+    let mut p = CertificateParams::default();
+    p.distinguished_name.push(DnType::CommonName, user);
+    if let Some(g) = group {
+        p.distinguished_name.push(DnType::OrganizationName, g);
+    }
+    p.is_ca = IsCa::ExplicitNoCa;
+    p.key_usages = vec![
+        KeyUsagePurpose::DigitalSignature,
+        KeyUsagePurpose::KeyEncipherment,
+    ];
+    p.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    p.use_authority_key_identifier_extension = true;
+    p.not_before = now - time::Duration::hours(1);
+    p.not_after = now + time::Duration::days(365);
+    let cert = p
+        .signed_by(&key, &issuer)
+        .context("signing the client certificate")?;
+    Ok((cert.pem(), key.serialize_pem()))
+}
+
 impl CertBundle {
     /// Write the four PEM files into `dir` (created if missing; keys mode 0600).
     pub fn write_to(&self, dir: &Path) -> Result<()> {

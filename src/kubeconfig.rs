@@ -19,6 +19,8 @@ pub struct KubeconfigSpec<'a> {
     pub ca_pem: &'a str,
     /// Bearer token for the user entry; `None` writes a user without credentials.
     pub token: Option<&'a str>,
+    /// A client certificate and its key (PEM) for the user entry.
+    pub client_cert: Option<(&'a str, &'a str)>,
     pub namespace: Option<&'a str>,
 }
 
@@ -65,6 +67,13 @@ struct User<'a> {
 struct UserInner<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     token: Option<&'a str>,
+    #[serde(
+        rename = "client-certificate-data",
+        skip_serializing_if = "Option::is_none"
+    )]
+    client_certificate_data: Option<String>,
+    #[serde(rename = "client-key-data", skip_serializing_if = "Option::is_none")]
+    client_key_data: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -98,7 +107,15 @@ pub fn render(spec: &KubeconfigSpec<'_>) -> Result<String> {
         users: vec![Named {
             name: spec.name,
             item: User {
-                user: UserInner { token: spec.token },
+                user: UserInner {
+                    token: spec.token,
+                    client_certificate_data: spec
+                        .client_cert
+                        .map(|(c, _)| base64::engine::general_purpose::STANDARD.encode(c)),
+                    client_key_data: spec
+                        .client_cert
+                        .map(|(_, k)| base64::engine::general_purpose::STANDARD.encode(k)),
+                },
             },
         }],
         contexts: vec![Named {
@@ -134,6 +151,7 @@ mod tests {
             server: "https://127.0.0.1:6443",
             ca_pem: "-----BEGIN CERTIFICATE-----\nabc\n-----END CERTIFICATE-----\n",
             token: Some("t0k"),
+            client_cert: None,
             namespace: Some("default"),
         })
         .unwrap();

@@ -468,7 +468,7 @@ pub async fn handle(proxy: Arc<Proxy>, mut req: Request<Incoming>, peer: Peer) -
         proxy
             .gates
             .engine
-            .on_request(&l.client, l.verb, &resource, r.subresource.as_deref());
+            .on_request(&l.client, r.verb, &resource, r.subresource.as_deref());
         windows = proxy
             .gates
             .engine
@@ -476,7 +476,7 @@ pub async fn handle(proxy: Arc<Proxy>, mut req: Request<Incoming>, peer: Peer) -
         if let Some(resp) = answer_from_view(&proxy, &mut l, r, &windows, req.headers()) {
             return finish(&proxy, &l, start, resp);
         }
-        if let Some((window, fault)) = request_fault(&windows, l.verb) {
+        if let Some((window, fault)) = request_fault(&windows, r.verb) {
             match fault {
                 crate::schedule::Fault::Latency { delay, .. } => tokio::time::sleep(delay.0).await,
                 crate::schedule::Fault::Errors {
@@ -514,10 +514,7 @@ pub async fn handle(proxy: Arc<Proxy>, mut req: Request<Incoming>, peer: Peer) -
         _ => None,
     };
     if let RequestInfo::Resource(r) = &info
-        && matches!(
-            r.verb,
-            Verb::Create | Verb::Update | Verb::Patch | Verb::Delete | Verb::DeleteCollection
-        )
+        && r.verb.is_write()
     {
         proxy
             .metrics

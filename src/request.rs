@@ -8,8 +8,11 @@
 
 use std::borrow::Cow;
 
-/// What the request does, in RBAC verb terms.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// What the request does, in RBAC verb terms (spelled as RBAC and schedules spell them:
+/// `get`, `list`, `watch`, `create`, `update`, `patch`, `delete`, `deletecollection`,
+/// `connect`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Verb {
     Get,
     List,
@@ -24,6 +27,14 @@ pub enum Verb {
 }
 
 impl Verb {
+    /// Verbs that change the cluster.
+    pub fn is_write(self) -> bool {
+        matches!(
+            self,
+            Verb::Create | Verb::Update | Verb::Patch | Verb::Delete | Verb::DeleteCollection
+        )
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Verb::Get => "get",

@@ -26,6 +26,9 @@ impl std::fmt::Display for GroupResource<'_> {
     }
 }
 
+/// The reason of [`ApiError::page_not_found`]; never sent as a `Status` reason.
+pub const PAGE_NOT_FOUND: &str = "PageNotFound";
+
 /// A failure status, ready to be sent: HTTP code plus the `Status` body.
 #[derive(Debug, Clone)]
 pub struct ApiError {
@@ -166,13 +169,16 @@ impl ApiError {
     }
 
     /// The generic 404 for a path nothing serves (`NewNotFound` with an empty resource).
-    pub fn no_route() -> Self {
-        ApiError::new(
-            404,
-            "NotFound",
-            "the server could not find the requested resource",
-        )
-        .with_details(json!({}))
+    /// A path no API serves. kube-apiserver's mux answers it with Go's plain
+    /// `http.NotFound` — `404 page not found`, text/plain — not with a `Status`; a
+    /// server that answers such errors renders [`PAGE_NOT_FOUND`] that way.
+    pub fn page_not_found() -> Self {
+        ApiError::new(404, PAGE_NOT_FOUND, "404 page not found")
+    }
+
+    /// Whether this is [`ApiError::page_not_found`].
+    pub fn is_page_not_found(&self) -> bool {
+        self.reason == PAGE_NOT_FOUND
     }
 
     pub fn unsupported_media_type(accepted: &[&str]) -> Self {

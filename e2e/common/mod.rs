@@ -130,6 +130,27 @@ impl Sim {
         client_from(&self.kubeconfig).await
     }
 
+    /// The admin bearer token in the simulator's kubeconfig (`--kubeconfig-auth token`).
+    pub fn admin_token(&self) -> String {
+        let text = std::fs::read_to_string(&self.kubeconfig).expect("read the kubeconfig");
+        let kc: serde_json::Value = serde_saphyr::from_str(&text).expect("kubeconfig YAML");
+        kc["users"][0]["user"]["token"]
+            .as_str()
+            .expect("a token in the simulator's kubeconfig")
+            .to_string()
+    }
+
+    /// A token the simulator issued (TokenRequest, through `kubectl create token`) for the
+    /// service account NAMESPACE/NAME, created with its namespace when missing.
+    pub fn sa_token(&self, namespace: &str, name: &str) -> String {
+        // Already there is fine: `default` exists in every namespace.
+        let _ = self.kubectl(&["create", "namespace", namespace]);
+        let _ = self.kubectl(&["-n", namespace, "create", "serviceaccount", name]);
+        self.kubectl_ok(&["-n", namespace, "create", "token", name])
+            .trim()
+            .to_string()
+    }
+
     pub fn admin(&self, path_and_query: &str) -> serde_json::Value {
         let r = self.curl("POST", path_and_query, &[], None);
         assert_eq!(r.status, 200, "{path_and_query}: {}", r.text());
@@ -457,6 +478,17 @@ impl Drop for Proxy {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// A child process that is killed when dropped (also when a test panics: a process left
+/// behind would keep the test binary's output pipe open).
+pub struct KillOnDrop(pub Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
     }
 }
 

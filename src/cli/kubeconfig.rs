@@ -48,6 +48,7 @@ pub fn run(args: KubeconfigArgs) -> Result<()> {
             server: &args.server,
             ca_pem: &ca,
             token: Some(crate::proxy::UPSTREAM_CREDENTIALS_TOKEN),
+            client_cert: None,
             namespace: args.namespace.as_deref(),
         },
     )

@@ -105,6 +105,7 @@ async fn run_in(
             server: &running.url,
             ca_pem: &certs.ca_cert_pem,
             token: Some(crate::proxy::UPSTREAM_CREDENTIALS_TOKEN),
+            client_cert: None,
             namespace: None,
         },
     )?;

@@ -484,6 +484,7 @@ fn write_client_kubeconfig(out: &Path, url: &str, ca: &str) -> Result<()> {
             server: url,
             ca_pem: ca,
             token: Some(crate::proxy::UPSTREAM_CREDENTIALS_TOKEN),
+            client_cert: None,
             namespace: None,
         },
     )

@@ -166,17 +166,14 @@ async fn run_in(
     let sim_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let sim_url = crate::cli::sim::server_url(sim_listener.local_addr()?);
     let sim_kubeconfig = dir.join("sim.kubeconfig");
-    crate::kubeconfig::write(
-        &sim_kubeconfig,
-        &crate::kubeconfig::KubeconfigSpec {
-            name: "stalemate-sim",
-            server: &sim_url,
-            ca_pem: &certs.ca_cert_pem,
-            token: Some(&crate::sim::auth::unsigned_jwt(crate::cli::sim::ADMIN_USER)),
-            namespace: Some("default"),
-        },
-    )?;
     let sim = crate::sim::Sim::new(crate::sim::SimConfig::default(), certs);
+    crate::cli::sim::write_kubeconfig(
+        &sim_kubeconfig,
+        &sim,
+        &sim_url,
+        crate::cli::sim::KubeconfigAuth::Token,
+    )?;
+    let controller_token = sim.token_for(&format!("system:serviceaccount:{SERVICE_ACCOUNT}"));
     let (sim_stop, sim_stop_rx) = tokio::sync::oneshot::channel::<()>();
     let sim_task = tokio::spawn(crate::sim::serve(sim, sim_listener, async move {
         let _ = sim_stop_rx.await;
@@ -222,9 +219,8 @@ async fn run_in(
             name: "stalemate-demo",
             server: &running.url,
             ca_pem: &proxy_certs.ca_cert_pem,
-            token: Some(&crate::sim::auth::unsigned_jwt(&format!(
-                "system:serviceaccount:{SERVICE_ACCOUNT}"
-            ))),
+            token: Some(&controller_token),
+            client_cert: None,
             namespace: Some("demo"),
         },
     )?;

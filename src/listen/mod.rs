@@ -42,10 +42,14 @@ pub type Body = BoxBody<Bytes, BodyError>;
 const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Who is on the other end of a connection.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Peer {
     pub remote: SocketAddr,
     pub local: SocketAddr,
+    /// The client certificate the peer presented (DER, leaf), already verified against
+    /// the server's client CA during the handshake. Only servers that ask for client
+    /// certificates (the simulator) ever see one.
+    pub client_cert: Option<Arc<rustls::pki_types::CertificateDer<'static>>>,
 }
 
 /// Serve `handler` on `listener` until `shutdown` resolves, then stop accepting and let
@@ -132,7 +136,6 @@ where
     fn spawn(&self, tcp: tokio::net::TcpStream, remote: SocketAddr, load: Option<Load>) {
         let _ = tcp.set_nodelay(true);
         let local = tcp.local_addr().unwrap_or(remote);
-        let peer = Peer { remote, local };
         let acceptor = self.acceptor.clone();
         let handler = self.handler.clone();
         let builder = self.builder.clone();
@@ -153,8 +156,19 @@ where
                     return;
                 }
             };
+            let client_cert = tls
+                .get_ref()
+                .1
+                .peer_certificates()
+                .and_then(|c| c.first())
+                .map(|c| Arc::new(c.clone().into_owned()));
+            let peer = Peer {
+                remote,
+                local,
+                client_cert,
+            };
             let svc = hyper::service::service_fn(move |req| {
-                let fut = handler(req, peer);
+                let fut = handler(req, peer.clone());
                 async move { Ok::<_, Infallible>(fut.await) }
             });
             let conn = builder.serve_connection_with_upgrades(TokioIo::new(tls), svc);

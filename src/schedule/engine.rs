@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use super::{ClientMatcher, Fault, Schedule, Window};
+use super::{ClientMatcher, EventKind, Fault, Schedule, Verb, Window};
 
 struct Client {
     name: String,
@@ -145,29 +145,28 @@ impl Engine {
     pub fn on_request(
         self: &Arc<Self>,
         client: &str,
-        verb: &str,
+        verb: Verb,
         resource: &str,
         subresource: Option<&str>,
     ) {
         self.fire(|w| {
             let m = w.trigger.as_ref()?.after_requests.as_ref()?;
             let ok = (w.client == "*" || w.client == client)
-                && m.verb.as_deref().is_none_or(|v| v == verb)
+                && m.verb.is_none_or(|v| v == verb)
                 && m.resource.as_deref().is_none_or(|r| r == resource)
                 && m.subresource
-                    .as_deref()
-                    .is_none_or(|s| Some(s) == subresource);
+                    .is_none_or(|s| Some(s.as_str()) == subresource);
             ok.then_some(m.count)
         });
     }
 
     /// Count an upstream watch event toward `afterEvents` triggers.
-    pub fn on_event(self: &Arc<Self>, client: &str, resource: &str, type_: &str) {
+    pub fn on_event(self: &Arc<Self>, client: &str, resource: &str, kind: EventKind) {
         self.fire(|w| {
             let m = w.trigger.as_ref()?.after_events.as_ref()?;
             let ok = (w.client == "*" || w.client == client)
                 && m.resource.as_deref().is_none_or(|r| r == resource)
-                && m.type_.as_deref().is_none_or(|t| t == type_);
+                && m.type_.is_none_or(|t| t == kind);
             ok.then_some(m.count)
         });
     }
@@ -401,13 +400,13 @@ impl Engine {
 
 /// The `errors` or `latency` fault, if one of `windows` (those open over a request's
 /// target) has one for `verb`: (window name, fault).
-pub fn request_fault(windows: &[Active], verb: &str) -> Option<(String, Fault)> {
+pub fn request_fault(windows: &[Active], verb: Verb) -> Option<(String, Fault)> {
     windows.iter().find_map(|a| {
         let verbs = match &a.window.fault {
             Fault::Errors { verbs, .. } | Fault::Latency { verbs, .. } => verbs,
             _ => return None,
         };
-        (verbs.is_empty() || verbs.iter().any(|v| v == verb))
+        (verbs.is_empty() || verbs.contains(&verb))
             .then(|| (a.window.name.clone(), a.window.fault.clone()))
     })
 }
@@ -476,11 +475,11 @@ mod tests {
             "closed after its duration"
         );
         // afterRequests: the 2nd matching request opens it, at once.
-        e.on_request("sc", "patch", "secrets", Some("status"));
-        e.on_request("other", "patch", "secrets", Some("status"));
-        e.on_request("sc", "patch", "secrets", None);
+        e.on_request("sc", Verb::Patch, "secrets", Some("status"));
+        e.on_request("other", Verb::Patch, "secrets", Some("status"));
+        e.on_request("sc", Verb::Patch, "secrets", None);
         assert!(e.windows_for("sc", "secrets", None).is_empty());
-        e.on_request("sc", "patch", "secrets", Some("status"));
+        e.on_request("sc", Verb::Patch, "secrets", Some("status"));
         assert_eq!(e.windows_for("sc", "secrets", None).len(), 1);
         // every 30 s, twice, 1 s each.
         let opened = e.opened_total.get();

@@ -11,6 +11,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer, Serialize};
 
+pub use crate::request::Verb;
+
 /// A Go-style duration (`1500ms`, `2s`, `1m30s`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(transparent)]
@@ -20,14 +22,25 @@ fn ser_duration<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Er
     s.serialize_str(&humantime::format_duration(*d).to_string().replace(' ', ""))
 }
 
+/// The longest duration a schedule may give anywhere. Longer ones are refused when the
+/// schedule is read, so no clock arithmetic downstream can overflow (a window delaying
+/// events by 500000000000y would otherwise panic a serving thread at its first event).
+pub const MAX_DURATION: Duration = Duration::from_secs(24 * 60 * 60);
+
 impl<'de> Deserialize<'de> for GoDuration {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;
-        humantime::parse_duration(&s).map(GoDuration).map_err(|e| {
+        let d = humantime::parse_duration(&s).map_err(|e| {
             serde::de::Error::custom(format!(
                 "{s:?} is not a duration like 1500ms, 2s or 1m30s ({e})"
             ))
-        })
+        })?;
+        if d > MAX_DURATION {
+            return Err(serde::de::Error::custom(format!(
+                "{s:?} is longer than the 24h a schedule may give"
+            )));
+        }
+        Ok(GoDuration(d))
     }
 }
 
@@ -65,7 +78,7 @@ pub enum Fault {
     Errors {
         /// Verbs to fail (all when empty).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        verbs: Vec<String>,
+        verbs: Vec<Verb>,
         status: u16,
         /// Fraction of matching requests to fail (default 1).
         #[serde(default = "always")]
@@ -80,7 +93,7 @@ pub enum Fault {
     /// Matching requests are delayed before being forwarded.
     Latency {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        verbs: Vec<String>,
+        verbs: Vec<Verb>,
         delay: GoDuration,
     },
 }
@@ -119,16 +132,79 @@ pub enum RelistHow {
     Close,
 }
 
+/// A subresource a trigger may name: those kube-apiserver serves. An enum, so a typo is
+/// an error naming the field instead of a trigger that never fires.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Subresource {
+    Status,
+    Scale,
+    Finalize,
+    Binding,
+    Eviction,
+    Token,
+    Approval,
+    Ephemeralcontainers,
+    Resize,
+    Log,
+    Exec,
+    Attach,
+    Portforward,
+    Proxy,
+}
+
+impl Subresource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Subresource::Status => "status",
+            Subresource::Scale => "scale",
+            Subresource::Finalize => "finalize",
+            Subresource::Binding => "binding",
+            Subresource::Eviction => "eviction",
+            Subresource::Token => "token",
+            Subresource::Approval => "approval",
+            Subresource::Ephemeralcontainers => "ephemeralcontainers",
+            Subresource::Resize => "resize",
+            Subresource::Log => "log",
+            Subresource::Exec => "exec",
+            Subresource::Attach => "attach",
+            Subresource::Portforward => "portforward",
+            Subresource::Proxy => "proxy",
+        }
+    }
+}
+
+/// The watch event types a trigger may count (bookmarks and errors never count).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum EventKind {
+    Added,
+    Modified,
+    Deleted,
+}
+
+impl EventKind {
+    /// The kind of a watch event, if a trigger can count it.
+    pub fn of(t: crate::watch::EventType) -> Option<EventKind> {
+        match t {
+            crate::watch::EventType::Added => Some(EventKind::Added),
+            crate::watch::EventType::Modified => Some(EventKind::Modified),
+            crate::watch::EventType::Deleted => Some(EventKind::Deleted),
+            _ => None,
+        }
+    }
+}
+
 /// Which requests an `afterRequests` trigger counts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RequestMatch {
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub verb: Option<String>,
+    pub verb: Option<Verb>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub subresource: Option<String>,
+    pub subresource: Option<Subresource>,
     #[serde(default = "one")]
     pub count: u64,
 }
@@ -139,7 +215,7 @@ pub struct RequestMatch {
 pub struct EventMatch {
     /// ADDED, MODIFIED, DELETED (any when absent).
     #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
-    pub type_: Option<String>,
+    pub type_: Option<EventKind>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource: Option<String>,
     #[serde(default = "one")]
@@ -496,6 +572,50 @@ mod tests {
         assert_eq!(
             Schedule::parse(&bad, "f.json").unwrap_err()[0].path,
             "windows[1].trigger"
+        );
+        // Strings that select things are checked against what exists: a typo is an
+        // error naming the field, never a window that silently never applies.
+        for (from, to, path) in [
+            (
+                "\"verb\": \"patch\"",
+                "\"verb\": \"patc\"",
+                "windows[0].trigger.afterRequests.verb",
+            ),
+            (
+                "\"subresource\": \"status\"",
+                "\"subresource\": \"stauts\"",
+                "windows[0].trigger.afterRequests.subresource",
+            ),
+            (
+                "\"freeze\": {}",
+                "\"errors\": {\"status\": 500, \"verbs\": [\"get\", \"creat\"]}",
+                "windows[0].fault.errors.verbs[1]",
+            ),
+            (
+                "{ \"every\": \"60s\", \"jitter\": \"15s\" }",
+                "{ \"afterEvents\": { \"type\": \"ADDDED\" } }",
+                "windows[1].trigger.afterEvents.type",
+            ),
+        ] {
+            let bad = DESIGN_EXAMPLE.replacen(from, to, 1);
+            assert_ne!(bad, DESIGN_EXAMPLE, "{from}");
+            let e = Schedule::parse(&bad, "f.json").unwrap_err();
+            assert_eq!(e[0].path, path, "{}", e[0]);
+            assert!(e[0].location.starts_with("f.json:"), "{}", e[0]);
+            assert!(e[0].message.contains("unknown variant"), "{}", e[0]);
+        }
+        for huge in ["500000000000y", "25h", "1000000000000000000000s"] {
+            let bad =
+                DESIGN_EXAMPLE.replace("\"delay\": \"2s\"", &format!("\"delay\": \"{huge}\""));
+            let e = Schedule::parse(&bad, "f.json").unwrap_err();
+            assert_eq!(e[0].path, "windows[1].fault.lag.delay", "{}", e[0]);
+        }
+        assert!(
+            Schedule::parse(
+                &DESIGN_EXAMPLE.replace("\"delay\": \"2s\"", "\"delay\": \"24h\""),
+                "f.json"
+            )
+            .is_ok()
         );
         let bad = DESIGN_EXAMPLE.replace("^source-controller/", "(unclosed");
         assert_eq!(

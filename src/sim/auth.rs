@@ -1,10 +1,26 @@
-//! Who is calling. The simulator authenticates but does not authorize: a bearer token
-//! that is a JWT is taken at its word (its `sub` claim), anything else is anonymous. That
-//! is enough for tests to check which credentials reached the upstream
-//! (`authentication.k8s.io/v1 selfsubjectreviews`, `kubectl auth whoami`).
+//! Who is calling. The simulator authenticates as kube-apiserver does, in its order
+//! (`pkg/kubeapiserver/authenticator/config.go`: the x509 authenticator comes before the
+//! token ones), and does not authorize:
+//!
+//! 1. a TLS client certificate signed by the simulator's CA (checked in the handshake,
+//!    `--client-ca-file`): the user is its `CN`, the groups its `O`s;
+//! 2. a bearer token the simulator signed itself — the one in the kubeconfig it writes,
+//!    or a service-account token it issued through TokenRequest
+//!    (`POST .../serviceaccounts/NAME/token`, what `kubectl create token` sends);
+//! 3. no credentials at all: `system:anonymous` (anonymous auth is on by default).
+//!
+//! Anything else — a token it did not sign, an expired one, another scheme — is 401
+//! `Unauthorized`, the same `Status` a real server sends. That is what makes it possible
+//! to test, against the simulator, that a proxy never swaps a client's identity for its
+//! own (DESIGN.md "Credentials").
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+
+use crate::status::ApiError;
 
 /// The authenticated user, as `user.Info` carries it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,6 +40,23 @@ impl UserInfo {
     pub fn to_json(&self) -> Value {
         json!({"username": self.username, "groups": self.groups})
     }
+
+    /// A token's subject as the apiserver's user: service-account subjects get the
+    /// service-account groups (`serviceaccount.MakeGroupNames`).
+    fn from_subject(sub: &str) -> UserInfo {
+        let mut groups = Vec::new();
+        if let Some(rest) = sub.strip_prefix("system:serviceaccount:")
+            && let Some((ns, _)) = rest.split_once(':')
+        {
+            groups.push("system:serviceaccounts".to_string());
+            groups.push(format!("system:serviceaccounts:{ns}"));
+        }
+        groups.push("system:authenticated".to_string());
+        UserInfo {
+            username: sub.to_string(),
+            groups,
+        }
+    }
 }
 
 /// The `sub` claim of a JWT, read without verifying the signature.
@@ -33,11 +66,13 @@ pub fn jwt_subject(token: &str) -> Option<String> {
     if parts.next().is_some() {
         return None;
     }
-    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(payload.trim_end_matches('='))
-        .ok()?;
+    let bytes = b64().decode(payload.trim_end_matches('=')).ok()?;
     let claims: Value = serde_json::from_slice(&bytes).ok()?;
     claims["sub"].as_str().map(str::to_string)
+}
+
+fn b64() -> base64::engine::GeneralPurpose {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD
 }
 
 /// Apply `Impersonate-User` / `Impersonate-Group` (the apiserver's impersonation filter,
@@ -65,39 +100,138 @@ pub fn impersonate(user: UserInfo, impersonate_user: Option<&str>, groups: &[&st
     out
 }
 
-/// Identify a request from its `Authorization` header.
-pub fn identify(authorization: Option<&str>) -> UserInfo {
-    let token = authorization.and_then(|h| {
-        let (scheme, tok) = h.trim().split_once(' ')?;
-        scheme.eq_ignore_ascii_case("bearer").then(|| tok.trim())
-    });
-    let Some(sub) = token.and_then(jwt_subject) else {
-        return UserInfo::anonymous();
-    };
-    let mut groups = Vec::new();
-    // Service-account tokens put their namespace in the subject; the apiserver adds the
-    // service-account groups (`serviceaccount.MakeGroupNames`).
-    if let Some(rest) = sub.strip_prefix("system:serviceaccount:")
-        && let Some((ns, _)) = rest.split_once(':')
-    {
-        groups.push("system:serviceaccounts".to_string());
-        groups.push(format!("system:serviceaccounts:{ns}"));
-    }
-    groups.push("system:authenticated".to_string());
-    UserInfo {
-        username: sub,
-        groups,
+/// The issuer of every token the simulator signs.
+const ISSUER: &str = "stalemate-sim";
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Claims {
+    iss: String,
+    sub: String,
+    iat: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    exp: Option<u64>,
+}
+
+/// The 401 a real apiserver sends for credentials it does not accept.
+pub fn unauthorized() -> ApiError {
+    ApiError::new(401, "Unauthorized", "Unauthorized")
+}
+
+/// Signs and checks the simulator's bearer tokens (HS256 JWTs with a key that lives as
+/// long as the simulator), and reads client certificates.
+pub struct Authenticator {
+    key: ring::hmac::Key,
+}
+
+impl Default for Authenticator {
+    fn default() -> Self {
+        Authenticator::new()
     }
 }
 
-/// An unsigned JWT (`alg: none`) with the given subject — what the simulator's own
-/// kubeconfig carries, and what tests use to act as a named user.
+fn unix(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+impl Authenticator {
+    /// A fresh signing key: tokens of another simulator (or an earlier run) are refused.
+    pub fn new() -> Authenticator {
+        let mut secret = [0u8; 32];
+        rand::Rng::fill(&mut rand::rng(), &mut secret);
+        Authenticator {
+            key: ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &secret),
+        }
+    }
+
+    /// A token for `sub`, valid for `ttl` (`None`: no expiry, as for the kubeconfig's).
+    pub fn issue(&self, sub: &str, ttl: Option<Duration>) -> String {
+        let now = SystemTime::now();
+        let claims = Claims {
+            iss: ISSUER.into(),
+            sub: sub.into(),
+            iat: unix(now),
+            exp: ttl.map(|t| unix(now + t)),
+        };
+        let header = b64().encode(json!({"alg": "HS256", "typ": "JWT"}).to_string());
+        let payload = b64().encode(serde_json::to_vec(&claims).unwrap_or_default());
+        let signed = format!("{header}.{payload}");
+        let sig = ring::hmac::sign(&self.key, signed.as_bytes());
+        format!("{signed}.{}", b64().encode(sig.as_ref()))
+    }
+
+    /// The subject of a token this simulator signed and that has not expired.
+    pub fn verify(&self, token: &str) -> Option<String> {
+        let (signed, sig) = token.rsplit_once('.')?;
+        let (header, payload) = signed.split_once('.')?;
+        let sig = b64().decode(sig).ok()?;
+        ring::hmac::verify(&self.key, signed.as_bytes(), &sig).ok()?;
+        let header: Value = serde_json::from_slice(&b64().decode(header).ok()?).ok()?;
+        if header["alg"] != "HS256" {
+            return None;
+        }
+        let claims: Claims = serde_json::from_slice(&b64().decode(payload).ok()?).ok()?;
+        if claims.iss != ISSUER || claims.exp.is_some_and(|e| e <= unix(SystemTime::now())) {
+            return None;
+        }
+        Some(claims.sub)
+    }
+
+    /// Authenticate a request: its verified client certificate first, then its
+    /// `Authorization` header; neither is anonymous, a bad one is 401.
+    pub fn authenticate(
+        &self,
+        client_cert: Option<&[u8]>,
+        authorization: Option<&str>,
+    ) -> Result<UserInfo, ApiError> {
+        if let Some(der) = client_cert {
+            // Verified against the CA in the handshake; only the subject is read here.
+            return certificate_user(der).ok_or_else(unauthorized);
+        }
+        let Some(h) = authorization else {
+            return Ok(UserInfo::anonymous());
+        };
+        let token = h
+            .trim()
+            .split_once(' ')
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, t)| t.trim())
+            .ok_or_else(unauthorized)?;
+        self.verify(token)
+            .map(|sub| UserInfo::from_subject(&sub))
+            .ok_or_else(unauthorized)
+    }
+}
+
+/// The user of a client certificate: `CN` is the name, each `O` a group
+/// (`staging/src/k8s.io/apiserver/pkg/authentication/request/x509/x509.go CommonNameUserConversion`).
+pub fn certificate_user(der: &[u8]) -> Option<UserInfo> {
+    let (_, cert) = x509_parser::parse_x509_certificate(der).ok()?;
+    let subject = cert.subject();
+    let username = subject
+        .iter_common_name()
+        .next()
+        .and_then(|cn| cn.as_str().ok())?
+        .to_string();
+    if username.is_empty() {
+        return None;
+    }
+    let mut groups: Vec<String> = subject
+        .iter_organization()
+        .filter_map(|o| o.as_str().ok().map(str::to_string))
+        .collect();
+    groups.push("system:authenticated".to_string());
+    Some(UserInfo { username, groups })
+}
+
+/// An unsigned JWT (`alg: none`) with the given subject. The simulator refuses it; it is
+/// for tests of things that read a token without verifying it (the proxy's client
+/// matching by service account).
 pub fn unsigned_jwt(sub: &str) -> String {
-    let enc = |v: &Value| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string());
+    let enc = |v: &Value| b64().encode(v.to_string());
     format!(
         "{}.{}.",
         enc(&json!({"alg": "none", "typ": "JWT"})),
-        enc(&json!({"sub": sub, "iss": "stalemate-sim"}))
+        enc(&json!({"sub": sub, "iss": ISSUER}))
     )
 }
 
@@ -106,14 +240,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn identities() {
-        assert_eq!(identify(None), UserInfo::anonymous());
-        assert_eq!(identify(Some("Bearer not-a-jwt")), UserInfo::anonymous());
-        assert_eq!(identify(Some("Basic abc")), UserInfo::anonymous());
-        let u = identify(Some(&format!(
-            "Bearer {}",
-            unsigned_jwt("system:serviceaccount:flux-system:source-controller")
-        )));
+    fn only_tokens_it_signed_authenticate() {
+        let a = Authenticator::new();
+        assert_eq!(a.authenticate(None, None).unwrap(), UserInfo::anonymous());
+        let sa = a.issue("system:serviceaccount:flux-system:source-controller", None);
+        let u = a.authenticate(None, Some(&format!("Bearer {sa}"))).unwrap();
         assert_eq!(
             u.username,
             "system:serviceaccount:flux-system:source-controller"
@@ -126,10 +257,57 @@ mod tests {
                 "system:authenticated"
             ]
         );
-        let u = identify(Some(&format!("bearer {}", unsigned_jwt("alice"))));
-        assert_eq!(u.username, "alice");
-        assert_eq!(jwt_subject("a.b"), None);
-        let admin = identify(Some(&format!("Bearer {}", unsigned_jwt("admin"))));
+        assert_eq!(jwt_subject(&sa).as_deref(), Some(u.username.as_str()));
+        let alice = a.issue("alice", Some(Duration::from_secs(600)));
+        assert_eq!(
+            a.authenticate(None, Some(&format!("bearer {alice}")))
+                .unwrap()
+                .username,
+            "alice"
+        );
+        // Unsigned, another simulator's, tampered, expired, garbage, other schemes: 401.
+        let other = Authenticator::new().issue("alice", None);
+        let mut tampered = alice.clone();
+        tampered.replace_range(alice.len() - 3.., "AAA");
+        let (h, rest) = alice.split_once('.').unwrap();
+        let (_, sig) = rest.split_once('.').unwrap();
+        let forged_payload = b64().encode(r#"{"iss":"stalemate-sim","sub":"admin","iat":0}"#);
+        let forged = format!("{h}.{forged_payload}.{sig}");
+        let expired = a.issue("bob", Some(Duration::ZERO));
+        for bad in [
+            format!("Bearer {}", unsigned_jwt("admin")),
+            format!("Bearer {other}"),
+            format!("Bearer {tampered}"),
+            format!("Bearer {forged}"),
+            format!("Bearer {expired}"),
+            "Bearer garbage".into(),
+            "Bearer ".into(),
+            "Basic YWRtaW46YWRtaW4=".into(),
+            "a.!!!.c".into(),
+        ] {
+            let e = a.authenticate(None, Some(&bad)).unwrap_err();
+            assert_eq!((e.code, e.reason), (401, "Unauthorized"), "{bad}");
+        }
+    }
+
+    #[test]
+    fn client_certificates_come_first() {
+        let ca = crate::certs::generate("t", &[]).unwrap();
+        let (pem, _) =
+            crate::certs::client_cert(&ca, "kubernetes-admin", Some("system:masters")).unwrap();
+        use rustls::pki_types::pem::PemObject;
+        let der = rustls::pki_types::CertificateDer::from_pem_slice(pem.as_bytes()).unwrap();
+        let a = Authenticator::new();
+        // A certificate wins over any token, even a bad one — the apiserver's order.
+        let u = a.authenticate(Some(&der), Some("Bearer garbage")).unwrap();
+        assert_eq!(u.username, "kubernetes-admin");
+        assert_eq!(u.groups, ["system:masters", "system:authenticated"]);
+        assert!(certificate_user(b"not a certificate").is_none());
+    }
+
+    #[test]
+    fn impersonation() {
+        let admin = UserInfo::from_subject("admin");
         let bob = impersonate(admin.clone(), Some("bob"), &["devs"]);
         assert_eq!(
             (bob.username.as_str(), bob.groups.as_slice()),
@@ -144,6 +322,7 @@ mod tests {
             impersonate(UserInfo::anonymous(), Some("bob"), &[]),
             UserInfo::anonymous()
         );
+        assert_eq!(jwt_subject("a.b"), None);
         assert_eq!(jwt_subject("a.!!!.c"), None);
     }
 }

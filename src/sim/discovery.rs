@@ -95,7 +95,17 @@ fn resource_entry(t: &ResourceType) -> Value {
 fn subresource_verbs(sub: &str) -> Value {
     match sub {
         "finalize" => json!(["update"]),
+        "token" => json!(["create"]),
         _ => json!(["get", "patch", "update"]),
+    }
+}
+
+/// The kind a subresource answers with (`discovery-api-v1.body`: `serviceaccounts/token`
+/// is a `TokenRequest` of `authentication.k8s.io/v1`), as (group, version, kind).
+fn subresource_kind<'a>(t: &'a ResourceType, sub: &str) -> (&'a str, &'a str, &'a str) {
+    match sub {
+        "token" => ("authentication.k8s.io", "v1", "TokenRequest"),
+        _ => ("", "", &t.kind),
     }
 }
 
@@ -104,10 +114,14 @@ pub fn api_resource_list(reg: &Registry, group: &str, version: &str) -> Option<V
     for t in reg.in_group_version(group, version) {
         resources.push(resource_entry(t));
         for sub in &t.subresources {
-            resources.push(
-                json!({"name": format!("{}/{sub}", t.plural), "singularName": "",
-                "namespaced": t.namespaced, "kind": t.kind, "verbs": subresource_verbs(sub)}),
-            );
+            let (g, v, kind) = subresource_kind(t, sub);
+            let mut entry = json!({"name": format!("{}/{sub}", t.plural), "singularName": "",
+                "namespaced": t.namespaced, "kind": kind, "verbs": subresource_verbs(sub)});
+            if !g.is_empty() {
+                entry["group"] = g.into();
+                entry["version"] = v.into();
+            }
+            resources.push(entry);
         }
     }
     if resources.is_empty() {
@@ -155,7 +169,13 @@ fn aggregated_resource(t: &ResourceType) -> Value {
         let subs: Vec<Value> = t
             .subresources
             .iter()
-            .map(|s| json!({"subresource": s, "responseKind": kind, "verbs": subresource_verbs(s)}))
+            .map(|s| {
+                let kind = match subresource_kind(t, s) {
+                    ("", _, _) => kind.clone(),
+                    (g, v, k) => json!({"group": g, "version": v, "kind": k}),
+                };
+                json!({"subresource": s, "responseKind": kind, "verbs": subresource_verbs(s)})
+            })
             .collect();
         m.insert("subresources".into(), Value::Array(subs));
     }

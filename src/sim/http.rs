@@ -67,16 +67,26 @@ pub async fn handle(sim: Arc<Sim>, req: Request<Incoming>, peer: Peer) -> Respon
         ),
         audit_id,
     };
+    if req.uri().path().starts_with("/_sim/") && req.uri().path() != "/_sim/echo" {
+        return admin(&sim, &req, &reply);
+    }
+    // Authentication comes first, for every API path (and for the upgrade stand-in, so
+    // a proxy's upgrade connections are held to the same rule).
+    let authenticated = sim.auth.authenticate(
+        peer.client_cert.as_deref().map(|c| c.as_ref()),
+        header(&req, "authorization"),
+    );
+    let user = match authenticated {
+        Ok(u) => u,
+        Err(e) => return reply.error(&e),
+    };
     if req.uri().path() == "/_sim/echo" {
         return echo_upgrade(req, &reply);
-    }
-    if req.uri().path().starts_with("/_sim/") {
-        return admin(&sim, &req, &reply);
     }
     sim.wait_unpaused().await;
     let gzip = header(&req, "accept-encoding")
         .is_some_and(|a| a.split(',').any(|e| e.trim().starts_with("gzip")));
-    let resp = match route(&sim, req, peer, reply.clone(), query).await {
+    let resp = match route(&sim, req, peer, user, reply.clone(), query).await {
         Ok(r) => r,
         Err(e) => reply.error(&e),
     };
@@ -120,6 +130,7 @@ async fn route(
     sim: &Arc<Sim>,
     req: Request<Incoming>,
     peer: Peer,
+    user: UserInfo,
     reply: Reply,
     query: HashMap<String, String>,
 ) -> Result<Response<Body>, ApiError> {
@@ -132,11 +143,7 @@ async fn route(
         .iter()
         .filter_map(|v| v.to_str().ok())
         .collect();
-    let user = auth::impersonate(
-        auth::identify(header(&req, "authorization")),
-        header(&req, "impersonate-user"),
-        &groups,
-    );
+    let user = auth::impersonate(user, header(&req, "impersonate-user"), &groups);
     let r = match info {
         RequestInfo::NonResource { path, .. } => {
             return non_resource(sim, &path, accept.as_deref(), peer, &reply);
@@ -148,13 +155,17 @@ async fn route(
         .registry
         .find(&r.group, &r.version, &r.resource)
         .cloned()
-        .ok_or_else(ApiError::no_route)?;
+        .ok_or_else(ApiError::page_not_found)?;
     if (r.namespace.is_some() && !rt.namespaced)
         || r.subresource
             .as_deref()
             .is_some_and(|s| !rt.subresources.contains(&s))
     {
-        return Err(ApiError::no_route());
+        return Err(ApiError::page_not_found());
+    }
+    if r.subresource.as_deref() == Some("token") && rt.storage_key() == "/serviceaccounts" {
+        let body = read_body(req, sim.cfg.max_body_bytes).await?;
+        return token_request(sim, &r, &body, &reply);
     }
     let content_type = header(&req, "content-type").map(str::to_string);
     let method = req.method().clone();
@@ -251,7 +262,7 @@ async fn route(
             let rv = ctx.sim.lock().rv;
             Ok(ctx.reply.json(200, &write::list_body(&ctx.rt, rv, &gone)))
         }
-        Verb::Connect => Err(ApiError::no_route()),
+        Verb::Connect => Err(ApiError::page_not_found()),
     }
 }
 
@@ -310,27 +321,80 @@ fn non_resource(
         _ => {
             let parts: Vec<&str> = p.trim_start_matches('/').split('/').collect();
             match parts.as_slice() {
-                ["api", v] => {
-                    discovery::api_resource_list(&reg, "", v).ok_or_else(ApiError::no_route)?
+                ["api", v] => discovery::api_resource_list(&reg, "", v)
+                    .ok_or_else(ApiError::page_not_found)?,
+                ["apis", g] => {
+                    discovery::api_group(&reg, g).ok_or_else(ApiError::page_not_found)?
                 }
-                ["apis", g] => discovery::api_group(&reg, g).ok_or_else(ApiError::no_route)?,
                 ["apis", g, v] => {
-                    discovery::api_resource_list(&reg, g, v).ok_or_else(ApiError::no_route)?
+                    discovery::api_resource_list(&reg, g, v).ok_or_else(ApiError::page_not_found)?
                 }
                 ["openapi", "v3"] => openapi::index(&reg, sim.cfg.kube_minor),
                 ["openapi", "v3", "api", v] => {
                     openapi::group_version(&reg, "", v, sim.cfg.kube_minor)
-                        .ok_or_else(ApiError::no_route)?
+                        .ok_or_else(ApiError::page_not_found)?
                 }
                 ["openapi", "v3", "apis", g, v] => {
                     openapi::group_version(&reg, g, v, sim.cfg.kube_minor)
-                        .ok_or_else(ApiError::no_route)?
+                        .ok_or_else(ApiError::page_not_found)?
                 }
-                _ => return Err(ApiError::no_route()),
+                _ => return Err(ApiError::page_not_found()),
             }
         }
     };
     Ok(reply.json(200, &doc))
+}
+
+/// `POST /api/v1/namespaces/NS/serviceaccounts/NAME/token` (TokenRequest, what
+/// `kubectl create token` sends): a token for the service account, signed by this
+/// simulator. The body's `expirationSeconds` is honoured (at least 10 minutes, as the
+/// apiserver enforces; default one hour); audiences and bound objects are echoed, not
+/// enforced. A protobuf body (client-go ≥ 0.32 typed clients) is not decoded: defaults.
+fn token_request(
+    sim: &Sim,
+    r: &ResourceRequest,
+    body: &[u8],
+    reply: &Reply,
+) -> Result<Response<Body>, ApiError> {
+    let (Some(ns), Some(name)) = (r.namespace.as_deref(), r.name.as_deref()) else {
+        return Err(ApiError::page_not_found());
+    };
+    if r.verb != Verb::Create {
+        return Err(ApiError::method_not_allowed(
+            "the server does not allow this method on the requested resource",
+        ));
+    }
+    if sim.lock().get("/serviceaccounts", ns, name).is_none() {
+        return Err(ApiError::not_found(
+            crate::status::GroupResource {
+                group: "",
+                resource: "serviceaccounts",
+            },
+            name,
+        ));
+    }
+    let input: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    let seconds = input["spec"]["expirationSeconds"]
+        .as_u64()
+        .unwrap_or(3600)
+        .clamp(600, 2u64.pow(32));
+    let ttl = Duration::from_secs(seconds);
+    let token = sim
+        .auth
+        .issue(&format!("system:serviceaccount:{ns}:{name}"), Some(ttl));
+    let expires = humantime::format_rfc3339_seconds(std::time::SystemTime::now() + ttl);
+    let audiences = match &input["spec"]["audiences"] {
+        Value::Array(a) if !a.is_empty() => Value::Array(a.clone()),
+        _ => json!(["https://kubernetes.default.svc.cluster.local"]),
+    };
+    let out = json!({
+        "kind": "TokenRequest",
+        "apiVersion": "authentication.k8s.io/v1",
+        "metadata": {"name": name, "namespace": ns, "creationTimestamp": null},
+        "spec": {"audiences": audiences, "expirationSeconds": seconds, "boundObjectRef": input["spec"]["boundObjectRef"].clone()},
+        "status": {"token": token, "expirationTimestamp": expires.to_string()},
+    });
+    Ok(reply.json(201, &out))
 }
 
 /// Create-only review resources: answered, never stored.
@@ -450,7 +514,7 @@ fn admin(sim: &Arc<Sim>, req: &Request<Incoming>, reply: &Reply) -> Response<Bod
             });
             json!({"restartingWithDownSeconds": d.as_secs_f64()})
         }),
-        (_, _) => Err(ApiError::no_route()),
+        (_, _) => Err(ApiError::page_not_found()),
     };
     match result {
         Ok(v) => reply.json(200, &v),

@@ -8,7 +8,9 @@
 //! bookmarks, WatchList and `410 Expired`. `fixtures/kube-apiserver-1.28/` holds the real
 //! exchanges it is checked against (`e2e/sim_conformance.rs`).
 //!
-//! Not simulated: authorization (every identity may do everything), admission beyond
+//! Authentication is real (`auth.rs`: client certificates, then tokens it signed; 401
+//! for anything else). Not simulated: authorization (every identity, anonymous
+//! included, may do everything), admission beyond
 //! namespace lifecycle, schema validation/pruning/defaulting of custom resources,
 //! protobuf and CBOR serving, controllers other than the namespace lifecycle and the
 //! service-account/root-CA publishers, field-ownership conflicts of server-side apply.
@@ -108,6 +110,8 @@ pub struct Sim {
     restart_down: Mutex<Duration>,
     pub active_watches: AtomicUsize,
     started: Instant,
+    /// Signs and checks bearer tokens; reads client certificates.
+    pub auth: auth::Authenticator,
 }
 
 impl Sim {
@@ -124,6 +128,7 @@ impl Sim {
             restart_down: Mutex::new(Duration::ZERO),
             active_watches: AtomicUsize::new(0),
             started: Instant::now(),
+            auth: auth::Authenticator::new(),
         });
         write::bootstrap(&sim);
         sim
@@ -177,6 +182,11 @@ impl Sim {
         self.restart.notify_one();
     }
 
+    /// A bearer token for `sub` that this simulator accepts (no expiry).
+    pub fn token_for(&self, sub: &str) -> String {
+        self.auth.issue(sub, None)
+    }
+
     pub fn watch_count(&self) -> usize {
         self.active_watches.load(Ordering::Relaxed)
     }
@@ -189,9 +199,12 @@ pub async fn serve(
     listener: TcpListener,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> Result<()> {
-    let tls = crate::listen::tls::server_config(
+    // Client certificates signed by the simulator's CA authenticate, as with
+    // kube-apiserver's --client-ca-file (one CA for serving and clients, as kind has).
+    let tls = crate::listen::tls::server_config_with_client_ca(
         sim.certs.cert_pem.as_bytes(),
         sim.certs.key_pem.as_bytes(),
+        Some(sim.certs.ca_cert_pem.as_bytes()),
         "the simulator's certificate",
     )?;
     let addr = listener.local_addr().context("listener address")?;

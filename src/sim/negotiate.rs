@@ -155,6 +155,18 @@ impl Reply {
     }
 
     pub fn error(&self, e: &ApiError) -> Response<Body> {
+        if e.is_page_not_found() {
+            let mut r = self.raw(
+                404,
+                Bytes::from_static(b"404 page not found\n"),
+                "text/plain; charset=utf-8",
+            );
+            r.headers_mut().insert(
+                "x-content-type-options",
+                HeaderValue::from_static("nosniff"),
+            );
+            return r;
+        }
         let mut r = self.json(e.code, &e.to_status());
         if let Some(s) = e.retry_after
             && let Ok(v) = HeaderValue::from_str(&s.to_string())

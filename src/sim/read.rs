@@ -254,7 +254,7 @@ pub fn list_page(ctx: &Ctx, filter: &Filter) -> Result<Page, ApiError> {
                     "continue key is not valid: resourceVersion is in the future",
                 ));
             }
-            if st.is_expired(rv) {
+            if st.is_expired_for(&key, rv) {
                 return Err(ApiError::expired(
                     "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.",
                 ));
@@ -277,10 +277,10 @@ pub fn list_page(ctx: &Ctx, filter: &Filter) -> Result<Page, ApiError> {
                 if x > st.rv {
                     return Err(ApiError::too_large_resource_version(x, st.rv));
                 }
-                if st.is_expired(x) {
+                if st.is_expired_for(&key, x) {
                     return Err(ApiError::expired(format!(
                         "too old resource version: {x} ({})",
-                        st.oldest_available_rv()
+                        st.oldest_available_rv_for(&key)
                     )));
                 }
                 (x, None, limit)

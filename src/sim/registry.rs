@@ -235,7 +235,7 @@ pub fn builtins() -> Vec<ResourceType> {
             "ServiceAccount",
             true,
             &["sa"],
-            &[],
+            &["token"],
             false,
         ),
         deployments,

@@ -139,7 +139,12 @@ pub struct HistoryLimits {
 
 pub struct State {
     pub rv: u64,
+    /// What is served; replace it with [`State::serve`].
     pub registry: Registry,
+    /// Per resource (storage key): the RV its watch history starts at — when it was first
+    /// served (a CRD's resource when the CRD is established; built-ins at start), as
+    /// each resource's watch cache in the apiserver starts from its own initial list.
+    served_since: HashMap<String, u64>,
     tables: HashMap<String, BTreeMap<ObjKey, Arc<Stored>>>,
     history: VecDeque<Arc<Event>>,
     /// Highest RV whose event is no longer in `history` (0: nothing dropped yet).
@@ -156,6 +161,12 @@ impl State {
         State {
             rv: 1,
             registry: Registry::new(&[]),
+            // Built-ins are served from the start: their history is the whole history.
+            served_since: Registry::new(&[])
+                .all()
+                .iter()
+                .map(|t| (t.storage_key(), 0))
+                .collect(),
             tables: HashMap::new(),
             history: VecDeque::new(),
             compacted_rv: 0,
@@ -223,10 +234,23 @@ impl State {
 
     /// Remove an object; its DELETED event carries its last state at a new RV.
     pub fn remove(&mut self, resource: &str, key: &ObjKey) -> Option<Arc<Stored>> {
+        self.remove_as(resource, key, None)
+    }
+
+    /// Remove an object whose last state is `last` (the update that removed its last
+    /// finalizer): one DELETED event carrying `last`, no MODIFIED before it — the
+    /// apiserver deletes within that update (`registry/generic/registry/store.go`
+    /// `Update` → `deleteWithoutFinalizers`).
+    pub fn remove_as(
+        &mut self,
+        resource: &str,
+        key: &ObjKey,
+        last: Option<Value>,
+    ) -> Option<Arc<Stored>> {
         let prev = self.tables.get_mut(resource)?.remove(key)?;
         self.rv += 1;
         let rv = self.rv;
-        let mut value = prev.value.clone();
+        let mut value = last.unwrap_or_else(|| prev.value.clone());
         value["metadata"]["resourceVersion"] = rv.to_string().into();
         let obj = Stored::new(value, rv);
         self.record(resource, EventType::Deleted, obj.clone(), Some(prev));
@@ -285,6 +309,31 @@ impl State {
     pub fn is_expired(&mut self, rv: u64) -> bool {
         self.trim_history();
         rv < self.compacted_rv
+    }
+
+    /// Serve `registry` from now on. A resource served for the first time starts its
+    /// watch history here; one no longer served forgets it.
+    pub fn serve(&mut self, registry: Registry) {
+        let keys: std::collections::HashSet<String> =
+            registry.all().iter().map(|t| t.storage_key()).collect();
+        self.served_since.retain(|k, _| keys.contains(k));
+        for k in keys {
+            self.served_since.entry(k).or_insert(self.rv);
+        }
+        self.registry = registry;
+    }
+
+    /// True when a watch of `resource` from `rv` cannot be served: the history is
+    /// compacted past it, or the resource's own history starts after it (a real
+    /// apiserver answers `resourceVersion=1` for a CRD created later with 410 Expired).
+    pub fn is_expired_for(&mut self, resource: &str, rv: u64) -> bool {
+        self.is_expired(rv) || rv < self.served_since.get(resource).copied().unwrap_or(0)
+    }
+
+    /// The oldest RV a watch of `resource` can resume from.
+    pub fn oldest_available_rv_for(&self, resource: &str) -> u64 {
+        self.oldest_available_rv()
+            .max(self.served_since.get(resource).copied().unwrap_or(0))
     }
 
     /// History events after `rv`, oldest first.

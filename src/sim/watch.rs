@@ -208,8 +208,8 @@ pub fn watch(ctx: &Ctx) -> Result<Response<Body>, ApiError> {
         let mut expired = None;
         match from {
             Some(x) if !initial_events => {
-                if st.is_expired(x) {
-                    expired = Some(expired_event(x, st.oldest_available_rv()));
+                if st.is_expired_for(&key, x) {
+                    expired = Some(expired_event(x, st.oldest_available_rv_for(&key)));
                 } else {
                     for ev in st.events_since(x) {
                         if *ev.resource == *key

@@ -250,7 +250,7 @@ fn establish_crd(obj: &mut Value) {
 
 fn rebuild_registry(st: &mut State) {
     let crds: Vec<Value> = st.iter(CRD_KEY, None).map(|c| c.value.clone()).collect();
-    st.registry = Registry::new(&crds);
+    st.serve(Registry::new(&crds));
 }
 
 /// Create `obj` in the state (HTTP POST and internal bootstrap alike).
@@ -526,9 +526,9 @@ pub fn commit(
     }
     let key = rt.storage_key();
     if obj["metadata"].get("deletionTimestamp").is_some() && !has_finalizers(rt, &obj) {
+        // The last finalizer went: the object is removed in this update, one DELETED.
         let k = old.key();
-        let stored = st.put(&key, obj, EventType::Modified);
-        let gone = finish_delete(st, rt, &k).unwrap_or(stored);
+        let gone = finish_delete_as(st, rt, &k, Some(obj)).unwrap_or_else(|| old.clone());
         return Ok(gone);
     }
     let stored = st.put(&key, obj, EventType::Modified);
@@ -559,7 +559,17 @@ fn has_finalizers(rt: &ResourceType, obj: &Value) -> bool {
 
 /// Remove an object whose finalizers are done, with the cascades that follow.
 fn finish_delete(st: &mut State, rt: &ResourceType, key: &ObjKey) -> Option<Arc<Stored>> {
-    let gone = st.remove(&rt.storage_key(), key)?;
+    finish_delete_as(st, rt, key, None)
+}
+
+/// [`finish_delete`], with the object's last state given (see [`State::remove_as`]).
+fn finish_delete_as(
+    st: &mut State,
+    rt: &ResourceType,
+    key: &ObjKey,
+    last: Option<Value>,
+) -> Option<Arc<Stored>> {
+    let gone = st.remove_as(&rt.storage_key(), key, last)?;
     if rt.storage_key() == CRD_KEY {
         // The CRD finalizer deletes every custom resource first (`customresourcecleanup`).
         for t in crate::sim::registry::from_crd(&gone.value) {

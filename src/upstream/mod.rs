@@ -3,10 +3,18 @@
 //!
 //! Loading is `kube::Config`'s job (kubeconfig contexts, in-cluster service-account files,
 //! client certificates, tokens, exec plugins and their refresh); the transport is a
-//! hyper-util client over hyper-rustls with the TLS config kube builds from it. Two
-//! services share each connection pool: `passthrough` forwards a request as it is (the
-//! client's own `Authorization`, e.g. a pod's rotating service-account token), `authed`
-//! adds the upstream credentials through kube's auth layer. Requests go over pooled
+//! hyper-util client over hyper-rustls with the TLS config kube builds from it.
+//!
+//! Two kinds of upstream connection, never mixed (DESIGN.md "Credentials"):
+//! `passthrough` forwards a request as it is — with the client's own `Authorization`
+//! (e.g. a pod's rotating service-account token) — over connections that present **no
+//! client certificate**: kube-apiserver authenticates a TLS client certificate before any
+//! bearer token, so a connection that presented the upstream kubeconfig's certificate
+//! would answer every request as the certificate's user, whatever token it carried.
+//! `authed` carries requests without an `Authorization` of their own and adds the
+//! upstream credentials: the kubeconfig's client certificate on the connection, or its
+//! token / exec-plugin credentials through kube's auth layer. When the upstream
+//! credentials include no certificate, both share one pool. Requests go over pooled
 //! HTTP/1.1 connections, one pool per serving thread ("lane"), so a request and its
 //! upstream connection run on the same thread; watches share a pool of HTTP/2
 //! connections.
@@ -95,9 +103,19 @@ pub fn use_lane(lane: usize) {
 const WATCH_CONNECTIONS: usize = 16;
 
 struct WatchPool {
+    /// Connections without a client certificate, for requests with their own credentials.
     plain: Vec<Svc>,
+    /// The same connections with the upstream credentials added — or, when those include
+    /// a client certificate, connections of their own that present it.
     authed: Vec<Svc>,
-    active: Vec<AtomicUsize>,
+    /// Open watches per connection, for each kind (the same counters when both kinds
+    /// share connections).
+    active_plain: Arc<[AtomicUsize]>,
+    active_authed: Arc<[AtomicUsize]>,
+}
+
+fn counters(n: usize) -> Arc<[AtomicUsize]> {
+    (0..n).map(|_| AtomicUsize::new(0)).collect()
 }
 
 /// Watches a serving thread puts on each of its own watch connections before it spreads
@@ -126,13 +144,13 @@ fn pick_watch_connection(active: &[usize], lane: usize, serving_lanes: usize) ->
 
 /// Holds a watch's place on its connection; released when dropped.
 pub struct WatchSlot {
-    pool: Arc<WatchPool>,
+    active: Arc<[AtomicUsize]>,
     index: usize,
 }
 
 impl Drop for WatchSlot {
     fn drop(&mut self) {
-        self.pool.active[self.index].fetch_sub(1, Ordering::Relaxed);
+        self.active[self.index].fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -304,40 +322,65 @@ impl Upstream {
         let tls = cfg
             .rustls_client_config()
             .context("building the upstream TLS configuration")?;
-        // Requests: a pool of HTTP/1.1 connections (measured faster than one shared
-        // HTTP/2 connection for GET and LIST, bench/run.sh). Watches: HTTP/2, many
-        // streams per connection, over several connections (see `WatchPool`).
-        let watch_plain: Vec<Svc> = (0..WATCH_CONNECTIONS)
-            .map(|_| boxed(client(tls.clone(), opts, true)))
-            .collect();
+        // Connections for requests that bring their own Authorization: the same trust,
+        // no client certificate (see the module docs).
+        let mut bare = cfg.clone();
+        bare.auth_info = kube::config::AuthInfo::default();
+        let tls_plain = bare
+            .rustls_client_config()
+            .context("building the upstream TLS configuration")?;
+        // An exec plugin may answer with a certificate: count it as one.
+        let presents_certificate = cfg.auth_info.client_certificate.is_some()
+            || cfg.auth_info.client_certificate_data.is_some()
+            || cfg.auth_info.exec.is_some();
         let layer = cfg
             .auth_layer()
             .context("loading the upstream credentials")?;
-        let has_credentials = layer.is_some()
-            || cfg.auth_info.client_certificate.is_some()
-            || cfg.auth_info.client_certificate_data.is_some();
+        let has_credentials = layer.is_some() || presents_certificate;
         let with_auth = |inner: &Svc| match &layer {
             Some(l) => BoxCloneSyncService::new(l.layer(inner.clone()).map_err(BoxError::from)),
             None => inner.clone(),
         };
+        // One client per connection kind: the authed one shares the plain one's pool
+        // unless it must present a certificate.
+        let pair = |http2: bool| -> (Svc, Svc) {
+            let plain = boxed(client(tls_plain.clone(), opts, http2));
+            let authed = if presents_certificate {
+                with_auth(&boxed(client(tls.clone(), opts, http2)))
+            } else {
+                with_auth(&plain)
+            };
+            (plain, authed)
+        };
+        // Requests: a pool of HTTP/1.1 connections (measured faster than one shared
+        // HTTP/2 connection for GET and LIST, bench/run.sh). Watches: HTTP/2, many
+        // streams per connection, over several connections (see `WatchPool`).
+        let (watch_plain, watch_authed): (Vec<Svc>, Vec<Svc>) =
+            (0..WATCH_CONNECTIONS).map(|_| pair(true)).unzip();
+        let active_plain = counters(WATCH_CONNECTIONS);
+        let active_authed = if presents_certificate {
+            counters(WATCH_CONNECTIONS)
+        } else {
+            active_plain.clone()
+        };
         let lanes: Arc<[Lane]> = (0..opts.lanes.max(1))
             .map(|_| {
-                let passthrough = boxed(client(tls.clone(), opts, false));
-                let upgrade = boxed(client(tls.clone(), opts, false));
+                let (passthrough, authed) = pair(false);
+                // Upgrades (exec, attach, port-forward) exist only in HTTP/1.1.
+                let (upgrade, authed_upgrade) = pair(false);
                 Lane {
-                    authed: with_auth(&passthrough),
-                    authed_upgrade: with_auth(&upgrade),
                     passthrough,
+                    authed,
                     upgrade,
+                    authed_upgrade,
                 }
             })
             .collect();
         let watches = Arc::new(WatchPool {
-            authed: watch_plain.iter().map(&with_auth).collect(),
             plain: watch_plain,
-            active: (0..WATCH_CONNECTIONS)
-                .map(|_| AtomicUsize::new(0))
-                .collect(),
+            authed: watch_authed,
+            active_plain,
+            active_authed,
         });
         Ok(Upstream {
             base: cfg.cluster_url.clone(),
@@ -364,7 +407,8 @@ impl Upstream {
     }
 
     /// Send a request upstream; the upstream credentials are added only when the client
-    /// sent no `Authorization` of its own. (A plain function returning the service's
+    /// sent no `Authorization` of its own, and a request that did goes over a connection
+    /// that presents no client certificate. (A plain function returning the service's
     /// future, not an `async fn`: the future owns everything and is `'static`.)
     pub fn send(&self, req: Request<Body>, upgrade: bool) -> ResponseFuture {
         let own = req.headers().contains_key(http::header::AUTHORIZATION);
@@ -388,26 +432,22 @@ impl Upstream {
     pub fn send_watch(&self, req: Request<Body>) -> (ResponseFuture, WatchSlot) {
         let own = req.headers().contains_key(http::header::AUTHORIZATION);
         let pool = &self.watches;
-        let active: Vec<usize> = pool
-            .active
-            .iter()
-            .map(|a| a.load(Ordering::Relaxed))
-            .collect();
+        let (svcs, active) = if own {
+            (&pool.plain, &pool.active_plain)
+        } else {
+            (&pool.authed, &pool.active_authed)
+        };
+        let load: Vec<usize> = active.iter().map(|a| a.load(Ordering::Relaxed)).collect();
         let index = pick_watch_connection(
-            &active,
+            &load,
             LANE.with(|l| l.get()),
             self.lanes.len().saturating_sub(1),
         );
-        pool.active[index].fetch_add(1, Ordering::Relaxed);
-        let svc = if own {
-            &pool.plain[index]
-        } else {
-            &pool.authed[index]
-        };
+        active[index].fetch_add(1, Ordering::Relaxed);
         (
-            Box::pin(svc.clone().oneshot(req)),
+            Box::pin(svcs[index].clone().oneshot(req)),
             WatchSlot {
-                pool: pool.clone(),
+                active: active.clone(),
                 index,
             },
         )

@@ -337,8 +337,8 @@ pub fn gated(upstream: Incoming, format: Format, target: Target, gates: Arc<Gate
                                             changes.borrow_and_update();
                                             o.extend(apply_windows(&engine, &target, &mut gate, &mut relisted));
                                         }
-                                        if let Some(t) = fr.meta.type_.filter(|t| !matches!(t, super::EventType::Bookmark | super::EventType::Error)) {
-                                            engine.on_event(&target.client, &target.resource, t.as_str());
+                                        if let Some(kind) = fr.meta.type_.and_then(crate::schedule::EventKind::of) {
+                                            engine.on_event(&target.client, &target.resource, kind);
                                         }
                                         o.extend(gate.on_frame(fr, now));
                                     }
