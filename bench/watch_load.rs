@@ -345,8 +345,9 @@ async fn main() {
     drop(counters);
     drop(proxy);
 
-    // 4. A 100 MiB LIST streamed through a fresh proxy, views off and on (a view keeps a
-    //    copy of what the client listed: that is its job).
+    // 4. A 100 MiB LIST streamed through a fresh proxy: views off, the default (views only
+    //    of resources a staleness window names: none here) and `--views all` (a view
+    //    keeps a copy of what the client listed: that is its job).
     for i in 0..100 {
         let name = format!("big-{i}");
         bms.create(
@@ -361,7 +362,8 @@ async fn main() {
     }
     for (label, extra) in [
         ("views off", vec!["--max-view-bytes", "0"]),
-        ("views on", vec![]),
+        ("default (--views named)", vec![]),
+        ("--views all", vec!["--views", "all"]),
     ] {
         let (p, url, _) = serve(&extra);
         let pid = p.0.id();

@@ -69,7 +69,18 @@ async fn views_answer_stale_reads_and_the_optimistic_lock_gets_a_real_409() {
     let trace_dir = tempfile::tempdir().unwrap();
     let trace = trace_dir.path().join("trace.jsonl");
     let trace_arg = trace.to_string_lossy().into_owned();
-    let mut proxy = Proxy::start(&sim, &["--trace", &trace_arg, "--admin-token", TOKEN]);
+    // The window opens at run time, after the client listed: keep every view.
+    let mut proxy = Proxy::start(
+        &sim,
+        &[
+            "--trace",
+            &trace_arg,
+            "--admin-token",
+            TOKEN,
+            "--views",
+            "all",
+        ],
+    );
     let direct: Api<ConfigMap> = Api::namespaced(sim.client().await, "default");
     let api: Api<ConfigMap> = Api::namespaced(proxy.client().await, "default");
     let cm: ConfigMap = serde_json::from_value(
@@ -443,7 +454,8 @@ async fn recorded_protobuf_stream_is_frozen_then_delivered_byte_identical() {
         .spawn()
         .unwrap();
     // Held: the stream is open, every event is held, nothing has reached the client.
-    let held = |m: &str| sample(m, "stalemate_held_events", &[("resource", "configmaps")]) as usize;
+    // The replay upstream has no discovery, so its resources are labelled `other`.
+    let held = |m: &str| sample(m, "stalemate_held_events", &[("resource", "other")]) as usize;
     let start = std::time::Instant::now();
     while held(&proxy.admin_get("/metrics").1) < events {
         assert!(start.elapsed() < Duration::from_secs(20), "events not held");
@@ -541,6 +553,17 @@ fn ctl_drives_the_control_api_with_readable_output_and_clear_errors() {
     assert!(ok, "{err}");
     assert!(out.starts_with("armed later"), "{out}");
     let (_, out, _) = ctl(&proxy, Some("tok"), &["windows"]);
+    assert!(
+        out.contains("ARMED  FAULT  TRIGGER        SEEN\nlater  lag    afterRequests  0 of 1"),
+        "{out}"
+    );
+    // An armed window can be taken back before it fires.
+    let (ok, out, err) = ctl(&proxy, Some("tok"), &["close", "later"]);
+    assert!(
+        ok && out == "disarmed later (its trigger will not open it)\n",
+        "{out}{err}"
+    );
+    let (_, out, _) = ctl(&proxy, Some("tok"), &["windows"]);
     assert!(!out.contains("later"), "{out}");
     // Bad files are named, with the line and the field.
     std::fs::write(&file, "{\"name\": \"x\",\n \"fault\": {\"freez\": {}}}").unwrap();
@@ -554,7 +577,7 @@ fn ctl_drives_the_control_api_with_readable_output_and_clear_errors() {
     assert!(ok && out.starts_with("closed f1"), "{out}");
     let (ok, _, err) = ctl(&proxy, Some("tok"), &["close", "f1"]);
     assert!(
-        !ok && err.contains("404") && err.contains("no open window named \"f1\""),
+        !ok && err.contains("404") && err.contains("no open or armed window named \"f1\""),
         "{err}"
     );
     let (ok, out, _) = ctl(&proxy, Some("tok"), &["clients"]);
@@ -697,5 +720,76 @@ async fn http2_pings_are_answered_while_events_are_held() {
             line["object"]["metadata"]["name"].as_str()
         ),
         (Some("ADDED"), Some("held"))
+    );
+}
+
+/// `--views named` (the default): a view is kept only for resources a staleness window
+/// names. A runtime window on a resource nobody named before finds no view — its
+/// `resourceVersion=0` reads go upstream — and the view starts at the client's next
+/// LIST; from then on it answers them.
+#[test]
+fn views_are_kept_only_for_resources_a_window_names() {
+    let sim = Sim::start();
+    let proxy = Proxy::start(&sim, &[]);
+    sim.kubectl_ok(&["create", "configmap", "named", "--from-literal=v=0"]);
+    let values_of = |l: &Value| -> Vec<String> {
+        values(l)
+            .into_iter()
+            .filter(|(n, _)| n == "named")
+            .map(|(_, v)| v)
+            .collect()
+    };
+    assert_eq!(values_of(&list_via(&proxy, "")), ["0"]);
+    let view_bytes = || {
+        proxy.admin_call(None, "GET", "/v1/status", None).1["views"]["bytes"]
+            .as_u64()
+            .unwrap()
+    };
+    assert_eq!(view_bytes(), 0, "nobody named configmaps: no view");
+    let freeze = json!({"name": "f", "resources": ["configmaps"], "fault": {"freeze": {}}});
+    assert_eq!(
+        proxy
+            .admin_call(None, "POST", "/v1/windows", Some(&freeze))
+            .0,
+        201
+    );
+    let patch = |v: &str| {
+        sim.kubectl_ok(&[
+            "patch",
+            "configmap",
+            "named",
+            "-p",
+            &format!(r#"{{"data":{{"v":"{v}"}}}}"#),
+        ]);
+    };
+    patch("1");
+    assert_eq!(
+        values_of(&list_via(&proxy, "?resourceVersion=0")),
+        ["1"],
+        "no view yet: the read went upstream"
+    );
+    assert_eq!(
+        proxy.admin_call(None, "DELETE", "/v1/windows/f", None).0,
+        200
+    );
+    // The client lists again: now its view is kept, and the next window uses it.
+    assert_eq!(values_of(&list_via(&proxy, "")), ["1"]);
+    assert!(view_bytes() > 0, "a view since the LIST");
+    assert_eq!(
+        proxy
+            .admin_call(None, "POST", "/v1/windows", Some(&freeze))
+            .0,
+        201
+    );
+    patch("2");
+    assert_eq!(
+        values_of(&list_via(&proxy, "?resourceVersion=0")),
+        ["1"],
+        "answered from the view"
+    );
+    assert_eq!(
+        values_of(&list_via(&proxy, "")),
+        ["2"],
+        "consistent reads go upstream"
     );
 }

@@ -118,7 +118,7 @@ fn clients(admin: &Admin) -> serde_json::Value {
 }
 
 fn refresh_lag(admin: &Admin) {
-    for (c, r, lag) in admin.gates.views.lag(std::time::Instant::now()) {
+    for (c, r, lag) in admin.gates.views.lag(tokio::time::Instant::now()) {
         admin.metrics.view_lag.with_label_values(&[&c, &r]).set(lag);
     }
 }
@@ -193,12 +193,19 @@ async fn handle(admin: Arc<Admin>, req: Request<Incoming>) -> Response<Body> {
         }
         (&http::Method::DELETE, p) if p.starts_with("/v1/windows/") => {
             let name = &p["/v1/windows/".len()..];
-            if admin.gates.engine.close(name) {
-                json(StatusCode::OK, &serde_json::json!({"closed": name}))
+            // Ends an open window (held events are released) and cancels an armed one,
+            // so a window with a trigger can be taken back before it fires.
+            let closed = admin.gates.engine.close(name);
+            let disarmed = admin.gates.engine.disarm(name);
+            if closed || disarmed {
+                json(
+                    StatusCode::OK,
+                    &serde_json::json!({"window": name, "closed": closed, "disarmed": disarmed}),
+                )
             } else {
                 json(
                     StatusCode::NOT_FOUND,
-                    &serde_json::json!({"error": format!("no open window named {name:?}")}),
+                    &serde_json::json!({"error": format!("no open or armed window named {name:?}")}),
                 )
             }
         }

@@ -18,6 +18,7 @@ pub struct Metrics {
     pub writes: IntCounterVec,
     pub view_reads: IntCounterVec,
     pub cap_hits: IntCounter,
+    pub ungated: IntCounterVec,
 }
 
 impl Metrics {
@@ -106,6 +107,14 @@ impl Metrics {
             "Watch streams ended with ERROR 410 because a held-bytes cap (per stream or global) was reached.",
         )
         .expect("static metric definition");
+        let ungated = IntCounterVec::new(
+            Opts::new(
+                "watch_streams_ungated_total",
+                "Watch streams passed through without a gate because their framing is unknown (reason: content-encoding, media-type): no window applies to them.",
+            ),
+            &["client", "resource", "reason"],
+        )
+        .expect("static metric definition");
         for c in [
             Box::new(requests.clone()) as Box<dyn prometheus::core::Collector>,
             Box::new(duration.clone()),
@@ -118,6 +127,7 @@ impl Metrics {
             Box::new(writes.clone()),
             Box::new(view_reads.clone()),
             Box::new(cap_hits.clone()),
+            Box::new(ungated.clone()),
         ] {
             let _ = registry.register(c);
         }
@@ -134,6 +144,7 @@ impl Metrics {
             writes,
             view_reads,
             cap_hits,
+            ungated,
         }
     }
 

@@ -48,7 +48,14 @@ pub struct Proxy {
     pub gates: Arc<crate::watch::stream::Gates>,
     /// Writes and conflicts feed the hot-loop and conflict-storm oracles.
     pub oracles: Arc<crate::oracle::Oracles>,
+    /// What the upstream serves: only those resources are metric labels.
+    pub known: Arc<crate::upstream::discovery::KnownResources>,
+    /// (client, resource) pairs whose ungated watches were already logged.
+    pub ungated_seen: std::sync::Mutex<std::collections::HashSet<(String, String)>>,
 }
+
+/// The `resource` label of requests for resources the upstream does not serve.
+pub const OTHER: &str = "other";
 
 /// The bearer token in kubeconfigs written for proxy clients. It stands for "no
 /// credentials of my own": the proxy removes it and the upstream credentials are used.
@@ -193,7 +200,11 @@ fn injected_error(
 struct Labels {
     client: String,
     verb: &'static str,
+    /// The resource as named (`plural.group`, `/sub`): windows, trace and oracles.
     resource: String,
+    /// The resource as metric labels name it: [`Labels::resource`] when the upstream's
+    /// discovery knows it, else `other` (label sets stay bounded whatever URLs arrive).
+    metric_resource: String,
     watch: bool,
     namespace: Option<String>,
     name: Option<String>,
@@ -207,6 +218,7 @@ fn labels(info: &RequestInfo, client: String) -> Labels {
             client,
             verb: "get",
             resource: String::new(),
+            metric_resource: String::new(),
             watch: false,
             namespace: None,
             name: None,
@@ -220,6 +232,7 @@ fn labels(info: &RequestInfo, client: String) -> Labels {
                 Some(s) => format!("{}/{s}", r.resource_name()),
                 None => r.resource_name(),
             },
+            metric_resource: OTHER.to_string(),
             watch: r.verb == Verb::Watch,
             namespace: r.namespace.clone(),
             name: r.name.clone(),
@@ -302,7 +315,7 @@ fn answer_from_view(
         .view_reads
         .with_label_values(&[
             l.client.as_str(),
-            &l.resource,
+            &l.metric_resource,
             if violation { "violated" } else { "kept" },
         ])
         .inc();
@@ -414,6 +427,9 @@ struct Counted {
     shutdown: Option<Shutdown>,
     /// A watch's place on its upstream connection.
     _slot: Option<crate::upstream::WatchSlot>,
+    /// `inner` is the upstream's body itself (an ungated watch): a lost upstream
+    /// connection ends it cleanly. (A gated stream has made that choice already.)
+    upstream_body: bool,
 }
 
 impl Drop for Counted {
@@ -436,7 +452,17 @@ impl http_body::Body for Counted {
         {
             return Poll::Ready(None);
         }
-        Pin::new(&mut self.inner).poll_frame(cx)
+        match Pin::new(&mut self.inner).poll_frame(cx) {
+            // The upstream connection went away under an ungated watch: end it cleanly,
+            // as the client would see it direct (`upstream::error::WatchEnd`).
+            Poll::Ready(Some(Err(e)))
+                if self.upstream_body && error::watch_end(&*e) == error::WatchEnd::Lost =>
+            {
+                tracing::debug!(error = %e, "upstream watch connection lost; ending the stream");
+                Poll::Ready(None)
+            }
+            r => r,
+        }
     }
     fn is_end_stream(&self) -> bool {
         self.inner.is_end_stream()
@@ -446,11 +472,89 @@ impl http_body::Body for Counted {
     }
 }
 
+/// How a watch response can be framed: (format, gzip-encoded), or why it cannot be.
+fn watch_framing(h: &HeaderMap) -> Result<(crate::watch::stream::Format, bool), &'static str> {
+    let gzip = match h
+        .get(header::CONTENT_ENCODING)
+        .map(|v| v.to_str().unwrap_or("?").trim().to_ascii_lowercase())
+    {
+        None => false,
+        Some(e) if e.is_empty() || e == "identity" => false,
+        Some(e) if e == "gzip" || e == "x-gzip" => true,
+        Some(_) => return Err("content-encoding"),
+    };
+    h.get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(crate::watch::stream::Format::from_content_type)
+        .map(|f| (f, gzip))
+        .ok_or("media-type")
+}
+
+/// A watch the gate cannot frame passes through as it is, so no window can apply to it:
+/// counted, and said once per client and resource — never silently.
+fn ungated(proxy: &Proxy, l: &Labels, reason: &'static str) {
+    proxy
+        .metrics
+        .ungated
+        .with_label_values(&[l.client.as_str(), &l.metric_resource, reason])
+        .inc();
+    let first = proxy
+        .ungated_seen
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert((l.client.clone(), l.metric_resource.clone()));
+    if first {
+        tracing::warn!(client = %l.client, resource = %l.resource, reason, "a watch stream cannot be gated (its framing is unknown); windows do not apply to it");
+    }
+}
+
+/// The Accept header a watch is forwarded with: only media types the gate can frame
+/// (JSON and protobuf, with any parameters such as `as=Table`), so every window
+/// applies. `None`: keep the client's. A client that asked only for something else
+/// (`application/cbor-seq`) gets JSON, which client-go decodes by the response's
+/// Content-Type.
+fn gateable_accept(accept: Option<&HeaderValue>) -> Option<HeaderValue> {
+    let accept = accept?.to_str().unwrap_or("");
+    let ranges: Vec<&str> = accept
+        .split(',')
+        .map(str::trim)
+        .filter(|r| !r.is_empty())
+        .collect();
+    let framable = |r: &&str| {
+        matches!(
+            r.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase()
+                .as_str(),
+            "application/json" | "application/vnd.kubernetes.protobuf" | "*/*" | "application/*"
+        )
+    };
+    let kept: Vec<&str> = ranges.iter().copied().filter(framable).collect();
+    if kept.len() == ranges.len() {
+        return None;
+    }
+    if kept.is_empty() {
+        return Some(HeaderValue::from_static("application/json"));
+    }
+    HeaderValue::from_str(&kept.join(", ")).ok()
+}
+
 pub async fn handle(proxy: Arc<Proxy>, mut req: Request<Incoming>, peer: Peer) -> Response<Body> {
     let start = Instant::now();
     let info = request::classify(req.method(), req.uri().path(), req.uri().query());
     let client = proxy.gates.engine.identify(req.headers(), peer.local);
     let mut l = labels(&info, client);
+    if let RequestInfo::Resource(r) = &info {
+        let known = &proxy.known;
+        if !known.knows_group_version(&r.group, &r.version) {
+            known.refresh_for(&r.group, &r.version).await;
+        }
+        if known.knows(&r.group, &r.version, &r.resource, r.subresource.as_deref()) {
+            l.metric_resource = l.resource.clone();
+        }
+    }
     let namespace = match &info {
         RequestInfo::Resource(r) => r.namespace.clone(),
         RequestInfo::NonResource { .. } => None,
@@ -459,8 +563,12 @@ pub async fn handle(proxy: Arc<Proxy>, mut req: Request<Incoming>, peer: Peer) -
     // the triggers, which may just have opened one).
     let mut windows: Vec<Active> = Vec::new();
     if l.watch {
-        // The gate reads frames: ask for a plain stream (PROTOCOL.md §A.6).
+        // The gate reads frames: ask for a plain stream (PROTOCOL.md §A.6; one that
+        // comes gzipped anyway is decoded) in a framing it knows.
         req.headers_mut().remove(header::ACCEPT_ENCODING);
+        if let Some(a) = gateable_accept(req.headers().get(header::ACCEPT)) {
+            req.headers_mut().insert(header::ACCEPT, a);
+        }
     }
     if let RequestInfo::Resource(r) = &info {
         let resource = r.resource_name();
@@ -506,9 +614,12 @@ pub async fn handle(proxy: Arc<Proxy>, mut req: Request<Incoming>, peer: Peer) -
     let list_view = match &info {
         RequestInfo::Resource(r)
             if r.verb == Verb::List
-                && proxy.gates.views.enabled()
-                && !windows.iter().any(|a| a.window.fault.makes_stale()) =>
+                && !windows.iter().any(|a| a.window.fault.makes_stale())
+                && proxy.gates.wants_view(&r.resource_name()) =>
         {
+            // A view is built from the body: ask for it plain (the apiserver gzips
+            // bodies over 128 KiB otherwise, and decoding would cost this thread).
+            req.headers_mut().remove(header::ACCEPT_ENCODING);
             Some((view_key(&l.client, r), r.params.continue_token.is_none()))
         }
         _ => None,
@@ -519,7 +630,7 @@ pub async fn handle(proxy: Arc<Proxy>, mut req: Request<Incoming>, peer: Peer) -
         proxy
             .metrics
             .writes
-            .with_label_values(&[l.client.as_str(), &l.resource, l.verb])
+            .with_label_values(&[l.client.as_str(), &l.metric_resource, l.verb])
             .inc();
     }
 
@@ -595,7 +706,7 @@ pub async fn handle(proxy: Arc<Proxy>, mut req: Request<Incoming>, peer: Peer) -
         proxy
             .metrics
             .conflicts
-            .with_label_values(&[l.client.as_str(), &l.resource])
+            .with_label_values(&[l.client.as_str(), &l.metric_resource])
             .inc();
     }
     let (mut parts, body) = resp.into_parts();
@@ -606,7 +717,7 @@ pub async fn handle(proxy: Arc<Proxy>, mut req: Request<Incoming>, peer: Peer) -
         let g = proxy
             .metrics
             .watch_streams
-            .with_label_values(&[&l.client, &l.resource]);
+            .with_label_values(&[&l.client, &l.metric_resource]);
         g.inc();
         g
     });
@@ -616,19 +727,29 @@ pub async fn handle(proxy: Arc<Proxy>, mut req: Request<Incoming>, peer: Peer) -
             let _ = rx.wait_for(|s| *s).await;
         }) as Shutdown
     });
-    let format = parts
-        .headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(crate::watch::stream::Format::from_content_type)
-        .filter(|_| streaming && !parts.headers.contains_key(header::CONTENT_ENCODING));
-    let inner: Body = match (format, &info) {
-        (Some(format), RequestInfo::Resource(r)) => crate::watch::stream::gated(
+    let framing = match streaming.then(|| watch_framing(&parts.headers)) {
+        Some(Ok(f)) => Some(f),
+        Some(Err(reason)) => {
+            ungated(&proxy, &l, reason);
+            None
+        }
+        None => None,
+    };
+    if let Some((_, true)) = framing {
+        // The gate decodes the gzip stream; the client gets it plain.
+        parts.headers.remove(header::CONTENT_ENCODING);
+        parts.headers.remove(header::CONTENT_LENGTH);
+    }
+    let gated = framing.is_some() && matches!(info, RequestInfo::Resource(_));
+    let inner: Body = match (framing, &info) {
+        (Some((format, gzip)), RequestInfo::Resource(r)) => crate::watch::stream::gated(
             body,
             format,
+            gzip,
             crate::watch::stream::Target {
                 client: l.client.clone(),
                 resource: l.resource.clone(),
+                label: l.metric_resource.clone(),
                 namespace,
                 view: view_key(&l.client, r),
                 watch_list: r.params.send_initial_events == Some(true),
@@ -684,6 +805,7 @@ pub async fn handle(proxy: Arc<Proxy>, mut req: Request<Incoming>, peer: Peer) -
             gauge,
             shutdown,
             _slot: slot,
+            upstream_body: !gated,
         }
         .boxed()
     };
@@ -720,7 +842,7 @@ fn finish(proxy: &Proxy, l: &Labels, start: Instant, resp: Response<Body>) -> Re
         .with_label_values(&[
             l.client.as_str(),
             l.verb,
-            &l.resource,
+            &l.metric_resource,
             resp.status().as_str(),
         ])
         .inc();

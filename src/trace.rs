@@ -162,6 +162,18 @@ impl Trace {
         ))
     }
 
+    /// A trace whose records arrive on a channel (in memory) instead of a file.
+    pub fn to_channel(capacity: usize) -> (Trace, mpsc::Receiver<Record>) {
+        let (tx, rx) = mpsc::channel(capacity.max(1));
+        (
+            Trace {
+                tx: Some(tx),
+                dropped: Arc::new(AtomicU64::new(0)),
+            },
+            rx,
+        )
+    }
+
     pub fn record(&self, r: Record) {
         if let Some(tx) = &self.tx
             && tx.try_send(r).is_err()

@@ -47,7 +47,7 @@ pub struct CtlArgs {
 pub enum CtlCommand {
     /// Open windows, open watch streams, held events and view memory.
     Status,
-    /// The open windows.
+    /// The open windows, and the armed ones waiting for their trigger.
     Windows,
     /// The schedule's clients and what each has sent.
     Clients,
@@ -57,7 +57,8 @@ pub enum CtlCommand {
         #[arg(value_name = "FILE")]
         file: PathBuf,
     },
-    /// Close a window now: its held events are released.
+    /// Close a window now (its held events are released), or cancel an armed one before
+    /// its trigger fires.
     Close {
         #[arg(value_name = "NAME")]
         name: String,
@@ -175,8 +176,54 @@ fn bytes(n: f64) -> String {
     }
 }
 
-/// The windows as a table.
+/// The open windows as a table, then the armed ones.
 fn windows_table(v: &Value) -> String {
+    let mut out = open_table(v);
+    let armed = v["armed"].as_array().cloned().unwrap_or_default();
+    if !armed.is_empty() {
+        let rows: Vec<[String; 4]> = armed
+            .iter()
+            .map(|a| {
+                let win = &a["window"];
+                let trigger = win["trigger"]
+                    .as_object()
+                    .map(|t| {
+                        t.iter()
+                            .map(|(k, v)| match v {
+                                Value::String(s) => format!("{k} {s}"),
+                                _ => k.clone(),
+                            })
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    })
+                    .unwrap_or_default();
+                let progress = match (a["seen"].as_u64(), a["count"].as_u64()) {
+                    (Some(s), Some(c)) => format!("{s} of {c}"),
+                    _ => "-".into(),
+                };
+                [
+                    win["name"].as_str().unwrap_or("").to_string(),
+                    fault_name(win),
+                    trigger,
+                    progress,
+                ]
+            })
+            .collect();
+        out.push('\n');
+        out.push_str(&table(&["ARMED", "FAULT", "TRIGGER", "SEEN"], &rows));
+    }
+    out
+}
+
+fn fault_name(win: &Value) -> String {
+    win["fault"]
+        .as_object()
+        .and_then(|o| o.keys().next().cloned())
+        .unwrap_or_default()
+}
+
+/// The open windows as a table.
+fn open_table(v: &Value) -> String {
     let ws = v["windows"].as_array().cloned().unwrap_or_default();
     if ws.is_empty() {
         return "no open windows\n".into();
@@ -185,10 +232,7 @@ fn windows_table(v: &Value) -> String {
         .iter()
         .map(|w| {
             let win = &w["window"];
-            let fault = win["fault"]
-                .as_object()
-                .and_then(|o| o.keys().next().cloned())
-                .unwrap_or_default();
+            let fault = fault_name(win);
             let list = |k: &str| {
                 win[k]
                     .as_array()
@@ -362,10 +406,16 @@ pub async fn run(args: CtlArgs) -> Result<()> {
             Some(n) => format!("armed {n} (it opens when its trigger fires)\n"),
             None => format!("opened {}\n", v["opened"].as_str().unwrap_or("?")),
         },
-        CtlCommand::Close { .. } => format!(
-            "closed {} (held events released)\n",
-            v["closed"].as_str().unwrap_or("?")
-        ),
+        CtlCommand::Close { name } => {
+            let mut t = String::new();
+            if v["closed"] == true {
+                t.push_str(&format!("closed {name} (held events released)\n"));
+            }
+            if v["disarmed"] == true {
+                t.push_str(&format!("disarmed {name} (its trigger will not open it)\n"));
+            }
+            t
+        }
     };
     print!("{text}");
     Ok(())
@@ -389,5 +439,13 @@ mod tests {
             "{t}"
         );
         assert_eq!(windows_table(&json!({"windows": []})), "no open windows\n");
+        let armed = json!({"windows": [], "armed": [
+            {"window": {"name": "a", "fault": {"freeze": {}}, "trigger": {"afterRequests": {"verb": "patch", "count": 2}}}, "seen": 1, "count": 2},
+            {"window": {"name": "b", "fault": {"lag": {"delay": "1s"}}, "trigger": {"every": "30s"}}, "seen": null, "count": null}]});
+        let t = windows_table(&armed);
+        assert!(
+            t.ends_with("ARMED  FAULT   TRIGGER        SEEN\na      freeze  afterRequests  1 of 2\nb      lag     every 30s      -\n"),
+            "{t}"
+        );
     }
 }

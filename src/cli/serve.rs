@@ -100,6 +100,13 @@ pub struct ServeArgs {
     #[arg(long, default_value = "256MiB", value_parser = super::parse_bytes, value_name = "SIZE")]
     pub max_view_bytes: usize,
 
+    /// Which client views to keep: `named` — of the resources a staleness window names,
+    /// in the schedule or at run time (such a view starts at the client's next LIST);
+    /// `all` — of everything every client lists or watches (one copy of each client's
+    /// informer cache); `off`.
+    #[arg(long, value_enum, default_value_t = crate::watch::view::ViewsMode::Named, value_name = "WHICH")]
+    pub views: crate::watch::view::ViewsMode,
+
     /// Write a JSON-lines trace here: every request, every watch event's fate, every
     /// window opening and closing. Names only: no object contents, no tokens.
     #[arg(long, value_name = "FILE")]
@@ -206,6 +213,7 @@ pub struct Options {
     pub max_held_bytes: usize,
     pub max_held_bytes_total: usize,
     pub max_view_bytes: usize,
+    pub views: crate::watch::view::ViewsMode,
     pub trace: Option<PathBuf>,
     pub admin_token: Option<String>,
     pub drain_timeout: Duration,
@@ -236,6 +244,7 @@ impl Options {
             max_held_bytes: 64 << 20,
             max_held_bytes_total: 512 << 20,
             max_view_bytes: 256 << 20,
+            views: crate::watch::view::ViewsMode::Named,
             trace,
             admin_token: None,
             drain_timeout: Duration::from_secs(5),
@@ -330,10 +339,20 @@ pub async fn start(o: Options) -> Result<Running> {
     let gates = Arc::new(crate::watch::stream::Gates {
         engine: engine.clone(),
         metrics: metrics.clone(),
-        views: Arc::new(crate::watch::view::Views::new(o.max_view_bytes)),
+        views: Arc::new(crate::watch::view::Views::with_mode(
+            o.max_view_bytes,
+            o.views,
+        )),
         trace: trace.clone(),
         budget: crate::watch::gate::HeldBudget::new(o.max_held_bytes_total),
         max_held_bytes: o.max_held_bytes,
+    });
+    let known = Arc::new(crate::upstream::discovery::KnownResources::new(
+        upstream.kube_client().ok(),
+    ));
+    tokio::spawn({
+        let known = known.clone();
+        async move { known.discover().await }
     });
     let proxy = Arc::new(crate::proxy::Proxy {
         upstream: upstream.clone(),
@@ -342,11 +361,14 @@ pub async fn start(o: Options) -> Result<Running> {
         shutdown: stop_rx.clone(),
         gates: gates.clone(),
         oracles: oracles.clone(),
+        ungated_seen: Default::default(),
+        known: known.clone(),
     });
     for c in [
         Box::new(engine.opened_total.clone()) as Box<dyn prometheus::core::Collector>,
         Box::new(engine.window_active.clone()),
         Box::new(oracles.violations_gauge.clone()),
+        Box::new(oracles.dropped_counter.clone()),
     ] {
         let _ = metrics.registry.register(c);
     }
@@ -441,6 +463,7 @@ pub async fn run(args: ServeArgs) -> Result<()> {
         max_held_bytes: args.max_held_bytes,
         max_held_bytes_total: args.max_held_bytes_total,
         max_view_bytes: args.max_view_bytes,
+        views: args.views,
         trace: args.trace.clone(),
         admin_token: args.admin_token.clone(),
         drain_timeout: args.drain_timeout,

@@ -61,6 +61,12 @@ pub struct SimArgs {
     #[arg(long, default_value = "60s", value_parser = super::parse_duration, value_name = "DURATION")]
     pub bookmark_interval: Duration,
 
+    /// Misbehave: encode every watch response (`gzip` or `deflate`) even for clients
+    /// that did not ask — an upstream that ignores Accept-Encoding, or sits behind a
+    /// compressing gateway. Each event is flushed as its own compressed block.
+    #[arg(long, value_enum, value_name = "ENCODING")]
+    pub encode_watches: Option<crate::sim::WatchEncoding>,
+
     /// Largest request body accepted; bigger ones get 413.
     #[arg(long, default_value_t = 3 * 1024 * 1024, value_name = "BYTES")]
     pub max_body_bytes: usize,
@@ -136,6 +142,7 @@ pub async fn run(args: SimArgs) -> Result<()> {
         },
         bookmark_interval: args.bookmark_interval,
         max_body_bytes: args.max_body_bytes,
+        encode_watches: args.encode_watches,
         ..SimConfig::default()
     };
     let listener = tokio::net::TcpListener::bind(args.listen)

@@ -222,11 +222,18 @@ pub(crate) mod rfc3339_opt {
 const MINUTE: Duration = Duration::from_secs(60);
 /// Timeline marks kept for the report (the oldest are dropped past it).
 const MAX_MARKS: usize = 20_000;
+/// Objects, (client, object) rate counters, window spans and recoveries kept at most;
+/// past a cap the least recently active entry is dropped and counted
+/// (`stalemate_oracle_dropped_total`). A long chaos run over a churning cluster must not
+/// grow without bound.
+pub const MAX_ENTRIES: usize = 10_000;
 /// Successive-state diffs kept per object for the hot-loop oracle.
 const MAX_DIFFS: usize = 256;
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Obj {
+    /// When ground truth last saw it (for the cap).
+    seen: SystemTime,
     verdict: Option<kstatus::Verdict>,
     not_current_since: Option<SystemTime>,
     deleted: bool,
@@ -251,9 +258,31 @@ struct State {
     conflicts: BTreeMap<(String, ObjectRef), VecDeque<SystemTime>>,
     hot: BTreeMap<(String, ObjectRef), Hit>,
     storms: BTreeMap<(String, ObjectRef), Hit>,
-    windows: Vec<WindowSpan>,
-    recoveries: Vec<(Recovery, Option<SystemTime>)>,
+    windows: VecDeque<WindowSpan>,
+    recoveries: VecDeque<(Recovery, Option<SystemTime>)>,
     marks: VecDeque<Mark>,
+    /// Violations of objects since deleted: judged when they went, their state pruned.
+    settled: Vec<Violation>,
+    /// Entries dropped at a cap.
+    dropped: u64,
+}
+
+/// Keep `map` within [`MAX_ENTRIES`] by dropping the entry `last` says was active least
+/// recently; returns how many were dropped.
+fn cap<K: Ord + Clone, V>(map: &mut BTreeMap<K, V>, last: impl Fn(&V) -> SystemTime) -> u64 {
+    let mut n = 0;
+    while map.len() > MAX_ENTRIES {
+        let Some(k) = map
+            .iter()
+            .min_by_key(|(_, v)| last(v))
+            .map(|(k, _)| k.clone())
+        else {
+            break;
+        };
+        map.remove(&k);
+        n += 1;
+    }
+    n
 }
 
 /// The oracles of one run.
@@ -262,6 +291,8 @@ pub struct Oracles {
     pub started: SystemTime,
     state: Mutex<State>,
     pub violations_gauge: prometheus::IntGaugeVec,
+    /// Entries dropped at a cap (`stalemate_oracle_dropped_total`).
+    pub dropped_counter: prometheus::IntCounter,
 }
 
 fn is_write(verb: &str) -> bool {
@@ -358,6 +389,19 @@ impl Oracles {
                 &["oracle"],
             )
             .expect("static metric definition"),
+            dropped_counter: prometheus::IntCounter::new(
+                "oracle_dropped_total",
+                "Objects, rate counters, window spans or recoveries the oracles stopped tracking at their cap (10,000 each).",
+            )
+            .expect("static metric definition"),
+        }
+    }
+
+    /// Count entries a cap dropped.
+    fn count_dropped(&self, s: &mut State, n: u64) {
+        if n > 0 {
+            s.dropped += n;
+            self.dropped_counter.inc_by(n);
         }
     }
 
@@ -409,12 +453,15 @@ impl Oracles {
             s.marks.pop_front();
         }
         let key = (client.to_string(), obj);
+        let newest = |q: &VecDeque<SystemTime>| q.back().copied().unwrap_or(SystemTime::UNIX_EPOCH);
         if code == 409 {
             if let Some(c) = &self.config.conflicts {
                 let n = slide(s.conflicts.entry(key.clone()).or_default(), at);
                 if n > c.max_per_object_per_minute as usize {
                     note_hit(&mut s.storms, key, at, n);
                 }
+                let d = cap(&mut s.conflicts, newest) + cap(&mut s.storms, |h| h.last);
+                self.count_dropped(&mut s, d);
             }
         } else if (200..300).contains(&code)
             && let Some(h) = &self.config.hot_loop
@@ -423,6 +470,8 @@ impl Oracles {
             if n > h.max_writes_per_object_per_minute as usize {
                 note_hit(&mut s.hot, key, at, n);
             }
+            let d = cap(&mut s.writes, newest) + cap(&mut s.hot, |h| h.last);
+            self.count_dropped(&mut s, d);
         }
     }
 
@@ -443,7 +492,16 @@ impl Oracles {
             .as_ref()
             .is_some_and(|c| c.resources.iter().any(|r| r == resource));
         let mut s = self.lock();
-        let o = s.objects.entry(key.clone()).or_default();
+        let o = s.objects.entry(key.clone()).or_insert_with(|| Obj {
+            seen: at,
+            verdict: None,
+            not_current_since: None,
+            deleted: false,
+            last: None,
+            diffs: VecDeque::new(),
+            readiness: None,
+        });
+        o.seen = at;
         o.deleted = false;
         if verdict.status == kstatus::Status::Current {
             o.not_current_since = None;
@@ -469,6 +527,8 @@ impl Oracles {
         o.last = Some(obj.clone());
         let current = verdict.status == kstatus::Status::Current;
         o.verdict = Some(verdict);
+        let d = cap(&mut s.objects, |o| o.seen);
+        self.count_dropped(&mut s, d);
         if current {
             for (r, done) in s.recoveries.iter_mut() {
                 if done.is_none()
@@ -489,18 +549,57 @@ impl Oracles {
             namespace: namespace.to_string(),
             name: name.to_string(),
         };
-        if let Some(o) = self.lock().objects.get_mut(&key) {
-            o.deleted = true;
-        }
+        let mut s = self.lock();
+        self.prune(&mut s, &key);
     }
 
     /// Ground truth relisted: objects of `resource` not in `present` were deleted while
     /// its watch was down.
     pub fn on_resync(&self, resource: &str, present: &BTreeSet<(String, String)>, _at: SystemTime) {
-        for (k, o) in self.lock().objects.iter_mut() {
-            if k.resource == resource && !present.contains(&(k.namespace.clone(), k.name.clone())) {
-                o.deleted = true;
+        let mut s = self.lock();
+        let gone: Vec<ObjectRef> = s
+            .objects
+            .keys()
+            .filter(|k| {
+                k.resource == resource && !present.contains(&(k.namespace.clone(), k.name.clone()))
+            })
+            .cloned()
+            .collect();
+        for k in gone {
+            self.prune(&mut s, &k);
+        }
+    }
+
+    /// A deleted object: judge what is left to judge about it (its hot loops, conflict
+    /// storms and readiness race stay reported), then forget its state. Convergence
+    /// never judges deleted objects.
+    fn prune(&self, s: &mut State, key: &ObjectRef) {
+        let mut settled = Vec::new();
+        if let Some(h) = &self.config.hot_loop {
+            for ((client, k), hit) in s.hot.iter().filter(|((_, k), _)| k == key) {
+                settled.extend(hot_violation(s, h, client, k, hit));
             }
+        }
+        if let Some(c) = &self.config.conflicts {
+            for ((client, k), hit) in s.storms.iter().filter(|((_, k), _)| k == key) {
+                settled.push(storm_violation(c, client, k, hit));
+            }
+        }
+        if let Some(o) = s.objects.get(key)
+            && let Some(at) = o.readiness
+        {
+            settled.push(readiness_violation(key, at));
+        }
+        s.settled.extend(settled);
+        s.objects.remove(key);
+        s.writes.retain(|(_, k), _| k != key);
+        s.conflicts.retain(|(_, k), _| k != key);
+        s.hot.retain(|(_, k), _| k != key);
+        s.storms.retain(|(_, k), _| k != key);
+        if s.settled.len() > MAX_ENTRIES {
+            let extra = s.settled.len() - MAX_ENTRIES;
+            s.settled.drain(..extra);
+            self.count_dropped(s, extra as u64);
         }
     }
 
@@ -508,12 +607,22 @@ impl Oracles {
     pub fn on_window(&self, name: &str, fault: &str, open: bool, at: SystemTime) {
         let mut s = self.lock();
         if open {
-            s.windows.push(WindowSpan {
+            s.windows.push_back(WindowSpan {
                 name: name.to_string(),
                 fault: fault.to_string(),
                 opened_at: at,
                 closed_at: None,
             });
+            // The oldest closed spans go first; open ones are still needed to judge.
+            while s.windows.len() > MAX_ENTRIES {
+                match s.windows.iter().position(|w| w.closed_at.is_some()) {
+                    Some(i) => {
+                        s.windows.remove(i);
+                        self.count_dropped(&mut s, 1);
+                    }
+                    None => break,
+                }
+            }
             return;
         }
         if let Some(w) = s
@@ -532,7 +641,11 @@ impl Oracles {
             .map(|(k, o)| (k.clone(), o.not_current_since.is_none()))
             .collect();
         for (k, current) in objs {
-            s.recoveries.push((
+            if s.recoveries.len() >= MAX_ENTRIES {
+                s.recoveries.pop_front();
+                self.count_dropped(&mut s, 1);
+            }
+            s.recoveries.push_back((
                 Recovery {
                     window: name.to_string(),
                     resource: k.resource,
@@ -554,7 +667,7 @@ impl Oracles {
             judged,
             pending,
             violations,
-            windows: s.windows.clone(),
+            windows: s.windows.iter().cloned().collect(),
             recoveries: s
                 .recoveries
                 .iter()
@@ -630,80 +743,20 @@ impl Oracles {
                 }
             }
         }
+        violations.extend(s.settled.iter().cloned());
         for (k, o) in &s.objects {
             if let Some(at) = o.readiness {
-                violations.push(Violation {
-                    oracle: "readinessRace".into(),
-                    resource: k.resource.clone(),
-                    namespace: k.namespace.clone(),
-                    name: k.name.clone(),
-                    rule: "kstatus Current before the controller wrote any status (no observedGeneration, no conditions)".into(),
-                    since: at,
-                    client: None,
-                });
+                violations.push(readiness_violation(k, at));
             }
         }
         if let Some(h) = &self.config.hot_loop {
             for ((client, k), hit) in &s.hot {
-                // Only churn counts: if the spec changed in that stretch, the writes were work.
-                let diffs: Vec<&BTreeSet<String>> = s
-                    .objects
-                    .get(k)
-                    .map(|o| {
-                        o.diffs
-                            .iter()
-                            .filter(|(t, _)| {
-                                *t + MINUTE >= hit.first && *t <= hit.last + Duration::from_secs(5)
-                            })
-                            .map(|(_, d)| d)
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                if diffs.iter().any(|d| {
-                    d.iter()
-                        .any(|p| p == "spec" || p.starts_with("spec.") || p.starts_with("spec["))
-                }) {
-                    continue;
-                }
-                let churn: BTreeSet<String> = match diffs.split_first() {
-                    Some((first, rest)) => rest.iter().fold((*first).clone(), |acc, d| {
-                        acc.intersection(d).cloned().collect()
-                    }),
-                    None => BTreeSet::new(),
-                };
-                let fields = if churn.is_empty() {
-                    "(fields unknown: the object is not watched; add its resource to hotLoop.resources)".to_string()
-                } else {
-                    churn.into_iter().collect::<Vec<_>>().join(", ")
-                };
-                violations.push(Violation {
-                    oracle: "hotLoop".into(),
-                    resource: k.resource.clone(),
-                    namespace: k.namespace.clone(),
-                    name: k.name.clone(),
-                    rule: format!(
-                        "{fields} (changed on every write; {} writes within a minute, limit {})",
-                        hit.peak, h.max_writes_per_object_per_minute
-                    ),
-                    since: hit.first,
-                    client: Some(client.clone()),
-                });
+                violations.extend(hot_violation(s, h, client, k, hit));
             }
         }
         if let Some(c) = &self.config.conflicts {
             for ((client, k), hit) in &s.storms {
-                violations.push(Violation {
-                    oracle: "conflicts".into(),
-                    resource: k.resource.clone(),
-                    namespace: k.namespace.clone(),
-                    name: k.name.clone(),
-                    rule: format!(
-                        "{} conflicts (409) in a minute, limit {}",
-                        hit.peak, c.max_per_object_per_minute
-                    ),
-                    since: hit.first,
-                    client: Some(client.clone()),
-                });
+                violations.push(storm_violation(c, client, k, hit));
             }
         }
         for oracle in ["convergence", "readinessRace", "hotLoop", "conflicts"] {
@@ -713,6 +766,88 @@ impl Oracles {
         }
         (judged, pending, violations)
     }
+}
+
+fn readiness_violation(k: &ObjectRef, at: SystemTime) -> Violation {
+    Violation {
+        oracle: "readinessRace".into(),
+        resource: k.resource.clone(),
+        namespace: k.namespace.clone(),
+        name: k.name.clone(),
+        rule: "kstatus Current before the controller wrote any status (no observedGeneration, no conditions)".into(),
+        since: at,
+        client: None,
+    }
+}
+
+fn storm_violation(c: &ConflictsConfig, client: &str, k: &ObjectRef, hit: &Hit) -> Violation {
+    Violation {
+        oracle: "conflicts".into(),
+        resource: k.resource.clone(),
+        namespace: k.namespace.clone(),
+        name: k.name.clone(),
+        rule: format!(
+            "{} conflicts (409) in a minute, limit {}",
+            hit.peak, c.max_per_object_per_minute
+        ),
+        since: hit.first,
+        client: Some(client.to_string()),
+    }
+}
+
+/// A hot loop on `k` by `client`, unless the spec changed in that stretch (then the
+/// writes were work); the rule names the fields every write changed.
+fn hot_violation(
+    s: &State,
+    h: &HotLoopConfig,
+    client: &str,
+    k: &ObjectRef,
+    hit: &Hit,
+) -> Option<Violation> {
+    // Only churn counts: if the spec changed in that stretch, the writes were work.
+    let diffs: Vec<&BTreeSet<String>> = s
+        .objects
+        .get(k)
+        .map(|o| {
+            o.diffs
+                .iter()
+                .filter(|(t, _)| {
+                    *t + MINUTE >= hit.first && *t <= hit.last + Duration::from_secs(5)
+                })
+                .map(|(_, d)| d)
+                .collect()
+        })
+        .unwrap_or_default();
+    if diffs.iter().any(|d| {
+        d.iter()
+            .any(|p| p == "spec" || p.starts_with("spec.") || p.starts_with("spec["))
+    }) {
+        return None;
+    }
+    let churn: BTreeSet<String> = match diffs.split_first() {
+        Some((first, rest)) => rest.iter().fold((*first).clone(), |acc, d| {
+            acc.intersection(d).cloned().collect()
+        }),
+        None => BTreeSet::new(),
+    };
+    let fields = if churn.is_empty() {
+        "(fields unknown: the object is not watched; add its resource to hotLoop.resources)"
+            .to_string()
+    } else {
+        churn.into_iter().collect::<Vec<_>>().join(", ")
+    };
+    Some(Violation {
+        oracle: "hotLoop".into(),
+        resource: k.resource.clone(),
+        namespace: k.namespace.clone(),
+        name: k.name.clone(),
+        rule: format!(
+            "{fields} (changed on every write; {} writes within a minute, limit {})",
+            hit.peak, h.max_writes_per_object_per_minute
+        ),
+        since: hit.first,
+        client: Some(client.to_string()),
+    })
 }
 
 #[cfg(test)]

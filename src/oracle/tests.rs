@@ -293,3 +293,61 @@ fn the_config_rejects_unknown_fields_and_defaults_settle() {
     assert_eq!(c.convergence.unwrap().settle.0, Duration::from_secs(30));
     assert!(serde_json::from_value::<OracleConfig>(json!({"convergance": {}})).is_err());
 }
+
+/// Deleted objects are judged, then forgotten: their hot loop stays reported, their
+/// state goes. Everything else is capped, and what a cap drops is counted.
+#[test]
+fn deleted_objects_are_pruned_and_the_rest_is_capped() {
+    let o = Oracles::new(
+        config(
+            json!({"hotLoop": {"maxWritesPerObjectPerMinute": 3, "resources": [GR]}, "conflicts": {"maxPerObjectPerMinute": 100}}),
+        ),
+        t(0.0),
+    );
+    for i in 0..5 {
+        let mut g = gitrepo(1, Some(1), "True");
+        g["metadata"]["annotations"] = json!({"at": i.to_string()});
+        o.on_object(GR, &g, t(i as f64));
+        o.on_request(
+            "ctl",
+            "patch",
+            GR,
+            Some("flux-system"),
+            Some("podinfo"),
+            200,
+            t(i as f64),
+        );
+    }
+    let before = o.evaluate(t(6.0)).violations;
+    assert_eq!(before.len(), 1, "{before:?}");
+    o.on_delete(GR, "flux-system", "podinfo", t(7.0));
+    let after = o.evaluate(t(8.0)).violations;
+    assert_eq!(after, before, "judged before it was forgotten");
+    {
+        let s = o.lock();
+        assert!(s.objects.is_empty() && s.writes.is_empty() && s.hot.is_empty());
+    }
+    // Many objects: at most MAX_ENTRIES are tracked; the rest is dropped and counted.
+    for i in 0..(MAX_ENTRIES + 10) {
+        let mut g = gitrepo(1, Some(1), "True");
+        g["metadata"]["name"] = json!(format!("o{i}"));
+        o.on_object(GR, &g, t(10.0 + i as f64));
+        o.on_request(
+            "ctl",
+            "create",
+            GR,
+            Some("flux-system"),
+            Some(&format!("o{i}")),
+            201,
+            t(10.0 + i as f64),
+        );
+    }
+    let s = o.lock();
+    assert_eq!(s.objects.len(), MAX_ENTRIES);
+    assert_eq!(s.writes.len(), MAX_ENTRIES);
+    assert!(
+        s.objects.keys().all(|k| k.name != "o0"),
+        "the least recent went"
+    );
+    assert_eq!(o.dropped_counter.get(), 20);
+}

@@ -27,11 +27,19 @@ pub struct Active {
     pub opened: Instant,
     /// Distinguishes re-openings of the same window (relist faults fire once per opening).
     pub generation: u64,
+    /// A `lag` window's delay for this opening: `delay` ± `jitter`, drawn once when it
+    /// opens, so every stream and every later look at it agree, and a seeded run draws
+    /// the same sequence whatever else happens in between.
+    pub lag: Option<Duration>,
 }
 
+/// A window waiting for its trigger: counting requests or events, or on a timer (`at`,
+/// `every` — an `every` window stays armed until its `count` is used up).
 struct Armed {
+    id: u64,
     window: Window,
     seen: u64,
+    timer: Option<tokio::task::AbortHandle>,
 }
 
 pub struct Engine {
@@ -42,6 +50,10 @@ pub struct Engine {
     trace: std::sync::OnceLock<crate::trace::Trace>,
     oracles: std::sync::OnceLock<Arc<crate::oracle::Oracles>>,
     armed: Mutex<Vec<Armed>>,
+    next_armed: std::sync::atomic::AtomicU64,
+    /// Resources a staleness window has named (in the file or at run time): only these
+    /// need client views (`--views named`).
+    view_resources: std::sync::RwLock<std::collections::HashSet<String>>,
     client_specs: BTreeMap<String, ClientMatcher>,
     active: Mutex<BTreeMap<String, Active>>,
     generation: Mutex<u64>,
@@ -72,6 +84,8 @@ impl Engine {
             trace: std::sync::OnceLock::new(),
             oracles: std::sync::OnceLock::new(),
             armed: Mutex::new(Vec::new()),
+            next_armed: std::sync::atomic::AtomicU64::new(1),
+            view_resources: Default::default(),
             client_specs: schedule.clients.clone(),
             active: Mutex::new(BTreeMap::new()),
             generation: Mutex::new(0),
@@ -92,6 +106,7 @@ impl Engine {
     pub fn start(self: &Arc<Self>, schedule: &Schedule) {
         for w in &schedule.windows {
             if w.trigger.as_ref().is_some_and(|t| t.manual.is_some()) {
+                self.note_view_resources(w);
                 continue;
             }
             let _ = self.submit(w.clone());
@@ -105,39 +120,79 @@ impl Engine {
         if let Some((field, msg)) = errs.first() {
             return Err(format!("{field}: {msg}"));
         }
+        self.note_view_resources(&w);
         let Some(t) = w.trigger.clone().filter(|t| t.manual.is_none()) else {
             self.open(w)?;
             return Ok("opened");
         };
-        if let Some(at) = t.at {
-            let engine = self.clone();
-            tokio::spawn(async move {
+        let id = self
+            .next_armed
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let timer = if let Some(at) = t.at {
+            let (engine, w) = (self.clone(), w.clone());
+            Some(tokio::spawn(async move {
                 tokio::time::sleep(at.0).await;
+                engine.unarm(id);
                 let _ = engine.open(w);
-            });
+            }))
         } else if let Some(every) = t.every {
-            let (engine, jitter, count) = (self.clone(), t.jitter.map(|j| j.0), t.count);
-            tokio::spawn(async move {
+            let (engine, jitter, count, w) =
+                (self.clone(), t.jitter.map(|j| j.0), t.count, w.clone());
+            Some(tokio::spawn(async move {
                 let mut n = 0u64;
                 while count.is_none_or(|c| n < c) {
                     let j = jitter.map_or(Duration::ZERO, |j| {
                         Duration::from_secs_f64(engine.uniform(0.0, j.as_secs_f64()))
                     });
-                    tokio::time::sleep(every.0 + j).await;
+                    tokio::time::sleep(every.0.saturating_add(j)).await;
                     let _ = engine.open(w.clone());
                     n += 1;
                 }
-            });
+                engine.unarm(id);
+            }))
         } else if t.after_requests.is_some() || t.after_events.is_some() {
-            self.armed
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .push(Armed { window: w, seen: 0 });
+            None
         } else {
             self.open(w)?;
             return Ok("opened");
-        }
+        };
+        self.lock_armed().push(Armed {
+            id,
+            window: w,
+            seen: 0,
+            timer: timer.map(|t| t.abort_handle()),
+        });
         Ok("armed")
+    }
+
+    fn lock_armed(&self) -> std::sync::MutexGuard<'_, Vec<Armed>> {
+        self.armed.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A timer fired for the last time: no longer armed.
+    fn unarm(&self, id: u64) {
+        self.lock_armed().retain(|a| a.id != id);
+    }
+
+    /// Cancel every armed window named `name` (its trigger will not open it); whether
+    /// there was one. An open window of that name stays open: see [`Engine::close`].
+    pub fn disarm(&self, name: &str) -> bool {
+        let mut armed = self.lock_armed();
+        let before = armed.len();
+        armed.retain(|a| {
+            if a.window.name != name {
+                return true;
+            }
+            if let Some(t) = &a.timer {
+                t.abort();
+            }
+            false
+        });
+        let disarmed = armed.len() < before;
+        if disarmed {
+            tracing::info!(window = %name, "window disarmed");
+        }
+        disarmed
     }
 
     /// Count a request toward `afterRequests` triggers; opens (before the request is
@@ -173,7 +228,7 @@ impl Engine {
 
     fn fire(self: &Arc<Self>, counts: impl Fn(&Window) -> Option<u64>) {
         let due: Vec<Window> = {
-            let mut armed = self.armed.lock().unwrap_or_else(|p| p.into_inner());
+            let mut armed = self.lock_armed();
             let mut due = Vec::new();
             armed.retain_mut(|a| match counts(&a.window) {
                 Some(n) => {
@@ -251,12 +306,36 @@ impl Engine {
         self.changes.send_modify(|n| *n += 1);
     }
 
+    /// A window that may answer reads from views: its resources keep views from now on
+    /// (a view starts at its client's next LIST).
+    fn note_view_resources(&self, w: &Window) {
+        if w.fault.makes_stale() {
+            self.view_resources
+                .write()
+                .unwrap_or_else(|p| p.into_inner())
+                .extend(w.resources.iter().cloned());
+        }
+    }
+
+    /// Whether a window could answer reads of `resource` from a view: a staleness
+    /// window named it (or `*`, which does not cover leases) in the schedule or at run
+    /// time.
+    pub fn may_use_view(&self, resource: &str) -> bool {
+        let named = self
+            .view_resources
+            .read()
+            .unwrap_or_else(|p| p.into_inner());
+        named.contains(resource)
+            || (named.contains("*") && resource != "leases.coordination.k8s.io")
+    }
+
     /// Open a window now (it closes after its duration, if it has one).
     pub fn open(self: &Arc<Self>, w: Window) -> Result<(), String> {
         let errs = w.check(&self.client_specs);
         if let Some((field, msg)) = errs.first() {
             return Err(format!("{field}: {msg}"));
         }
+        self.note_view_resources(&w);
         let generation = {
             let mut g = self.generation.lock().unwrap_or_else(|p| p.into_inner());
             *g += 1;
@@ -264,6 +343,18 @@ impl Engine {
         };
         let name = w.name.clone();
         let duration = w.duration.map(|d| d.0);
+        let lag = match &w.fault {
+            Fault::Lag { delay, jitter } => {
+                let j = jitter.map_or(Duration::ZERO, |j| j.0);
+                Some(if j.is_zero() {
+                    delay.0
+                } else {
+                    let off = self.uniform(-j.as_secs_f64(), j.as_secs_f64());
+                    Duration::from_secs_f64((delay.0.as_secs_f64() + off).max(0.0))
+                })
+            }
+            _ => None,
+        };
         self.announce_window(&name, "open", &w.fault);
         self.lock().insert(
             name.clone(),
@@ -271,6 +362,7 @@ impl Engine {
                 window: w,
                 opened: Instant::now(),
                 generation,
+                lag,
             },
         );
         self.opened_total.inc();
@@ -377,7 +469,20 @@ impl Engine {
                 json!({"window": a.window, "openForSeconds": now.duration_since(a.opened).as_secs_f64(), "remainingSeconds": remaining})
             })
             .collect();
-        json!({"windows": windows})
+        let armed: Vec<Value> = self
+            .lock_armed()
+            .iter()
+            .map(|a| {
+                let count = a.window.trigger.as_ref().and_then(|t| {
+                    t.after_requests
+                        .as_ref()
+                        .map(|m| m.count)
+                        .or(t.after_events.as_ref().map(|m| m.count))
+                });
+                json!({"window": a.window, "seen": count.map(|_| a.seen), "count": count})
+            })
+            .collect();
+        json!({"windows": windows, "armed": armed})
     }
 
     /// The schedule's client names.
@@ -412,23 +517,16 @@ pub fn request_fault(windows: &[Active], verb: Verb) -> Option<(String, Fault)> 
 }
 
 /// The hold a set of windows puts on a stream: freeze or coalesce win over lag (the
-/// stronger staleness), the newest lag's delay otherwise (jitter drawn from `engine`).
-pub fn hold_mode(engine: &Engine, windows: &[Active]) -> Option<crate::watch::gate::HoldMode> {
+/// stronger staleness), the newest lag's delay otherwise (drawn when it opened).
+pub fn hold_mode(windows: &[Active]) -> Option<crate::watch::gate::HoldMode> {
     use crate::watch::gate::HoldMode;
     let mut mode = None;
     for a in windows {
         match &a.window.fault {
             Fault::Freeze {} => return Some(HoldMode::Freeze),
             Fault::Coalesce {} => mode = Some(HoldMode::Coalesce),
-            Fault::Lag { delay, jitter } if mode != Some(HoldMode::Coalesce) => {
-                let j = jitter.map_or(Duration::ZERO, |j| j.0);
-                let d = if j.is_zero() {
-                    delay.0
-                } else {
-                    let off = engine.uniform(-j.as_secs_f64(), j.as_secs_f64());
-                    Duration::from_secs_f64((delay.0.as_secs_f64() + off).max(0.0))
-                };
-                mode = Some(HoldMode::Lag(d));
+            Fault::Lag { .. } if mode != Some(HoldMode::Coalesce) => {
+                mode = a.lag.map(HoldMode::Lag);
             }
             _ => {}
         }
@@ -463,7 +561,7 @@ mod tests {
         tokio::time::sleep(Duration::from_secs(10)).await;
         changes.changed().await.unwrap();
         let w = e.windows_for("sc", "configmaps", Some("a"));
-        assert_eq!(hold_mode(&e, &w), Some(HoldMode::Freeze));
+        assert_eq!(hold_mode(&w), Some(HoldMode::Freeze));
         assert!(
             e.windows_for("other", "configmaps", Some("a")).is_empty(),
             "only its client"
@@ -489,7 +587,7 @@ mod tests {
         assert_eq!(e.opened_total.get(), opened + 2, "count: 2");
         e.open(s.windows[3].clone()).unwrap();
         assert_eq!(
-            hold_mode(&e, &e.windows_for("x", "secrets", None)),
+            hold_mode(&e.windows_for("x", "secrets", None)),
             Some(HoldMode::Coalesce)
         );
         assert!(e.close("manual"));
@@ -499,6 +597,84 @@ mod tests {
                 r#"{"name": "w", "client": "ghost", "fault": {"freeze": {}}}"#
             ))
             .is_err()
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn armed_windows_can_be_disarmed() {
+        let s = Schedule::parse(
+            r#"{"windows": [{"name": "later", "resources": ["configmaps"], "fault": {"freeze": {}}, "trigger": {"at": "10s"}, "duration": "1s"},
+                            {"name": "tick", "resources": ["secrets"], "fault": {"freeze": {}}, "trigger": {"every": "30s"}, "duration": "1s"},
+                            {"name": "on-create", "resources": ["secrets"], "fault": {"freeze": {}}, "trigger": {"afterRequests": {"verb": "create", "count": 2}}}]}"#,
+            "t",
+        )
+        .unwrap();
+        let e = Engine::new(&s);
+        e.start(&s);
+        let armed = |e: &Engine| -> Vec<String> {
+            e.describe()["armed"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|a| a["window"]["name"].as_str().unwrap().to_string())
+                .collect()
+        };
+        assert_eq!(armed(&e), ["later", "tick", "on-create"]);
+        e.on_request("x", Verb::Create, "secrets", None);
+        assert_eq!(e.describe()["armed"][2]["seen"], 1);
+        assert!(e.disarm("later") && e.disarm("on-create") && e.disarm("tick"));
+        assert!(!e.disarm("later"), "nothing left to disarm");
+        assert!(armed(&e).is_empty());
+        e.on_request("x", Verb::Create, "secrets", None);
+        tokio::time::sleep(Duration::from_secs(120)).await;
+        assert_eq!(e.opened_total.get(), 0, "no disarmed window opened");
+        // An `at` window that fired is no longer armed.
+        e.submit(window(
+            r#"{"name": "soon", "resources": ["*"], "fault": {"freeze": {}}, "trigger": {"at": "1s"}}"#,
+        ))
+        .unwrap();
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        assert!(armed(&e).is_empty());
+        assert_eq!(e.active_names(), ["soon"]);
+    }
+
+    /// One draw per decision: a `lag` window's jitter is drawn when it opens, so other
+    /// windows opening and closing meanwhile change nothing, and the same seed gives the
+    /// same delays.
+    #[tokio::test(start_paused = true)]
+    async fn lag_jitter_is_drawn_once_per_opening() {
+        let run = || async {
+            let s = Schedule::parse(r#"{"seed": 42, "windows": []}"#, "t").unwrap();
+            let e = Engine::new(&s);
+            let lag = window(
+                r#"{"name": "lag", "resources": ["configmaps"], "fault": {"lag": {"delay": "2s", "jitter": "1s"}}}"#,
+            );
+            let other =
+                window(r#"{"name": "o", "resources": ["secrets"], "fault": {"freeze": {}}}"#);
+            let mut delays = Vec::new();
+            for _ in 0..3 {
+                e.open(lag.clone()).unwrap();
+                let first = hold_mode(&e.windows_for("c", "configmaps", None));
+                for _ in 0..5 {
+                    e.open(other.clone()).unwrap();
+                    e.close("o");
+                }
+                let again = hold_mode(&e.windows_for("c", "configmaps", None));
+                assert_eq!(first, again, "unchanged while open");
+                let Some(HoldMode::Lag(d)) = first else {
+                    panic!("{first:?}")
+                };
+                assert!(d >= Duration::from_secs(1) && d <= Duration::from_secs(3));
+                delays.push(d);
+                e.close("lag");
+            }
+            delays
+        };
+        let a = run().await;
+        assert_eq!(a, run().await, "same seed, same delays");
+        assert!(
+            a.windows(2).any(|w| w[0] != w[1]),
+            "drawn per opening: {a:?}"
         );
     }
 

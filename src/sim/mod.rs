@@ -69,6 +69,16 @@ pub struct SimConfig {
     /// Events a watcher may fall behind before its watch is closed, as the watch cache
     /// closes unresponsive watchers.
     pub watch_backlog: usize,
+    /// Misbehaviour: encode every watch response this way, whatever the client accepts
+    /// (an upstream that ignores `Accept-Encoding`, or a compressing gateway).
+    pub encode_watches: Option<WatchEncoding>,
+}
+
+/// A `Content-Encoding` for [`SimConfig::encode_watches`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum WatchEncoding {
+    Gzip,
+    Deflate,
 }
 
 impl Default for SimConfig {
@@ -82,6 +92,7 @@ impl Default for SimConfig {
             bookmark_interval: Duration::from_secs(60),
             max_body_bytes: 3 * 1024 * 1024,
             watch_backlog: 65_536,
+            encode_watches: None,
         }
     }
 }
@@ -246,9 +257,10 @@ pub async fn serve(
             serving.await;
             return Ok(());
         }
-        // Restart: everything open vanishes at once, like a killed process.
+        // Restart: everything open vanishes at once, like a killed process — the
+        // connections drop (their watches end with them), no stream is reset first
+        // (a dying process sends no RST_STREAM).
         sim.kill_connections.send_modify(|n| *n += 1);
-        sim.close_watches(CloseMode::Abrupt);
         serving.await;
         let down = *sim.restart_down.lock().unwrap_or_else(|p| p.into_inner());
         tracing::info!(?down, "simulator restarting");

@@ -31,7 +31,7 @@ use super::negotiate::Output;
 use super::read::{Filter, parse_rv, validate_list_options};
 use super::registry::ResourceType;
 use super::store::{Event, EventType, Stored};
-use super::{CloseMode, Sim, table};
+use super::{CloseMode, Sim, WatchEncoding, table};
 use crate::listen::Body;
 use crate::listen::body::ChannelBody;
 use crate::request::RvSemantics;
@@ -304,6 +304,106 @@ pub fn watch(ctx: &Ctx) -> Result<Response<Body>, ApiError> {
         }
     });
     let mut resp = ctx.reply.raw(200, Bytes::new(), "application/json");
-    *resp.body_mut() = body;
+    *resp.body_mut() = match ctx.sim.cfg.encode_watches {
+        None => body,
+        Some(enc) => {
+            let name = match enc {
+                WatchEncoding::Gzip => "gzip",
+                WatchEncoding::Deflate => "deflate",
+            };
+            resp.headers_mut().insert(
+                "content-encoding",
+                hyper::header::HeaderValue::from_static(name),
+            );
+            http_body_util::BodyExt::boxed(Encoded::new(body, enc))
+        }
+    };
     Ok(resp)
+}
+
+/// A body compressed on the fly, each frame flushed as its own block (a sync flush, as
+/// Go's `gzip.Writer.Flush` after each event), so a reader can decode every event as it
+/// arrives.
+struct Encoded {
+    inner: Body,
+    enc: Option<Box<dyn EncodeWrite + Send + Sync>>,
+}
+
+trait EncodeWrite: std::io::Write {
+    fn take(&mut self) -> Vec<u8>;
+    fn finish_box(self: Box<Self>) -> std::io::Result<Vec<u8>>;
+}
+
+impl EncodeWrite for flate2::write::GzEncoder<Vec<u8>> {
+    fn take(&mut self) -> Vec<u8> {
+        std::mem::take(self.get_mut())
+    }
+    fn finish_box(self: Box<Self>) -> std::io::Result<Vec<u8>> {
+        self.finish()
+    }
+}
+
+impl EncodeWrite for flate2::write::ZlibEncoder<Vec<u8>> {
+    fn take(&mut self) -> Vec<u8> {
+        std::mem::take(self.get_mut())
+    }
+    fn finish_box(self: Box<Self>) -> std::io::Result<Vec<u8>> {
+        self.finish()
+    }
+}
+
+impl Encoded {
+    fn new(inner: Body, enc: WatchEncoding) -> Encoded {
+        let level = flate2::Compression::fast();
+        let enc: Box<dyn EncodeWrite + Send + Sync> = match enc {
+            WatchEncoding::Gzip => Box::new(flate2::write::GzEncoder::new(Vec::new(), level)),
+            // HTTP's "deflate" is the zlib format (RFC 9110 §8.4.1.2).
+            WatchEncoding::Deflate => Box::new(flate2::write::ZlibEncoder::new(Vec::new(), level)),
+        };
+        Encoded {
+            inner,
+            enc: Some(enc),
+        }
+    }
+}
+
+impl http_body::Body for Encoded {
+    type Data = Bytes;
+    type Error = crate::listen::BodyError;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, Self::Error>>> {
+        use std::io::Write;
+        use std::task::Poll;
+        if self.enc.is_none() {
+            return Poll::Ready(None);
+        }
+        match std::pin::Pin::new(&mut self.inner).poll_frame(cx) {
+            Poll::Ready(Some(Ok(f))) => {
+                let Ok(data) = f.into_data() else {
+                    return Poll::Ready(Some(Ok(http_body::Frame::data(Bytes::new()))));
+                };
+                let Some(enc) = self.enc.as_mut() else {
+                    return Poll::Ready(None);
+                };
+                let out = enc
+                    .write_all(&data)
+                    .and_then(|()| enc.flush())
+                    .map(|()| enc.take());
+                Poll::Ready(Some(
+                    out.map(|b| http_body::Frame::data(Bytes::from(b)))
+                        .map_err(Into::into),
+                ))
+            }
+            Poll::Ready(None) => match self.enc.take().map(|e| e.finish_box()) {
+                Some(Ok(tail)) if !tail.is_empty() => {
+                    Poll::Ready(Some(Ok(http_body::Frame::data(Bytes::from(tail)))))
+                }
+                _ => Poll::Ready(None),
+            },
+            other => other,
+        }
+    }
 }

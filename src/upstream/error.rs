@@ -27,6 +27,33 @@ pub fn describe(e: &(dyn StdError + 'static)) -> String {
     out.join(": ")
 }
 
+/// How an upstream watch body ended, when it ended with an error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WatchEnd {
+    /// The upstream reset this stream (HTTP/2 RST_STREAM from the server, as when an
+    /// apiserver aborts one watch): the client's stream is reset the same way.
+    Reset,
+    /// The connection went away under the stream (apiserver restarted or died: GOAWAY,
+    /// EOF, an I/O error). Direct, a client sees its connection close and resumes
+    /// (client-go treats such ends as `IsProbableEOF`, PROTOCOL.md §C); through the
+    /// proxy its own connection is fine, so the proxy ends the stream cleanly to the
+    /// same effect — a reset would be an ERROR event for client-go (`kubectl get -w`
+    /// exits with "INTERNAL_ERROR").
+    Lost,
+}
+
+/// Classify the error an upstream watch body ended with.
+pub fn watch_end(e: &(dyn StdError + 'static)) -> WatchEnd {
+    let reset = chain(e)
+        .filter_map(|c| c.downcast_ref::<h2::Error>())
+        .any(|h| h.is_reset() && h.is_remote() && !h.is_go_away());
+    if reset {
+        WatchEnd::Reset
+    } else {
+        WatchEnd::Lost
+    }
+}
+
 /// The Status for a failed upstream request.
 pub fn to_api_error(upstream: &str, e: &(dyn StdError + 'static)) -> ApiError {
     let what = describe(e);

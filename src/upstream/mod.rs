@@ -19,6 +19,7 @@
 //! upstream connection run on the same thread; watches share a pool of HTTP/2
 //! connections.
 
+pub mod discovery;
 pub mod error;
 
 use std::path::PathBuf;

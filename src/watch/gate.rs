@@ -23,7 +23,11 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+// tokio's clock, as everywhere a schedule decides something: paused-time tests drive
+// the gate too.
+use tokio::time::Instant;
 
 use super::{EventType, Frame};
 
@@ -57,6 +61,13 @@ impl HeldBudget {
     fn release(&self, n: usize) {
         self.used.fetch_sub(n, Ordering::AcqRel);
     }
+}
+
+/// `now + d`, or as late as the clock goes: a delay that does not fit never panics.
+fn later(now: Instant, d: Duration) -> Instant {
+    now.checked_add(d)
+        .or_else(|| now.checked_add(Duration::from_secs(86400 * 365 * 30)))
+        .unwrap_or(now)
 }
 
 /// What happened to one event, for the trace.
@@ -257,7 +268,7 @@ impl Gate {
         self.state = State::Holding(mode);
         if let HoldMode::Lag(d) = mode {
             for h in &mut self.held {
-                h.due.get_or_insert(now + d);
+                h.due.get_or_insert(later(now, d));
             }
         } else {
             for h in &mut self.held {
@@ -310,7 +321,7 @@ impl Gate {
                 if is_bookmark && !frame.meta.initial_events_end {
                     match mode {
                         HoldMode::Lag(d) if !self.held.is_empty() => {
-                            return self.push(frame, Some(now + d), now);
+                            return self.push(frame, Some(later(now, d)), now);
                         }
                         HoldMode::Lag(_) => return self.deliver(frame),
                         _ => {
@@ -328,7 +339,7 @@ impl Gate {
                     );
                 }
                 let due = match mode {
-                    HoldMode::Lag(d) => Some(now + d),
+                    HoldMode::Lag(d) => Some(later(now, d)),
                     _ => None,
                 };
                 self.push(frame, due, now)

@@ -4,7 +4,9 @@
 //! client's view equals the upstream state.
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use bytes::Bytes;
 use proptest::prelude::*;
@@ -345,4 +347,17 @@ fn notes_record_each_fate_with_the_release_delay() {
         ]
     );
     assert!(g.take_notes().is_empty());
+}
+
+/// A delay that does not fit the clock never panics: the event is held as long as the
+/// clock goes (schedules cap delays at 24 h; this is the gate's own guard).
+#[test]
+fn an_enormous_lag_does_not_overflow_the_clock() {
+    let now = Instant::now();
+    let mut g = Gate::new(usize::MAX);
+    g.open(HoldMode::Lag(Duration::MAX), now);
+    assert!(g.on_frame(frame(EventType::Added, "a", 1), now).is_empty());
+    assert!(g.next_due().is_some_and(|d| d > now));
+    assert!(g.tick(now + Duration::from_secs(3600)).is_empty());
+    assert_eq!(g.close(now).len(), 1, "released when the window ends");
 }

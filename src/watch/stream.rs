@@ -14,7 +14,6 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use http_body_util::BodyExt;
-use hyper::body::Incoming;
 
 use super::gate::{Fate, Gate, HeldBudget, Output};
 use super::json::JsonFramer;
@@ -27,6 +26,7 @@ use crate::metrics::Metrics;
 use crate::schedule::Fault;
 use crate::schedule::engine::{Engine, hold_mode};
 use crate::trace::{Record, Trace};
+use crate::upstream::error::WatchEnd;
 
 /// What every gated stream shares.
 pub struct Gates {
@@ -38,6 +38,17 @@ pub struct Gates {
     pub budget: Arc<HeldBudget>,
     /// Held bytes allowed per stream (`--max-held-bytes`).
     pub max_held_bytes: usize,
+}
+
+impl Gates {
+    /// Whether client views of `resource` are kept (`--views`).
+    pub fn wants_view(&self, resource: &str) -> bool {
+        match self.views.mode() {
+            super::view::ViewsMode::Off => false,
+            super::view::ViewsMode::All => true,
+            super::view::ViewsMode::Named => self.engine.may_use_view(resource),
+        }
+    }
 }
 
 /// Turns the gate's counters into metrics as the stream goes, and takes its held
@@ -55,7 +66,7 @@ impl Report {
     fn new(m: &Metrics, t: &Target) -> Report {
         let c = |ty: &str, action: &str| {
             m.watch_events
-                .with_label_values(&[t.client.as_str(), &t.resource, ty, action])
+                .with_label_values(&[t.client.as_str(), &t.label, ty, action])
         };
         let events = super::gate::TYPE_NAMES
             .map(|ty| ["delivered", "held", "released", "dropped"].map(|a| c(ty, a)));
@@ -64,10 +75,10 @@ impl Report {
             injected: c("ERROR", "injected"),
             held_events: m
                 .held_events
-                .with_label_values(&[t.client.as_str(), &t.resource]),
+                .with_label_values(&[t.client.as_str(), &t.label]),
             held_bytes: m
                 .held_bytes
-                .with_label_values(&[t.client.as_str(), &t.resource]),
+                .with_label_values(&[t.client.as_str(), &t.label]),
             last: Default::default(),
             last_held: (0, 0),
         }
@@ -184,7 +195,10 @@ impl Framer {
 #[derive(Debug, Clone)]
 pub struct Target {
     pub client: String,
+    /// The resource as windows name it.
     pub resource: String,
+    /// The resource as metrics label it (`other` when the upstream does not serve it).
+    pub label: String,
     pub namespace: Option<String>,
     /// The view this stream's delivered events update.
     pub view: ViewKey,
@@ -210,8 +224,13 @@ fn trace_notes(trace: &Trace, t: &Target, gate: &mut Gate) {
     }
 }
 
-/// Gate an upstream watch body. Returns the body to send to the client.
-pub fn gated(upstream: Incoming, format: Format, target: Target, gates: Arc<Gates>) -> Body {
+/// Gate an upstream watch body — gzip-encoded if `gzip` (decoded here: the client gets
+/// the plain stream). Returns the body to send to the client.
+pub fn gated<B>(upstream: B, format: Format, gzip: bool, target: Target, gates: Arc<Gates>) -> Body
+where
+    B: http_body::Body<Data = Bytes> + Send + Unpin + 'static,
+    B::Error: Into<BodyError>,
+{
     let (tx, body) = ChannelBody::channel(64);
     tokio::spawn(async move {
         let engine = gates.engine.clone();
@@ -222,11 +241,15 @@ pub fn gated(upstream: Incoming, format: Format, target: Target, gates: Arc<Gate
             Format::Json => Framer::Json(JsonFramer::new(DEFAULT_MAX_FRAME)),
             Format::Protobuf => Framer::Proto(ProtoFramer::new(DEFAULT_MAX_FRAME)),
         };
+        let mut gunzip = gzip.then(super::gzip::GzipStream::default);
         let encoding = match format {
             Format::Json => Encoding::Json,
             Format::Protobuf => Encoding::Protobuf,
         };
-        if target.watch_list {
+        // Decided once per stream: a view a runtime window asks for starts at the
+        // client's next LIST (or WatchList).
+        let keep_view = gates.wants_view(&target.resource);
+        if target.watch_list && keep_view {
             views.start_watch_list(&target.view, encoding);
         }
         let stream_id = views.stream_id();
@@ -266,13 +289,15 @@ pub fn gated(upstream: Incoming, format: Format, target: Target, gates: Arc<Gate
             trace_notes(&gates.trace, &target, &mut gate);
             let since = gate.oldest_held_since();
             if since != last_since {
-                views.set_held_since(&target.client, &target.resource, stream_id, since);
+                views.set_held_since(&target.client, &target.label, stream_id, since);
                 last_since = since;
             }
             for o in outs.drain(..) {
                 let (bytes, end): (Option<Result<Bytes, BodyError>>, bool) = match o {
                     Output::Deliver(f) => {
-                        views.apply(&target.view, encoding, &f.meta, &f.bytes);
+                        if keep_view {
+                            views.apply(&target.view, encoding, &f.meta, &f.bytes);
+                        }
                         (Some(Ok(f.bytes)), false)
                     }
                     Output::EndExpired { reason } => {
@@ -291,10 +316,7 @@ pub fn gated(upstream: Incoming, format: Format, target: Target, gates: Arc<Gate
                         (Some(Ok(expired_event(format, reason))), true)
                     }
                     Output::EndClean => (None, true),
-                    Output::Abort => (
-                        Some(Err("stalemate: stream reset by a relist fault".into())),
-                        true,
-                    ),
+                    Output::Abort => (Some(Err("stalemate: watch stream reset".into())), true),
                 };
                 if let Some(b) = bytes
                     && tx.send(b).await.is_err()
@@ -312,20 +334,30 @@ pub fn gated(upstream: Incoming, format: Format, target: Target, gates: Arc<Gate
                     if changed.is_err() { return; }
                     outs = apply_windows(&engine, &target, &mut gate, &mut relisted);
                 }
-                _ = async { match due { Some(d) => tokio::time::sleep_until(d.into()).await, None => std::future::pending().await } } => {
-                    outs = gate.tick(std::time::Instant::now());
+                _ = async { match due { Some(d) => tokio::time::sleep_until(d).await, None => std::future::pending().await } } => {
+                    outs = gate.tick(tokio::time::Instant::now());
                 }
                 frame = upstream.frame() => {
-                    let now = std::time::Instant::now();
+                    let now = tokio::time::Instant::now();
                     outs = match frame {
                         None => gate.on_upstream_end(),
                         Some(Err(e)) => {
+                            let e: BodyError = e.into();
                             tracing::info!(error = %e, "upstream watch ended with an error");
-                            if gate.held_len() > 0 { gate.on_upstream_end() } else { vec![Output::Abort] }
+                            // Held events: ERROR 410 (invariant 1). Otherwise end the
+                            // client's stream the way the upstream's ended.
+                            match crate::upstream::error::watch_end(&*e) {
+                                _ if gate.held_len() > 0 => gate.on_upstream_end(),
+                                WatchEnd::Reset => vec![Output::Abort],
+                                WatchEnd::Lost => gate.on_upstream_end(),
+                            }
                         }
-                        Some(Ok(f)) => match f.into_data() {
+                        Some(Ok(f)) => match f.into_data().map(|data| match gunzip.as_mut() {
+                            Some(g) => g.push(&data).map(Bytes::from),
+                            None => Ok(data),
+                        }) {
                             Err(_) => vec![],
-                            Ok(data) => match framer.push(&data) {
+                            Ok(data) => match data.and_then(|data| framer.push(&data)) {
                                 Ok(frames) => {
                                     let mut o = Vec::new();
                                     for fr in frames {
@@ -374,7 +406,7 @@ impl Drop for LagGuard {
     fn drop(&mut self) {
         self.views.set_held_since(
             &self.target.client,
-            &self.target.resource,
+            &self.target.label,
             self.stream_id,
             None,
         );
@@ -395,8 +427,8 @@ fn apply_windows(
             return gate.relist(*how == crate::schedule::RelistHow::Expired);
         }
     }
-    let now = std::time::Instant::now();
-    match hold_mode(engine, &windows) {
+    let now = tokio::time::Instant::now();
+    match hold_mode(&windows) {
         Some(mode) => gate.open(mode, now),
         None => gate.close(now),
     }
@@ -405,6 +437,98 @@ fn apply_windows(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A lag window over a gated stream, on tokio's paused clock: events arrive exactly
+    /// the drawn delay late, and the same seed and traffic give the same trace.
+    #[tokio::test(start_paused = true)]
+    async fn lag_is_exact_on_paused_time_and_seeded_runs_repeat() {
+        async fn run() -> (Vec<std::time::Duration>, Vec<String>) {
+            let s = crate::schedule::Schedule::parse(
+                r#"{"seed": 9, "windows": [{"name": "lag", "resources": ["configmaps"],
+                    "fault": {"lag": {"delay": "2s", "jitter": "1s"}}}]}"#,
+                "t",
+            )
+            .unwrap();
+            let engine = Engine::new(&s);
+            engine.start(&s);
+            let (trace, mut records) = Trace::to_channel(1024);
+            let gates = Arc::new(Gates {
+                engine,
+                metrics: Arc::new(Metrics::new()),
+                views: Arc::new(super::super::view::Views::new(0)),
+                trace,
+                budget: super::super::gate::HeldBudget::new(1 << 20),
+                max_held_bytes: 1 << 20,
+            });
+            let (tx, rx) =
+                tokio::sync::mpsc::channel::<Result<http_body::Frame<Bytes>, BodyError>>(8);
+            let upstream = http_body_util::StreamBody::new(tokio_stream_from(rx));
+            let target = Target {
+                client: "other".into(),
+                resource: "configmaps".into(),
+                label: "configmaps".into(),
+                namespace: None,
+                view: ViewKey {
+                    client: "other".into(),
+                    resource: "configmaps".into(),
+                    namespace: None,
+                    label_selector: String::new(),
+                    field_selector: String::new(),
+                },
+                watch_list: false,
+            };
+            let mut body = gated(upstream, Format::Json, false, target, gates);
+            let start = tokio::time::Instant::now();
+            for i in 0..3 {
+                let line = format!(
+                    "{{\"type\":\"ADDED\",\"object\":{{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{{\"name\":\"c{i}\",\"namespace\":\"a\",\"resourceVersion\":\"{i}\"}}}}}}\n"
+                );
+                tx.send(Ok(http_body::Frame::data(Bytes::from(line))))
+                    .await
+                    .unwrap();
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            let mut arrivals = Vec::new();
+            while arrivals.len() < 3 {
+                let f = body.frame().await.unwrap().unwrap();
+                if f.data_ref().is_some() {
+                    arrivals.push(start.elapsed());
+                }
+            }
+            drop(tx);
+            let mut fates = Vec::new();
+            while let Ok(r) = records.try_recv() {
+                if let Record::Event {
+                    name,
+                    fate,
+                    delay_ms,
+                    ..
+                } = r
+                {
+                    fates.push(format!("{name} {fate} {delay_ms:?}"));
+                }
+            }
+            (arrivals, fates)
+        }
+        let (a, fa) = run().await;
+        // Each event the drawn delay after it arrived (100 ms apart), none early.
+        let lag = a[0];
+        assert!(
+            lag >= std::time::Duration::from_secs(1) && lag <= std::time::Duration::from_secs(3),
+            "{a:?}"
+        );
+        assert_eq!(a[1] - a[0], std::time::Duration::from_millis(100), "{a:?}");
+        assert_eq!(a[2] - a[1], std::time::Duration::from_millis(100), "{a:?}");
+        let (b, fb) = run().await;
+        assert_eq!((a, fa), (b, fb), "same seed, same traffic, same trace");
+    }
+
+    /// A receiver as a stream of frames (tokio-stream is not a dependency).
+    fn tokio_stream_from(
+        mut rx: tokio::sync::mpsc::Receiver<Result<http_body::Frame<Bytes>, BodyError>>,
+    ) -> impl futures_util::Stream<Item = Result<http_body::Frame<Bytes>, BodyError>> + Unpin {
+        Box::pin(futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx)))
+    }
 
     #[test]
     fn expired_events_parse_back_in_both_framings() {

@@ -21,11 +21,22 @@
 //! body stays alive until its last item is replaced: up to twice the accounted bytes). The total is
 //! capped (`--max-view-bytes`); a view that would exceed it is dropped and its reads go
 //! upstream, which the API contract allows.
+//!
+//! The serving threads pay as little as possible for this:
+//! - each view has its own lock (delivered events of different streams never contend),
+//!   and the total size is kept as a running sum, not re-added per event;
+//! - a LIST is only scanned for its metadata on its way to the client; its items are
+//!   parsed by a blocking-pool thread right after (events delivered meanwhile queue in
+//!   the view, in order, and are applied after the items), or by a read that needs the
+//!   view first;
+//! - views are kept only where a window could use them ([`ViewsMode`]): by default for
+//!   the resources a staleness window names (`Engine::may_use_view`).
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Mutex;
-use std::time::Instant;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, RwLock};
+use tokio::time::Instant;
 
 use bytes::Bytes;
 use serde::Deserialize;
@@ -51,6 +62,27 @@ pub enum Encoding {
     Protobuf,
 }
 
+/// Which views are kept (`--views`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum ViewsMode {
+    /// Views of the resources a staleness window names — in the schedule, or at run time
+    /// (a view of a resource a runtime window names starts at its client's next LIST).
+    #[default]
+    Named,
+    /// Views of every resource every client lists or watches.
+    All,
+    /// No views: reads during windows go upstream.
+    Off,
+}
+
+/// A LIST page as it arrived: its chunks (shared with what went to the client, not
+/// copied), parsed later.
+#[derive(Debug, Clone)]
+struct RawPage {
+    chunks: Vec<Bytes>,
+    len: usize,
+}
+
 #[derive(Debug, Clone)]
 struct View {
     encoding: Encoding,
@@ -60,17 +92,21 @@ struct View {
     rv: String,
     /// (namespace, name) → object bytes.
     objects: BTreeMap<(String, String), Bytes>,
+    /// Bytes held: objects, raw pages and pending events.
     bytes: usize,
     /// A WatchList stream is sending its initial events: not answerable yet.
     filling: bool,
     /// A WatchList restarted while this view was complete: the new view fills here and
     /// replaces this one at the end marker; until then this one answers.
     next: Option<Box<View>>,
-    /// JSON LIST pages not parsed yet, each as the chunks it arrived in. A LIST is only
-    /// scanned for its metadata on the way to the client; its items are joined and
-    /// parsed when the view is first needed (an event to apply, a read to answer), so a
-    /// client that only lists pays neither a copy nor a parse.
-    raw_pages: Vec<Vec<Bytes>>,
+    /// LIST pages whose items are not parsed yet.
+    raw_pages: Vec<RawPage>,
+    /// Events delivered while the pages are not parsed yet: applied after them, in order.
+    pending: Vec<(EventMeta, Bytes)>,
+    /// A thread has taken the raw pages and is parsing them.
+    parsing: bool,
+    /// The pages did not parse: the view is unusable and is dropped.
+    broken: bool,
 }
 
 /// The chunks of a body as one contiguous buffer (no copy when there is one chunk).
@@ -87,6 +123,13 @@ pub fn join_chunks(chunks: &[Bytes]) -> Bytes {
     }
 }
 
+/// What applying an event did to a view.
+enum Applied {
+    Ok,
+    /// The event's object could not be read: the view cannot follow its client anymore.
+    Broken,
+}
+
 impl View {
     fn new(encoding: Encoding) -> View {
         View {
@@ -99,21 +142,15 @@ impl View {
             filling: false,
             next: None,
             raw_pages: Vec::new(),
+            pending: Vec::new(),
+            parsing: false,
+            broken: false,
         }
     }
 
-    /// Parse the pending LIST pages into objects. A page that does not parse leaves the
-    /// view unusable (`Err`): the caller drops it, and reads go upstream.
-    fn materialize(&mut self) -> Result<(), String> {
-        for chunks in std::mem::take(&mut self.raw_pages) {
-            let page = join_chunks(&chunks);
-            drop(chunks);
-            self.bytes -= page.len();
-            for (k, obj) in parse_json_list(&page)?.items {
-                self.insert(k, obj);
-            }
-        }
-        Ok(())
+    /// Items not parsed yet: events must queue.
+    fn unparsed(&self) -> bool {
+        !self.raw_pages.is_empty() || self.parsing
     }
 
     /// Bytes held, including a view being filled.
@@ -132,6 +169,131 @@ impl View {
         if let Some(old) = self.objects.remove(key) {
             self.bytes -= old.len();
         }
+    }
+
+    /// A delivered event; queued while the LIST items are not parsed yet.
+    fn apply(&mut self, meta: &EventMeta, frame: &[u8]) -> Applied {
+        let ends_fill = meta.initial_events_end;
+        let encoding = self.encoding;
+        let view: &mut View = match &mut self.next {
+            Some(n) => n,
+            None => self,
+        };
+        if view.unparsed() {
+            view.bytes += frame.len();
+            view.pending
+                .push((meta.clone(), Bytes::copy_from_slice(frame)));
+            return Applied::Ok;
+        }
+        let k = (meta.namespace.clone(), meta.name.clone());
+        match meta.type_ {
+            Some(EventType::Added | EventType::Modified) => match event_object(encoding, frame) {
+                Some(obj) => {
+                    if view.kind.is_empty() {
+                        view.kind = meta.kind.clone();
+                        view.api_version = meta.api_version.clone();
+                    }
+                    view.insert(k, obj);
+                }
+                None => return Applied::Broken,
+            },
+            Some(EventType::Deleted) => view.remove(&k),
+            Some(EventType::Bookmark) => {
+                if ends_fill {
+                    view.filling = false;
+                }
+            }
+            Some(EventType::Error) | None => return Applied::Ok,
+        }
+        if !meta.resource_version.is_empty() {
+            view.rv = meta.resource_version.clone();
+        }
+        if ends_fill && let Some(next) = self.next.take() {
+            *self = *next;
+        }
+        Applied::Ok
+    }
+}
+
+/// One view behind its own lock; `parsed` wakes readers waiting for a parse.
+struct Slot {
+    view: Mutex<View>,
+    parsed: Condvar,
+}
+
+impl Slot {
+    fn new(view: View) -> Arc<Slot> {
+        Arc::new(Slot {
+            view: Mutex::new(view),
+            parsed: Condvar::new(),
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, View> {
+        self.view.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Parse the view's raw LIST pages (outside its lock: delivered events queue
+    /// meanwhile), then apply the events that queued. Returns the change in bytes.
+    fn parse(&self) -> isize {
+        let (pages, encoding, before) = {
+            let mut v = self.lock();
+            if v.raw_pages.is_empty() || v.parsing {
+                return 0;
+            }
+            v.parsing = true;
+            (std::mem::take(&mut v.raw_pages), v.encoding, v.size())
+        };
+        let raw_len: usize = pages.iter().map(|p| p.len).sum();
+        let mut items = Vec::new();
+        let mut failed = None;
+        for p in pages {
+            let body = join_chunks(&p.chunks);
+            let page = match encoding {
+                Encoding::Json => parse_json_list(&body),
+                Encoding::Protobuf => parse_proto_list(&body, true),
+            };
+            match page {
+                Ok(page) => items.extend(page.items),
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
+        }
+        let mut v = self.lock();
+        v.parsing = false;
+        v.bytes -= raw_len;
+        if let Some(e) = failed {
+            tracing::debug!(error = %e, "a LIST body did not parse; no view from it");
+            v.broken = true;
+        } else {
+            for (k, obj) in items {
+                v.insert(k, obj);
+            }
+            for (meta, frame) in std::mem::take(&mut v.pending) {
+                v.bytes -= frame.len();
+                if let Applied::Broken = v.apply(&meta, &frame) {
+                    v.broken = true;
+                    break;
+                }
+            }
+        }
+        let after = v.size();
+        drop(v);
+        self.parsed.notify_all();
+        after as isize - before as isize
+    }
+
+    /// Wait until nobody is parsing the view, parsing it here if that is still to do.
+    /// Returns the change in bytes.
+    fn ensure_parsed(&self) -> isize {
+        let delta = self.parse();
+        let mut v = self.lock();
+        while v.parsing {
+            v = self.parsed.wait(v).unwrap_or_else(|p| p.into_inner());
+        }
+        delta
     }
 }
 
@@ -158,10 +320,13 @@ pub struct Read<'a> {
 
 /// Every view, and the streams' lag, shared by the proxy.
 pub struct Views {
-    views: Mutex<HashMap<ViewKey, View>>,
+    views: Arc<RwLock<HashMap<ViewKey, Arc<Slot>>>>,
     /// Paged LISTs in progress, committed when the last page arrives.
     pages: Mutex<HashMap<ViewKey, View>>,
+    /// Bytes of all committed views, kept as a running sum.
+    total: Arc<AtomicUsize>,
     max_bytes: usize,
+    mode: ViewsMode,
     /// (client, resource) → stream id → when its oldest held event arrived.
     held_since: Mutex<HashMap<(String, String), HashMap<u64, Instant>>>,
     next_stream: std::sync::atomic::AtomicU64,
@@ -403,7 +568,9 @@ fn proto_key(obj: &[u8]) -> Result<(String, String), String> {
     Ok((ns, name))
 }
 
-fn parse_proto_list(body: &Bytes) -> Result<Page, String> {
+/// A protobuf LIST page; with `items` false only its metadata is read (ListMeta comes
+/// first in the apiserver's encoding, so the walk stops there).
+fn parse_proto_list(body: &Bytes, items: bool) -> Result<Page, String> {
     let (api_version, kind, raw) = unwrap_unknown(body).map_err(|e| e.to_string())?;
     let mut page = Page {
         api_version,
@@ -424,8 +591,11 @@ fn parse_proto_list(body: &Bytes) -> Result<Page, String> {
                         _ => {}
                     }
                 }
+                if !items {
+                    break;
+                }
             }
-            (2, Wire::Bytes(item)) => page.items.push((proto_key(item)?, sub(body, item))),
+            (2, Wire::Bytes(item)) if items => page.items.push((proto_key(item)?, sub(body, item))),
             _ => {}
         }
     }
@@ -492,19 +662,43 @@ fn json_with_type(api_version: &str, kind: &str, obj: &[u8]) -> Bytes {
     Bytes::from(out)
 }
 
+/// Add `delta` to a running total of bytes.
+fn account(total: &AtomicUsize, delta: isize) {
+    if delta >= 0 {
+        total.fetch_add(delta as usize, Ordering::Relaxed);
+    } else {
+        let d = delta.unsigned_abs();
+        let _ = total.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |t| {
+            Some(t.saturating_sub(d))
+        });
+    }
+}
+
 impl Views {
+    /// Views of every resource, up to `max_bytes` (0: none).
     pub fn new(max_bytes: usize) -> Views {
+        Views::with_mode(max_bytes, ViewsMode::All)
+    }
+
+    pub fn with_mode(max_bytes: usize, mode: ViewsMode) -> Views {
         Views {
-            views: Mutex::new(HashMap::new()),
+            views: Arc::new(RwLock::new(HashMap::new())),
             pages: Mutex::new(HashMap::new()),
+            total: Arc::new(AtomicUsize::new(0)),
             max_bytes,
+            mode: if max_bytes == 0 { ViewsMode::Off } else { mode },
             held_since: Mutex::new(HashMap::new()),
             next_stream: std::sync::atomic::AtomicU64::new(1),
         }
     }
 
     pub fn enabled(&self) -> bool {
-        self.max_bytes > 0
+        self.mode != ViewsMode::Off
+    }
+
+    /// Which views are kept.
+    pub fn mode(&self) -> ViewsMode {
+        self.mode
     }
 
     /// The cap on all views' bytes (`--max-view-bytes`).
@@ -512,13 +706,43 @@ impl Views {
         self.max_bytes
     }
 
-    fn total(views: &HashMap<ViewKey, View>) -> usize {
-        views.values().map(View::size).sum()
-    }
-
     /// Bytes held by all views.
     pub fn bytes(&self) -> usize {
-        Self::total(&lock(&self.views))
+        self.total.load(Ordering::Relaxed)
+    }
+
+    fn account(&self, delta: isize) {
+        account(&self.total, delta);
+    }
+
+    fn slot(&self, key: &ViewKey) -> Option<Arc<Slot>> {
+        self.views
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(key)
+            .cloned()
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<ViewKey, Arc<Slot>>> {
+        self.views.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Drop `key`'s view if it is still `slot` (it may have been replaced meanwhile).
+    fn drop_view(&self, key: &ViewKey, slot: &Arc<Slot>) {
+        let mut views = self.write();
+        if views.get(key).is_some_and(|s| Arc::ptr_eq(s, slot)) {
+            views.remove(key);
+            drop(views);
+            self.account(-(slot.lock().size() as isize));
+        }
+    }
+
+    /// Put `view` in place of whatever `key` had.
+    fn install(&self, key: ViewKey, slot: Arc<Slot>) {
+        let size = slot.lock().size() as isize;
+        let old = self.write().insert(key, slot);
+        let old = old.map_or(0, |o| o.lock().size() as isize);
+        self.account(size - old);
     }
 
     /// A LIST response body went to the client. `first_page`: the request had no
@@ -527,9 +751,9 @@ impl Views {
         self.feed_list_chunks(key, encoding, first_page, vec![body]);
     }
 
-    /// [`Views::feed_list`] with the body as the chunks it arrived in. A JSON page is kept
-    /// as those chunks (no copy); its metadata is read from the first chunk when that
-    /// holds everything before `items` — the usual case — else from the joined body.
+    /// [`Views::feed_list`] with the body as the chunks it arrived in. Only the metadata
+    /// is read here (from the first chunk when that holds everything before `items` —
+    /// the usual case); the items are parsed off this thread when the view commits.
     pub fn feed_list_chunks(
         &self,
         key: ViewKey,
@@ -548,7 +772,7 @@ impl Views {
                 Some(Err(e)) => Err(e),
                 None => Err("not a JSON list: empty".to_string()),
             },
-            Encoding::Protobuf => parse_proto_list(&join_chunks(&chunks)),
+            Encoding::Protobuf => parse_proto_list(&join_chunks(&chunks), false),
         };
         let page = match page {
             Ok(p) => p,
@@ -571,13 +795,8 @@ impl Views {
             view.kind = page.kind;
             view.rv = page.rv;
         }
-        for (k, obj) in page.items {
-            view.insert(k, obj);
-        }
-        if encoding == Encoding::Json {
-            view.bytes += len;
-            view.raw_pages.push(chunks);
-        }
+        view.bytes += len;
+        view.raw_pages.push(RawPage { chunks, len });
         if !page.continue_.is_empty() {
             if view.bytes <= self.max_bytes {
                 pages.insert(key, view);
@@ -585,13 +804,33 @@ impl Views {
             return;
         }
         drop(pages);
-        let mut views = lock(&self.views);
-        views.remove(&key);
-        if Self::total(&views) + view.bytes > self.max_bytes {
+        if self.bytes() + view.bytes > self.max_bytes {
             tracing::info!(resource = %key.resource, client = %key.client, bytes = view.bytes, "view dropped: --max-view-bytes reached; its reads go upstream");
+            if let Some(old) = self.slot(&key) {
+                self.drop_view(&key, &old);
+            }
             return;
         }
-        views.insert(key, view);
+        let slot = Slot::new(view);
+        self.install(key.clone(), slot.clone());
+        // Parse the items now, off the serving thread (a read that comes first parses
+        // them itself). Without a runtime (tests), the first use parses them.
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            let (views, total) = (self.views.clone(), self.total.clone());
+            rt.spawn_blocking(move || {
+                let delta = slot.parse();
+                // Counted only while it is still the key's view (a dropped view's bytes
+                // already left the total).
+                let installed = views
+                    .read()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .get(&key)
+                    .is_some_and(|s| Arc::ptr_eq(s, &slot));
+                if installed {
+                    account(&total, delta);
+                }
+            });
+        }
     }
 
     /// A WatchList stream (`sendInitialEvents=true`) starts: its view is rebuilt from the
@@ -603,13 +842,14 @@ impl Views {
         }
         let mut fresh = View::new(encoding);
         fresh.filling = true;
-        let mut views = lock(&self.views);
-        match views.get_mut(key) {
-            Some(v) if !v.filling && v.encoding == encoding => v.next = Some(Box::new(fresh)),
-            _ => {
-                views.insert(key.clone(), fresh);
+        if let Some(slot) = self.slot(key) {
+            let mut v = slot.lock();
+            if !v.filling && v.encoding == encoding {
+                v.next = Some(Box::new(fresh));
+                return;
             }
         }
+        self.install(key.clone(), Slot::new(fresh));
     }
 
     /// A watch frame was delivered to the client.
@@ -617,85 +857,33 @@ impl Views {
         if !self.enabled() {
             return;
         }
-        let mut views = lock(&self.views);
-        let Some(entry) = views.get_mut(key) else {
+        let Some(slot) = self.slot(key) else {
             return;
         };
-        if entry.encoding != encoding {
-            views.remove(key);
+        let mut v = slot.lock();
+        if v.encoding != encoding || v.broken {
+            drop(v);
+            self.drop_view(key, &slot);
             return;
         }
-        let ends_fill = meta.initial_events_end;
-        let view: &mut View = match &mut entry.next {
-            Some(n) => n,
-            None => entry,
-        };
-        if let Err(e) = view.materialize() {
-            tracing::debug!(error = %e, resource = %key.resource, "a LIST body did not parse; no view from it");
-            views.remove(key);
-            return;
-        }
-        let k = (meta.namespace.clone(), meta.name.clone());
-        match meta.type_ {
-            Some(EventType::Added | EventType::Modified) => match event_object(encoding, frame) {
-                Some(obj) => {
-                    if view.kind.is_empty() {
-                        view.kind = meta.kind.clone();
-                        view.api_version = meta.api_version.clone();
-                    }
-                    view.insert(k, obj);
-                }
-                None => {
-                    views.remove(key);
-                    return;
-                }
-            },
-            Some(EventType::Deleted) => view.remove(&k),
-            Some(EventType::Bookmark) => {
-                if ends_fill {
-                    view.filling = false;
-                }
-            }
-            Some(EventType::Error) | None => return,
-        }
-        if !meta.resource_version.is_empty() {
-            view.rv = meta.resource_version.clone();
-        }
-        let Some(entry) = views.get_mut(key) else {
-            return;
-        };
-        if ends_fill && let Some(next) = entry.next.take() {
-            *entry = *next;
-        }
-        if entry.size() > self.max_bytes {
-            views.remove(key);
-            return;
-        }
-        let total = Self::total(&views);
-        if total > self.max_bytes {
+        let before = v.size();
+        let applied = v.apply(meta, frame);
+        let after = v.size();
+        drop(v);
+        self.account(after as isize - before as isize);
+        if let Applied::Broken = applied {
+            self.drop_view(key, &slot);
+        } else if after > self.max_bytes || self.bytes() > self.max_bytes {
             tracing::info!(resource = %key.resource, client = %key.client, "view dropped: --max-view-bytes reached; its reads go upstream");
-            views.remove(key);
+            self.drop_view(key, &slot);
         }
     }
 
     /// Answer a read from a view, if one covers it: the view of the same query, or for a
     /// namespaced read, the same client's all-namespaces view with the same selectors.
     /// A GET is answered only from a view without selectors (elsewhere, absence means
-    /// nothing).
+    /// nothing). A view whose items are still being parsed is waited for.
     pub fn answer(&self, read: &Read<'_>) -> Option<Answer> {
-        let mut views = lock(&self.views);
-        let mut broken = Vec::new();
-        for (k, v) in views.iter_mut() {
-            if k.client == read.key.client
-                && k.resource == read.key.resource
-                && v.materialize().is_err()
-            {
-                broken.push(k.clone());
-            }
-        }
-        for k in broken {
-            views.remove(&k);
-        }
         let mut candidates = vec![read.key.clone()];
         if read.key.namespace.is_some() {
             candidates.push(ViewKey {
@@ -703,84 +891,23 @@ impl Views {
                 ..read.key.clone()
             });
         }
-        let (view, filter_ns) = candidates.iter().find_map(|k| {
-            views
-                .get(k)
-                .filter(|v| !v.filling && !v.kind.is_empty())
-                .map(|v| (v, k.namespace.is_none() && read.key.namespace.is_some()))
-        })?;
-        let ok = match view.encoding {
-            Encoding::Json => read.accept_json,
-            Encoding::Protobuf => read.accept_protobuf,
-        };
-        if !ok {
-            return None;
+        for k in &candidates {
+            let Some(slot) = self.slot(k) else { continue };
+            let delta = slot.ensure_parsed();
+            self.account(delta);
+            let v = slot.lock();
+            if v.broken {
+                drop(v);
+                self.drop_view(k, &slot);
+                continue;
+            }
+            if v.filling || v.kind.is_empty() {
+                continue;
+            }
+            let filter_ns = k.namespace.is_none() && read.key.namespace.is_some();
+            return answer_from(&v, read, filter_ns);
         }
-        let ns = read.key.namespace.clone().unwrap_or_default();
-        if let Some(name) = read.name {
-            if !read.key.label_selector.is_empty() || !read.key.field_selector.is_empty() {
-                return None;
-            }
-            return Some(match view.objects.get(&(ns.clone(), name.to_string())) {
-                Some(obj) => Answer {
-                    encoding: view.encoding,
-                    code: 200,
-                    body: match view.encoding {
-                        Encoding::Json => json_with_type(&view.api_version, &view.kind, obj),
-                        Encoding::Protobuf => proto_envelope(&view.api_version, &view.kind, obj),
-                    },
-                    rv: view.rv.clone(),
-                },
-                None => Answer {
-                    encoding: Encoding::Json,
-                    code: 404,
-                    body: Bytes::new(),
-                    rv: view.rv.clone(),
-                },
-            });
-        }
-        let items = view
-            .objects
-            .iter()
-            .filter(|((ons, _), _)| !filter_ns || *ons == ns)
-            .map(|(_, o)| o);
-        let list_kind = format!("{}List", view.kind);
-        let body = match view.encoding {
-            Encoding::Json => {
-                let head = serde_json::json!({
-                    "kind": list_kind,
-                    "apiVersion": view.api_version,
-                    "metadata": {"resourceVersion": view.rv},
-                });
-                let mut out = serde_json::to_vec(&head).unwrap_or_default();
-                out.pop();
-                out.extend_from_slice(b",\"items\":[");
-                for (i, o) in items.enumerate() {
-                    if i > 0 {
-                        out.push(b',');
-                    }
-                    out.extend_from_slice(o);
-                }
-                out.extend_from_slice(b"]}");
-                Bytes::from(out)
-            }
-            Encoding::Protobuf => {
-                let mut list = Writer::default();
-                list.message(1, |lm| {
-                    lm.string(1, "").string(2, &view.rv).string(3, "");
-                });
-                for o in items {
-                    list.bytes(2, o);
-                }
-                proto_envelope(&view.api_version, &list_kind, &list.buf)
-            }
-        };
-        Some(Answer {
-            encoding: view.encoding,
-            code: 200,
-            body,
-            rv: view.rv.clone(),
-        })
+        None
     }
 
     /// A new stream id, for [`Views::set_held_since`].
@@ -826,6 +953,82 @@ impl Views {
             })
             .collect()
     }
+}
+
+/// Build the answer to `read` from a parsed view.
+fn answer_from(view: &View, read: &Read<'_>, filter_ns: bool) -> Option<Answer> {
+    let ok = match view.encoding {
+        Encoding::Json => read.accept_json,
+        Encoding::Protobuf => read.accept_protobuf,
+    };
+    if !ok {
+        return None;
+    }
+    let ns = read.key.namespace.clone().unwrap_or_default();
+    if let Some(name) = read.name {
+        if !read.key.label_selector.is_empty() || !read.key.field_selector.is_empty() {
+            return None;
+        }
+        return Some(match view.objects.get(&(ns.clone(), name.to_string())) {
+            Some(obj) => Answer {
+                encoding: view.encoding,
+                code: 200,
+                body: match view.encoding {
+                    Encoding::Json => json_with_type(&view.api_version, &view.kind, obj),
+                    Encoding::Protobuf => proto_envelope(&view.api_version, &view.kind, obj),
+                },
+                rv: view.rv.clone(),
+            },
+            None => Answer {
+                encoding: Encoding::Json,
+                code: 404,
+                body: Bytes::new(),
+                rv: view.rv.clone(),
+            },
+        });
+    }
+    let items = view
+        .objects
+        .iter()
+        .filter(|((ons, _), _)| !filter_ns || *ons == ns)
+        .map(|(_, o)| o);
+    let list_kind = format!("{}List", view.kind);
+    let body = match view.encoding {
+        Encoding::Json => {
+            let head = serde_json::json!({
+                "kind": list_kind,
+                "apiVersion": view.api_version,
+                "metadata": {"resourceVersion": view.rv},
+            });
+            let mut out = serde_json::to_vec(&head).unwrap_or_default();
+            out.pop();
+            out.extend_from_slice(b",\"items\":[");
+            for (i, o) in items.enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(o);
+            }
+            out.extend_from_slice(b"]}");
+            Bytes::from(out)
+        }
+        Encoding::Protobuf => {
+            let mut list = Writer::default();
+            list.message(1, |lm| {
+                lm.string(1, "").string(2, &view.rv).string(3, "");
+            });
+            for o in items {
+                list.bytes(2, o);
+            }
+            proto_envelope(&view.api_version, &list_kind, &list.buf)
+        }
+    };
+    Some(Answer {
+        encoding: view.encoding,
+        code: 200,
+        body,
+        rv: view.rv.clone(),
+    })
 }
 
 #[cfg(test)]
@@ -962,11 +1165,11 @@ mod tests {
         let v = Views::new(1 << 20);
         let body = std::fs::read(format!("{FIX}cm-list-protobuf.body")).unwrap();
         let body = Bytes::from(body);
-        let original = parse_proto_list(&body).unwrap();
+        let original = parse_proto_list(&body, true).unwrap();
         v.feed_list(key(None), Encoding::Protobuf, true, body.clone());
         let a = v.answer(&read(None, None)).unwrap();
         assert_eq!(a.encoding, Encoding::Protobuf);
-        let again = parse_proto_list(&a.body.clone()).unwrap();
+        let again = parse_proto_list(&a.body.clone(), true).unwrap();
         assert_eq!(
             (
                 again.api_version.as_str(),
@@ -1009,7 +1212,7 @@ mod tests {
             v.apply(&k, Encoding::Protobuf, &f.meta, &f.bytes);
         }
         let a = v.answer(&read(None, None)).unwrap();
-        let page = parse_proto_list(&a.body.clone()).unwrap();
+        let page = parse_proto_list(&a.body.clone(), true).unwrap();
         let added = frames
             .iter()
             .filter(|f| f.meta.type_ == Some(EventType::Added))
@@ -1052,6 +1255,70 @@ mod tests {
             ["old"],
             "no ghost of the object deleted in between"
         );
+    }
+
+    /// Events delivered before a LIST's items are parsed wait in the view, and are
+    /// applied after the items, in order.
+    #[test]
+    fn events_before_the_parse_are_applied_after_it() {
+        let v = Views::new(1 << 20);
+        let k = key(None);
+        let list = br#"{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"5"},"items":[{"metadata":{"name":"a","namespace":"a","resourceVersion":"4"},"data":{"v":"4"}}]}"#;
+        v.feed_list(k.clone(), Encoding::Json, true, Bytes::from_static(list));
+        let slot = v.slot(&k).unwrap();
+        assert_eq!(
+            slot.lock().raw_pages.len(),
+            1,
+            "no runtime here: not parsed yet"
+        );
+        apply_line(&v, &k, &json_line("MODIFIED", "a", 6));
+        apply_line(&v, &k, &json_line("ADDED", "b", 7));
+        apply_line(&v, &k, &json_line("DELETED", "b", 8));
+        assert_eq!(
+            slot.lock().pending.len(),
+            3,
+            "queued, not parsed on this thread"
+        );
+        let a = v.answer(&read(None, None)).unwrap();
+        let body: serde_json::Value = serde_json::from_slice(&a.body).unwrap();
+        assert_eq!(body["metadata"]["resourceVersion"], "8");
+        assert_eq!(body["items"].as_array().unwrap().len(), 1);
+        assert_eq!(body["items"][0]["data"]["v"], "6");
+        let s = slot.lock();
+        assert!(s.pending.is_empty() && s.raw_pages.is_empty());
+        assert_eq!(v.bytes(), s.size(), "the running total follows");
+    }
+
+    /// Inside a runtime the items are parsed by a blocking-pool thread, not the caller.
+    #[tokio::test]
+    async fn lists_are_parsed_off_the_calling_thread() {
+        let v = Views::new(1 << 20);
+        let k = key(None);
+        let list = std::fs::read(format!("{FIX}cm-list-protobuf.body")).unwrap();
+        v.feed_list(k.clone(), Encoding::Protobuf, true, Bytes::from(list));
+        let slot = v.slot(&k).unwrap();
+        for _ in 0..200 {
+            if slot.lock().raw_pages.is_empty() && !slot.lock().parsing {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        let s = slot.lock();
+        assert!(
+            s.raw_pages.is_empty() && !s.objects.is_empty(),
+            "parsed in the background"
+        );
+        assert_eq!(v.bytes(), s.size());
+    }
+
+    #[test]
+    fn views_off_keep_nothing() {
+        for v in [Views::with_mode(1 << 20, ViewsMode::Off), Views::new(0)] {
+            assert!(!v.enabled());
+            v.feed_list(key(None), Encoding::Json, true, Bytes::from_static(br#"{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"1"},"items":[]}"#));
+            assert!(v.answer(&read(None, None)).is_none());
+            assert_eq!(v.bytes(), 0);
+        }
     }
 
     #[test]
