@@ -4,7 +4,8 @@
 //!   cargo run --release --example watch-load -- [--watches N] [--events E]
 //!
 //! Starts `stalemate sim` and `stalemate serve` (the release binary next to this one's
-//! target directory, or $STALEMATE_BIN) on loopback; the proxy's RSS is read from
+//! target directory, or $STALEMATE_BIN; $STALEMATE_ARGS adds `serve` flags) on loopback;
+//! the proxy's RSS is read from
 //! /proc/PID/status. Load client, proxy and simulator share the machine's cores.
 
 use std::io::{BufRead, BufReader};
@@ -215,6 +216,10 @@ async fn main() {
         let tls = d("tls");
         let mut owned: Vec<String> = vec![kc, "--tls-dir".into(), tls];
         owned.extend(extra.iter().map(|s| s.to_string()));
+        // Extra `serve` flags for every proxy this benchmark starts.
+        if let Ok(more) = std::env::var("STALEMATE_ARGS") {
+            owned.extend(more.split_whitespace().map(str::to_string));
+        }
         a.extend(owned.iter().map(String::as_str));
         let (p, lines) = start(&a, 2);
         let admin = lines[1].trim_start_matches("admin ").to_string();

@@ -549,7 +549,9 @@ pub async fn handle(proxy: Arc<Proxy>, mut req: Request<Incoming>, peer: Peer) -
     if let RequestInfo::Resource(r) = &info {
         let known = &proxy.known;
         if !known.knows_group_version(&r.group, &r.version) {
-            known.refresh_for(&r.group, &r.version).await;
+            // Boxed: discovery's future is large, and inlined it would grow every
+            // request's (thousands of them are in flight when watches open at once).
+            Box::pin(known.refresh_for(&r.group, &r.version)).await;
         }
         if known.knows(&r.group, &r.version, &r.resource, r.subresource.as_deref()) {
             l.metric_resource = l.resource.clone();

@@ -18,8 +18,10 @@ Upstream: --upstream-kubeconfig FILE [--context NAME], --in-cluster, or --upstre
 ~/.kube/config). Upstream TLS is always verified unless --insecure-skip-upstream-verify.
 
 Credentials: a request carrying Authorization is forwarded with it unchanged (a pod's own
-service-account token); a request without one gets the upstream kubeconfig's credentials.
-Whoever can reach the listener acts with those credentials: keep it on loopback.")]
+service-account token), over upstream connections that present no client certificate, so
+the client stays who it is; a request without one gets the upstream kubeconfig's
+credentials (certificate, token or exec plugin). Whoever can reach the listener acts with
+those credentials: keep it on loopback.")]
 pub struct ServeArgs {
     /// Address to serve HTTPS on.
     #[arg(long, default_value = "127.0.0.1:7443", value_name = "ADDR:PORT")]

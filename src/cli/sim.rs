@@ -22,6 +22,10 @@ Misbehaviour for reliability tests, on the same port (no credentials needed):
   POST /_sim/pause?for=2s                  hold every request and watch event
   POST /_sim/restart?down=1s               drop all connections, stop listening, come back
 
+Authentication as kube-apiserver: client certificates signed by the simulator's CA, then
+bearer tokens it signed (its kubeconfig's; TokenRequest, `kubectl create token`); any other
+credential is 401. No credentials: system:anonymous.
+
 Not simulated: authorization, schema validation of custom resources, protobuf serving,
 field-ownership conflicts of server-side apply (apply is merged), controllers other than
 namespace lifecycle and the default service account / kube-root-ca.crt publishers.")]

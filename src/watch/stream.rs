@@ -241,7 +241,8 @@ where
             Format::Json => Framer::Json(JsonFramer::new(DEFAULT_MAX_FRAME)),
             Format::Protobuf => Framer::Proto(ProtoFramer::new(DEFAULT_MAX_FRAME)),
         };
-        let mut gunzip = gzip.then(super::gzip::GzipStream::default);
+        // Boxed: a stream that is not gzipped (nearly all) keeps its task small.
+        let mut gunzip = gzip.then(|| Box::new(super::gzip::GzipStream::default()));
         let encoding = match format {
             Format::Json => Encoding::Json,
             Format::Protobuf => Encoding::Protobuf,
