@@ -287,7 +287,7 @@ fn authenticates_like_a_real_apiserver() {
     // Tokens it did not sign: 401, the body a real apiserver sends.
     let unsigned = format!(
         "Bearer {}",
-        stalemate::sim::auth::unsigned_jwt("stalemate-sim:admin")
+        stalemate::identity::unsigned_jwt("stalemate-sim:admin")
     );
     for bad in ["Bearer opaque-token", unsigned.as_str(), "Basic YTpi"] {
         let r = who(Some(bad));

@@ -22,7 +22,7 @@ use crate::upstream::Upstream;
 pub struct Admin {
     pub metrics: Arc<Metrics>,
     pub upstream: Upstream,
-    pub gates: Arc<crate::watch::stream::Gates>,
+    pub gates: Arc<crate::proxy::gated::Gates>,
     pub token: Option<String>,
     pub oracles: Arc<crate::oracle::Oracles>,
 }

@@ -144,6 +144,32 @@ pub fn unwrap_unknown(body: &[u8]) -> Result<(String, String, &[u8]), WireError>
     Ok((api_version, kind, raw))
 }
 
+/// Wrap a typed object in the `k8s\0` + `runtime.Unknown` envelope the apiserver puts
+/// around every protobuf body (PROTOCOL.md §B): the one writer of it.
+pub fn envelope(api_version: &str, kind: &str, raw: &[u8]) -> Vec<u8> {
+    let mut u = Writer::default();
+    u.message(1, |tm| {
+        tm.string(1, api_version).string(2, kind);
+    });
+    // contentEncoding and contentType, always written empty (runtime/generated.pb.go).
+    u.bytes(2, raw).bytes(3, b"").bytes(4, b"");
+    let mut out = MAGIC.to_vec();
+    out.extend_from_slice(&u.buf);
+    out
+}
+
+/// One protobuf watch frame: a 4-byte big-endian length, then a `WatchEvent` whose
+/// object is `envelope` (the `k8s\0` + Unknown bytes).
+pub fn watch_frame(type_: &str, envelope: &[u8]) -> Vec<u8> {
+    let mut ev = Writer::default();
+    ev.string(1, type_).message(2, |ext| {
+        ext.bytes(1, envelope);
+    });
+    let mut out = (ev.buf.len() as u32).to_be_bytes().to_vec();
+    out.extend_from_slice(&ev.buf);
+    out
+}
+
 /// A protobuf message being written.
 #[derive(Debug, Default, Clone)]
 pub struct Writer {

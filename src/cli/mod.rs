@@ -165,8 +165,7 @@ pub async fn shutdown_signal() {
 
 /// Parse a Go-style duration (`1500ms`, `2m`, `1h30m`) for flags and files.
 pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
-    humantime::parse_duration(s)
-        .map_err(|e| format!("{s:?} is not a duration like 1500ms, 30s or 2m: {e}"))
+    crate::duration::parse(s)
 }
 
 /// Parse a byte size for flags: `1048576`, `64KiB`, `64MiB`, `2GiB` (also `K`, `M`, `G`,

@@ -25,7 +25,7 @@ pub fn run(args: ReportArgs) -> Result<()> {
         .with_context(|| format!("reading {}", args.trace.display()))?;
     let report = crate::report::Report::from_trace(&text)
         .map_err(|e| anyhow::anyhow!("{}: {e}", args.trace.display()))?;
-    super::serve::write_reports(
+    crate::server::write_reports(
         &report,
         args.report_json.as_deref(),
         args.report_html.as_deref(),

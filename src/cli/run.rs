@@ -84,9 +84,9 @@ async fn run_in(
     dir: &std::path::Path,
 ) -> Result<ExitCode> {
     let certs = crate::certs::generate("stalemate", &[])?;
-    let running = super::serve::start(super::serve::Options {
+    let running = crate::server::start(crate::server::Options {
         admin_listen: args.admin_listen,
-        ..super::serve::Options::loopback(
+        ..crate::server::Options::loopback(
             &certs,
             crate::upstream::Source::Kubeconfig {
                 path: args.upstream_kubeconfig.clone(),
@@ -161,7 +161,7 @@ async fn run_in(
         }
     }
     let report = running.stop().await;
-    super::serve::write_reports(
+    crate::server::write_reports(
         &report,
         args.report_json.as_deref(),
         args.report_html.as_deref(),

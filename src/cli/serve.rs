@@ -2,14 +2,13 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
 
 use crate::certs;
-use crate::upstream::{Source, TransportOptions, Upstream};
+use crate::upstream::Source;
 
 #[derive(Debug, Args)]
 #[command(after_help = "\
@@ -144,11 +143,6 @@ pub struct ServeArgs {
     pub threads: Option<u16>,
 }
 
-/// One serving thread per CPU this process may use (cgroup quotas included).
-pub fn default_threads() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
-}
-
 fn default_tls_dir() -> PathBuf {
     let base = std::env::var_os("XDG_STATE_HOME")
         .map(PathBuf::from)
@@ -200,259 +194,13 @@ fn source(args: &ServeArgs) -> Result<Source> {
     })
 }
 
-/// Everything an in-process proxy needs; `serve`, `run` and `demo` fill it from their flags.
-pub struct Options {
-    pub listen: SocketAddr,
-    pub admin_listen: SocketAddr,
-    /// Serving certificate chain and key (PEM), and the CA clients should trust.
-    pub cert: Vec<u8>,
-    pub key: Vec<u8>,
-    pub ca: Option<String>,
-    pub source: Source,
-    pub insecure_skip_upstream_verify: bool,
-    pub schedule: crate::schedule::Schedule,
-    pub upstream_timeout: Duration,
-    pub max_held_bytes: usize,
-    pub max_held_bytes_total: usize,
-    pub max_view_bytes: usize,
-    pub views: crate::watch::view::ViewsMode,
-    pub trace: Option<PathBuf>,
-    pub admin_token: Option<String>,
-    pub drain_timeout: Duration,
-    /// Serving threads (`--threads`).
-    pub threads: usize,
-}
-
-impl Options {
-    /// A proxy on a free loopback port with a generated certificate and `serve`'s
-    /// default caps — what `run` and `demo` start.
-    pub fn loopback(
-        certs: &certs::CertBundle,
-        source: Source,
-        schedule: crate::schedule::Schedule,
-        trace: Option<PathBuf>,
-    ) -> Options {
-        let any = SocketAddr::from(([127, 0, 0, 1], 0));
-        Options {
-            listen: any,
-            admin_listen: any,
-            cert: certs.cert_pem.clone().into_bytes(),
-            key: certs.key_pem.clone().into_bytes(),
-            ca: Some(certs.ca_cert_pem.clone()),
-            source,
-            insecure_skip_upstream_verify: false,
-            schedule,
-            upstream_timeout: Duration::from_secs(70),
-            max_held_bytes: 64 << 20,
-            max_held_bytes_total: 512 << 20,
-            max_view_bytes: 256 << 20,
-            views: crate::watch::view::ViewsMode::Named,
-            trace,
-            admin_token: None,
-            drain_timeout: Duration::from_secs(5),
-            threads: default_threads(),
-        }
-    }
-}
-
-/// A running proxy: its addresses, its oracles, and how to stop it.
-pub struct Running {
-    pub url: String,
-    pub admin: SocketAddr,
-    pub ca: Option<String>,
-    pub upstream: Upstream,
-    pub oracles: Arc<crate::oracle::Oracles>,
-    pub engine: Arc<crate::schedule::engine::Engine>,
-    trace: crate::trace::Trace,
-    trace_writer: Option<crate::trace::TraceWriter>,
-    stop_tx: tokio::sync::watch::Sender<bool>,
-    serve_task: tokio::task::JoinHandle<()>,
-    admin_task: tokio::task::JoinHandle<()>,
-    truth: Vec<tokio::task::JoinHandle<()>>,
-}
-
-impl Running {
-    /// Stop: watches end cleanly, open requests drain; the final report is computed,
-    /// written to the trace, and returned.
-    pub async fn stop(self) -> crate::report::Report {
-        let _ = self.stop_tx.send(true);
-        let _ = self.serve_task.await;
-        let _ = self.admin_task.await;
-        for t in &self.truth {
-            t.abort();
-        }
-        let report = crate::report::Report::now(&self.oracles, std::time::SystemTime::now());
-        for r in report.trace_records() {
-            self.trace.record(r);
-        }
-        if let Some(w) = self.trace_writer {
-            w.finish().await;
-        }
-        report
-    }
-}
-
-/// Start a proxy in this process.
-pub async fn start(o: Options) -> Result<Running> {
-    if o.insecure_skip_upstream_verify {
-        tracing::warn!(
-            "--insecure-skip-upstream-verify: the upstream's certificate is NOT verified; anyone on the path can read and alter the traffic, credentials included"
-        );
-    }
-    let schedule = o.schedule;
-    let engine = crate::schedule::engine::Engine::new(&schedule);
-    let upstream = Upstream::connect(
-        &o.source,
-        &TransportOptions {
-            insecure_skip_verify: o.insecure_skip_upstream_verify,
-            connect_timeout: Duration::from_secs(10),
-            // One per serving thread, and one for the rest of the process.
-            lanes: o.threads.max(1) + 1,
-        },
-    )
-    .await?;
-    let tls = crate::listen::tls::server_config(&o.cert, &o.key, "the serving certificate")?;
-    let listener = tokio::net::TcpListener::bind(o.listen)
-        .await
-        .with_context(|| format!("--listen {}: cannot bind", o.listen))?;
-    let addr = listener.local_addr()?;
-    let admin_listener = tokio::net::TcpListener::bind(o.admin_listen)
-        .await
-        .with_context(|| format!("--admin-listen {}: cannot bind", o.admin_listen))?;
-    let admin_addr = admin_listener.local_addr()?;
-    let url = super::sim::server_url(addr);
-    let metrics = Arc::new(crate::metrics::Metrics::new());
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let (trace, trace_writer) = match &o.trace {
-        Some(path) => {
-            let (t, w) = crate::trace::Trace::to_file(path)
-                .await
-                .with_context(|| format!("--trace {}", path.display()))?;
-            (t, Some(w))
-        }
-        None => (crate::trace::Trace::off(), None),
-    };
-    engine.set_trace(trace.clone());
-    let oracles = Arc::new(crate::oracle::Oracles::new(
-        schedule.oracles.clone().unwrap_or_default(),
-        std::time::SystemTime::now(),
-    ));
-    engine.set_oracles(oracles.clone());
-    let gates = Arc::new(crate::watch::stream::Gates {
-        engine: engine.clone(),
-        metrics: metrics.clone(),
-        views: Arc::new(crate::watch::view::Views::with_mode(
-            o.max_view_bytes,
-            o.views,
-        )),
-        trace: trace.clone(),
-        budget: crate::watch::gate::HeldBudget::new(o.max_held_bytes_total),
-        max_held_bytes: o.max_held_bytes,
-    });
-    let known = Arc::new(crate::upstream::discovery::KnownResources::new(
-        upstream.kube_client().ok(),
-    ));
-    tokio::spawn({
-        let known = known.clone();
-        async move { known.discover().await }
-    });
-    let proxy = Arc::new(crate::proxy::Proxy {
-        upstream: upstream.clone(),
-        metrics: metrics.clone(),
-        header_timeout: o.upstream_timeout,
-        shutdown: stop_rx.clone(),
-        gates: gates.clone(),
-        oracles: oracles.clone(),
-        ungated_seen: Default::default(),
-        known: known.clone(),
-    });
-    for c in [
-        Box::new(engine.opened_total.clone()) as Box<dyn prometheus::core::Collector>,
-        Box::new(engine.window_active.clone()),
-        Box::new(oracles.violations_gauge.clone()),
-        Box::new(oracles.dropped_counter.clone()),
-    ] {
-        let _ = metrics.registry.register(c);
-    }
-    let watched = oracles.config.watched_resources();
-    let truth = if watched.is_empty() {
-        vec![]
-    } else {
-        crate::oracle::truth::spawn(upstream.kube_client()?, watched, oracles.clone())
-    };
-    engine.start(&schedule);
-    let admin = Arc::new(crate::admin::Admin {
-        metrics,
-        upstream: upstream.clone(),
-        gates,
-        token: o.admin_token.clone(),
-        oracles: oracles.clone(),
-    });
-    tracing::info!(%url, upstream = %upstream.base, admin = %admin_addr, upstream_credentials = upstream.has_credentials, "proxy serving");
-    let admin_task = tokio::spawn(crate::admin::serve(admin_listener, admin, {
-        let mut rx = stop_rx.clone();
-        async move {
-            let _ = rx.wait_for(|s| *s).await;
-        }
-    }));
-    let handler = move |req, peer| crate::proxy::handle(proxy.clone(), req, peer);
-    let (kill_tx, kill_rx) = tokio::sync::watch::channel(0u64);
-    let serving = crate::listen::serve_on_threads(
-        o.threads,
-        listener,
-        tls,
-        handler,
-        stop_rx.clone(),
-        o.drain_timeout,
-        kill_rx,
-        // Serving thread i sends its requests over upstream lane i + 1.
-        |i| crate::upstream::use_lane(i + 1),
-    )
-    .context("starting the serving threads")?;
-    let serve_task = tokio::spawn(async move {
-        serving.await;
-        drop(kill_tx);
-    });
-    Ok(Running {
-        url,
-        admin: admin_addr,
-        ca: o.ca,
-        upstream,
-        oracles,
-        engine,
-        trace,
-        trace_writer,
-        stop_tx,
-        serve_task,
-        admin_task,
-        truth,
-    })
-}
-
-/// Write the report files asked for.
-pub fn write_reports(
-    report: &crate::report::Report,
-    json: Option<&Path>,
-    html: Option<&Path>,
-) -> Result<()> {
-    if let Some(p) = json {
-        let text = serde_json::to_string_pretty(report)?;
-        std::fs::write(p, text + "\n").with_context(|| format!("--report-json {}", p.display()))?;
-    }
-    if let Some(p) = html {
-        std::fs::write(p, crate::report::html::render(report))
-            .with_context(|| format!("--report-html {}", p.display()))?;
-    }
-    Ok(())
-}
-
 pub async fn run(args: ServeArgs) -> Result<()> {
     let schedule = match &args.schedule {
         Some(path) => super::check::load(path)?,
         None => crate::schedule::Schedule::default(),
     };
     let (cert, key, ca) = serving_tls(&args)?;
-    let running = start(Options {
+    let running = crate::server::start(crate::server::Options {
         listen: args.listen,
         admin_listen: args.admin_listen,
         cert,
@@ -469,7 +217,9 @@ pub async fn run(args: ServeArgs) -> Result<()> {
         trace: args.trace.clone(),
         admin_token: args.admin_token.clone(),
         drain_timeout: args.drain_timeout,
-        threads: args.threads.map_or_else(default_threads, usize::from),
+        threads: args
+            .threads
+            .map_or_else(crate::server::default_threads, usize::from),
     })
     .await?;
     if let Some(out) = &args.kubeconfig_out {
@@ -490,7 +240,7 @@ pub async fn run(args: ServeArgs) -> Result<()> {
     super::shutdown_signal().await;
     let judged = running.oracles.config != crate::oracle::OracleConfig::default();
     let report = running.stop().await;
-    write_reports(
+    crate::server::write_reports(
         &report,
         args.report_json.as_deref(),
         args.report_html.as_deref(),

@@ -41,8 +41,8 @@ pub struct SimArgs {
     /// How the --kubeconfig-out user authenticates: `token` (a bearer token the
     /// simulator signed) or `cert` (a client certificate signed by its CA, CN
     /// stalemate-sim:admin, O system:masters — what kind and kubeadm write).
-    #[arg(long, value_enum, default_value_t = KubeconfigAuth::Token, value_name = "HOW")]
-    pub kubeconfig_auth: KubeconfigAuth,
+    #[arg(long, value_enum, default_value_t = crate::sim::KubeconfigAuth::Token, value_name = "HOW")]
+    pub kubeconfig_auth: crate::sim::KubeconfigAuth,
 
     /// Also write the generated CA and serving certificate (ca.crt, tls.crt, tls.key) here.
     #[arg(long, value_name = "DIR")]
@@ -91,48 +91,6 @@ fn parse_kube_version(s: &str) -> Result<u32, String> {
     Ok(minor)
 }
 
-/// The identity in the simulator's own kubeconfig (`kubectl auth whoami` shows it).
-pub const ADMIN_USER: &str = "stalemate-sim:admin";
-/// The group of the admin client certificate (`--kubeconfig-auth cert`).
-pub const ADMIN_GROUP: &str = "system:masters";
-
-/// The credentials of the kubeconfig `stalemate sim` writes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum KubeconfigAuth {
-    Token,
-    Cert,
-}
-
-/// Write a kubeconfig for `sim` at `url`, authenticating as the admin by `how`.
-pub fn write_kubeconfig(
-    path: &std::path::Path,
-    sim: &Sim,
-    url: &str,
-    how: KubeconfigAuth,
-) -> Result<()> {
-    let token = sim.token_for(ADMIN_USER);
-    let cert = match how {
-        KubeconfigAuth::Token => None,
-        KubeconfigAuth::Cert => Some(crate::certs::client_cert(
-            &sim.certs,
-            ADMIN_USER,
-            Some(ADMIN_GROUP),
-        )?),
-    };
-    crate::kubeconfig::write(
-        path,
-        &crate::kubeconfig::KubeconfigSpec {
-            name: "stalemate-sim",
-            server: url,
-            ca_pem: &sim.certs.ca_cert_pem,
-            token: cert.is_none().then_some(token.as_str()),
-            client_cert: cert.as_ref().map(|(c, k)| (c.as_str(), k.as_str())),
-            namespace: Some("default"),
-        },
-    )
-    .with_context(|| format!("--kubeconfig-out {}", path.display()))
-}
-
 pub async fn run(args: SimArgs) -> Result<()> {
     let certs = crate::certs::generate("stalemate-sim", &[])?;
     if let Some(dir) = &args.tls_dir {
@@ -153,10 +111,11 @@ pub async fn run(args: SimArgs) -> Result<()> {
         .await
         .with_context(|| format!("--listen {}: cannot bind", args.listen))?;
     let addr = listener.local_addr().context("reading the bound address")?;
-    let url = server_url(addr);
+    let url = crate::listen::https_url(addr);
     let sim = Sim::new(cfg, certs);
     if let Some(path) = &args.kubeconfig_out {
-        write_kubeconfig(path, &sim, &url, args.kubeconfig_auth)?;
+        crate::sim::write_kubeconfig(path, &sim, &url, args.kubeconfig_auth)
+            .with_context(|| format!("--kubeconfig-out {}", path.display()))?;
     }
     {
         let mut out = std::io::stdout().lock();
@@ -165,12 +124,4 @@ pub async fn run(args: SimArgs) -> Result<()> {
     }
     tracing::info!(%url, kube_version = %format!("1.{}", args.kube_version), "simulator serving");
     crate::sim::serve(sim, listener, super::shutdown_signal()).await
-}
-
-/// `https://host:port`, with IPv6 hosts bracketed.
-pub fn server_url(addr: SocketAddr) -> String {
-    match addr {
-        SocketAddr::V4(a) => format!("https://{}:{}", a.ip(), a.port()),
-        SocketAddr::V6(a) => format!("https://[{}]:{}", a.ip(), a.port()),
-    }
 }

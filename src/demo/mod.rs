@@ -164,14 +164,14 @@ async fn run_in(
     // The cluster: the simulator, on a free loopback port.
     let certs = crate::certs::generate("stalemate-sim", &[])?;
     let sim_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let sim_url = crate::cli::sim::server_url(sim_listener.local_addr()?);
+    let sim_url = crate::listen::https_url(sim_listener.local_addr()?);
     let sim_kubeconfig = dir.join("sim.kubeconfig");
     let sim = crate::sim::Sim::new(crate::sim::SimConfig::default(), certs);
-    crate::cli::sim::write_kubeconfig(
+    crate::sim::write_kubeconfig(
         &sim_kubeconfig,
         &sim,
         &sim_url,
-        crate::cli::sim::KubeconfigAuth::Token,
+        crate::sim::KubeconfigAuth::Token,
     )?;
     let controller_token = sim.token_for(&format!("system:serviceaccount:{SERVICE_ACCOUNT}"));
     let (sim_stop, sim_stop_rx) = tokio::sync::oneshot::channel::<()>();
@@ -186,9 +186,9 @@ async fn run_in(
         crate::schedule::Schedule::parse(&schedule_json.to_string(), "the demo schedule")
             .map_err(|e| anyhow::anyhow!("the demo schedule: {e:?}"))?;
     let proxy_certs = crate::certs::generate("stalemate", &[])?;
-    let running = crate::cli::serve::start(crate::cli::serve::Options {
+    let running = crate::server::start(crate::server::Options {
         drain_timeout: Duration::from_secs(2),
-        ..crate::cli::serve::Options::loopback(
+        ..crate::server::Options::loopback(
             &proxy_certs,
             crate::upstream::Source::Kubeconfig {
                 path: Some(sim_kubeconfig.clone()),
@@ -292,7 +292,7 @@ async fn run_in(
     let _ = sim_stop.send(());
     let _ = sim_task.await;
     let _ = start;
-    crate::cli::serve::write_reports(
+    crate::server::write_reports(
         &report,
         args.report_json.as_deref(),
         args.report_html.as_deref(),

@@ -338,6 +338,14 @@ where
     })
 }
 
+/// `https://host:port`, with IPv6 hosts bracketed.
+pub fn https_url(addr: SocketAddr) -> String {
+    match addr {
+        SocketAddr::V4(a) => format!("https://{}:{}", a.ip(), a.port()),
+        SocketAddr::V6(a) => format!("https://[{}]:{}", a.ip(), a.port()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

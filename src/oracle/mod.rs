@@ -25,7 +25,7 @@ use std::time::{Duration, SystemTime};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::schedule::GoDuration;
+use crate::duration::GoDuration;
 
 /// The `oracles` section of a schedule.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

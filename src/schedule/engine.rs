@@ -1,10 +1,12 @@
-//! The running schedule: which windows are open, opening and closing them on time, and
-//! telling every gated stream when that changes.
+//! The running schedule: which windows are open for whom, opening and closing them on
+//! time or when their trigger fires, and telling every gated stream when that changes.
+//! What a window *does* is its fault's business (`fault/`); the engine only decides
+//! which are open.
 //!
 //! Time is tokio's clock, so tests drive windows with paused time.
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Duration;
 
 use http::HeaderMap;
@@ -12,25 +14,21 @@ use serde_json::{Value, json};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use super::{ClientMatcher, EventKind, Fault, Schedule, Verb, Window};
+use super::{EventKind, Schedule, Verb, Window};
+use crate::fault::{HoldMode, Process, Random};
+use crate::identity::Clients;
 
-struct Client {
-    name: String,
-    user_agent: Option<regex::Regex>,
-    service_account: Option<String>,
-    listener: Option<String>,
-}
-
+/// A window that is open now.
 #[derive(Debug, Clone)]
 pub struct Active {
     pub window: Window,
     pub opened: Instant,
-    /// Distinguishes re-openings of the same window (relist faults fire once per opening).
+    /// Distinguishes re-openings of the same window (streams are ended once per opening).
     pub generation: u64,
-    /// A `lag` window's delay for this opening: `delay` ± `jitter`, drawn once when it
-    /// opens, so every stream and every later look at it agree, and a seeded run draws
+    /// How this opening holds its target's streams, drawn once when it opened (a lag's
+    /// jitter): every stream and every later look at it agree, and a seeded run draws
     /// the same sequence whatever else happens in between.
-    pub lag: Option<Duration>,
+    pub hold: Option<HoldMode>,
 }
 
 /// A window waiting for its trigger: counting requests or events, or on a timer (`at`,
@@ -42,52 +40,74 @@ struct Armed {
     timer: Option<tokio::task::AbortHandle>,
 }
 
+/// What a window does when it opens outside the proxy (a `restart`), put off until the
+/// request that fired its trigger has been answered: run it then.
+pub struct Deferred(Box<dyn FnOnce() + Send + Sync>);
+
+impl Deferred {
+    pub fn run(self) {
+        (self.0)()
+    }
+}
+
 pub struct Engine {
-    clients: Vec<Client>,
+    clients: Clients,
     /// Every random choice (jitter, error rates) draws from here, seeded by the
     /// schedule's `seed`, so a run's sequence of choices is reproducible.
     rng: Mutex<rand::rngs::StdRng>,
-    trace: std::sync::OnceLock<crate::trace::Trace>,
-    oracles: std::sync::OnceLock<Arc<crate::oracle::Oracles>>,
+    trace: OnceLock<crate::trace::Trace>,
+    oracles: OnceLock<Arc<crate::oracle::Oracles>>,
+    /// The controller process, when stalemate owns it (`run`, `explore`).
+    process: OnceLock<Arc<dyn Process>>,
     armed: Mutex<Vec<Armed>>,
     next_armed: std::sync::atomic::AtomicU64,
-    /// Resources a staleness window has named (in the file or at run time): only these
-    /// need client views (`--views named`).
-    view_resources: std::sync::RwLock<std::collections::HashSet<String>>,
-    client_specs: BTreeMap<String, ClientMatcher>,
+    /// Resources a window that reads from views has named (in the file or at run time):
+    /// only these need client views (`--views named`).
+    view_resources: RwLock<HashSet<String>>,
     active: Mutex<BTreeMap<String, Active>>,
+    /// When each window last opened (what `rewind {at}` goes back to).
+    last_opened: Mutex<HashMap<String, Instant>>,
     generation: Mutex<u64>,
     changes: watch::Sender<u64>,
     pub opened_total: prometheus::IntCounter,
     pub window_active: prometheus::IntGaugeVec,
 }
 
+impl Random for Engine {
+    fn uniform(&self, lo: f64, hi: f64) -> f64 {
+        use rand::Rng;
+        if hi <= lo {
+            return lo;
+        }
+        self.rng
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .random_range(lo..=hi)
+    }
+
+    fn chance(&self, p: f64) -> bool {
+        use rand::Rng;
+        self.rng
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .random_bool(p.clamp(0.0, 1.0))
+    }
+}
+
 impl Engine {
     pub fn new(schedule: &Schedule) -> Arc<Engine> {
-        let clients = schedule
-            .clients
-            .iter()
-            .map(|(name, m)| Client {
-                name: name.clone(),
-                user_agent: m
-                    .user_agent
-                    .as_ref()
-                    .and_then(|r| regex::Regex::new(r).ok()),
-                service_account: m.service_account.clone(),
-                listener: m.listener.clone(),
-            })
-            .collect();
         use rand::SeedableRng;
         Arc::new(Engine {
-            clients,
+            clients: Clients::new(&schedule.clients),
             rng: Mutex::new(rand::rngs::StdRng::seed_from_u64(schedule.seed)),
-            trace: std::sync::OnceLock::new(),
-            oracles: std::sync::OnceLock::new(),
+            trace: OnceLock::new(),
+            oracles: OnceLock::new(),
+            process: OnceLock::new(),
             armed: Mutex::new(Vec::new()),
             next_armed: std::sync::atomic::AtomicU64::new(1),
             view_resources: Default::default(),
-            client_specs: schedule.clients.clone(),
             active: Mutex::new(BTreeMap::new()),
+            last_opened: Mutex::new(HashMap::new()),
             generation: Mutex::new(0),
             changes: watch::channel(0).0,
             opened_total: prometheus::IntCounter::new("windows_opened_total", "Windows opened.")
@@ -113,13 +133,35 @@ impl Engine {
         }
     }
 
-    /// A window from the file or the control API: open it now (no trigger, or `manual`),
-    /// or start its trigger (`at` and `every` count from now). Returns what was done.
-    pub fn submit(self: &Arc<Self>, w: Window) -> Result<&'static str, String> {
-        let errs = w.check(&self.client_specs);
+    /// Give the engine the controller process it may restart (`run`, `explore`).
+    pub fn set_process(&self, p: Arc<dyn Process>) {
+        let _ = self.process.set(p);
+    }
+
+    /// Whether stalemate owns a process `restart` windows can act on.
+    pub fn owns_process(&self) -> bool {
+        self.process.get().is_some()
+    }
+
+    /// Problems a window has here: its own, and faults this proxy cannot apply.
+    fn check(&self, w: &Window) -> Result<(), String> {
+        let errs = w.check_with(|c| self.clients.defines(c));
         if let Some((field, msg)) = errs.first() {
             return Err(format!("{field}: {msg}"));
         }
+        if w.fault.behaviour().needs_process() && !self.owns_process() {
+            return Err(format!(
+                "fault.{}: needs a controller process stalemate owns (`stalemate run` or `explore`); this proxy has none to restart",
+                w.fault.name()
+            ));
+        }
+        Ok(())
+    }
+
+    /// A window from the file or the control API: open it now (no trigger, or `manual`),
+    /// or start its trigger (`at` and `every` count from now). Returns what was done.
+    pub fn submit(self: &Arc<Self>, w: Window) -> Result<&'static str, String> {
+        self.check(&w)?;
         self.note_view_resources(&w);
         let Some(t) = w.trigger.clone().filter(|t| t.manual.is_none()) else {
             self.open(w)?;
@@ -196,14 +238,15 @@ impl Engine {
     }
 
     /// Count a request toward `afterRequests` triggers; opens (before the request is
-    /// forwarded) the windows whose count it reaches.
+    /// forwarded) the windows whose count it reaches. What those windows do outside the
+    /// proxy comes back, to be run once the request has been answered.
     pub fn on_request(
         self: &Arc<Self>,
         client: &str,
         verb: Verb,
         resource: &str,
         subresource: Option<&str>,
-    ) {
+    ) -> Vec<Deferred> {
         self.fire(|w| {
             let m = w.trigger.as_ref()?.after_requests.as_ref()?;
             let ok = (w.client == "*" || w.client == client)
@@ -212,21 +255,23 @@ impl Engine {
                 && m.subresource
                     .is_none_or(|s| Some(s.as_str()) == subresource);
             ok.then_some(m.count)
-        });
+        })
     }
 
     /// Count an upstream watch event toward `afterEvents` triggers.
     pub fn on_event(self: &Arc<Self>, client: &str, resource: &str, kind: EventKind) {
-        self.fire(|w| {
+        for d in self.fire(|w| {
             let m = w.trigger.as_ref()?.after_events.as_ref()?;
             let ok = (w.client == "*" || w.client == client)
                 && m.resource.as_deref().is_none_or(|r| r == resource)
                 && m.type_.is_none_or(|t| t == kind);
             ok.then_some(m.count)
-        });
+        }) {
+            d.run();
+        }
     }
 
-    fn fire(self: &Arc<Self>, counts: impl Fn(&Window) -> Option<u64>) {
+    fn fire(self: &Arc<Self>, counts: impl Fn(&Window) -> Option<u64>) -> Vec<Deferred> {
         let due: Vec<Window> = {
             let mut armed = self.lock_armed();
             let mut due = Vec::new();
@@ -244,30 +289,9 @@ impl Engine {
             });
             due
         };
-        for w in due {
-            let _ = self.open(w);
-        }
-    }
-
-    /// A seeded draw from `lo..=hi`.
-    pub fn uniform(&self, lo: f64, hi: f64) -> f64 {
-        use rand::Rng;
-        if hi <= lo {
-            return lo;
-        }
-        self.rng
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .random_range(lo..=hi)
-    }
-
-    /// A seeded coin with probability `p`.
-    pub fn chance(&self, p: f64) -> bool {
-        use rand::Rng;
-        self.rng
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .random_bool(p.clamp(0.0, 1.0))
+        due.into_iter()
+            .filter_map(|w| self.open_deferred(w).ok().flatten())
+            .collect()
     }
 
     /// Send window openings and closings to a trace (the oracles hear of them too).
@@ -280,20 +304,15 @@ impl Engine {
         let _ = self.oracles.set(o);
     }
 
-    fn announce_window(&self, name: &str, action: &'static str, fault: &Fault) {
+    fn announce_window(&self, name: &str, action: &'static str, fault: &'static str) {
         if let Some(o) = self.oracles.get() {
-            o.on_window(
-                name,
-                fault.name(),
-                action == "open",
-                std::time::SystemTime::now(),
-            );
+            o.on_window(name, fault, action == "open", std::time::SystemTime::now());
         }
         if let Some(t) = self.trace.get() {
             t.record(crate::trace::Record::Window {
                 window: name.to_string(),
                 action,
-                fault: fault.name().to_string(),
+                fault: fault.to_string(),
             });
         }
     }
@@ -309,7 +328,7 @@ impl Engine {
     /// A window that may answer reads from views: its resources keep views from now on
     /// (a view starts at its client's next LIST).
     fn note_view_resources(&self, w: &Window) {
-        if w.fault.makes_stale() {
+        if w.fault.uses_views() {
             self.view_resources
                 .write()
                 .unwrap_or_else(|p| p.into_inner())
@@ -317,9 +336,8 @@ impl Engine {
         }
     }
 
-    /// Whether a window could answer reads of `resource` from a view: a staleness
-    /// window named it (or `*`, which does not cover leases) in the schedule or at run
-    /// time.
+    /// Whether a window could answer reads of `resource` from a view: one that does
+    /// named it (or `*`, which does not cover leases) in the schedule or at run time.
     pub fn may_use_view(&self, resource: &str) -> bool {
         let named = self
             .view_resources
@@ -329,12 +347,27 @@ impl Engine {
             || (named.contains("*") && resource != "leases.coordination.k8s.io")
     }
 
+    /// When the window `name` last opened.
+    pub fn opened_at(&self, name: &str) -> Option<Instant> {
+        self.last_opened
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(name)
+            .copied()
+    }
+
     /// Open a window now (it closes after its duration, if it has one).
     pub fn open(self: &Arc<Self>, w: Window) -> Result<(), String> {
-        let errs = w.check(&self.client_specs);
-        if let Some((field, msg)) = errs.first() {
-            return Err(format!("{field}: {msg}"));
+        if let Some(d) = self.open_deferred(w)? {
+            d.run();
         }
+        Ok(())
+    }
+
+    /// Open a window now; what it does outside the proxy comes back to be run by the
+    /// caller (after the request that fired its trigger has been answered).
+    fn open_deferred(self: &Arc<Self>, w: Window) -> Result<Option<Deferred>, String> {
+        self.check(&w)?;
         self.note_view_resources(&w);
         let generation = {
             let mut g = self.generation.lock().unwrap_or_else(|p| p.into_inner());
@@ -343,34 +376,31 @@ impl Engine {
         };
         let name = w.name.clone();
         let duration = w.duration.map(|d| d.0);
-        let lag = match &w.fault {
-            Fault::Lag { delay, jitter } => {
-                let j = jitter.map_or(Duration::ZERO, |j| j.0);
-                Some(if j.is_zero() {
-                    delay.0
-                } else {
-                    let off = self.uniform(-j.as_secs_f64(), j.as_secs_f64());
-                    Duration::from_secs_f64((delay.0.as_secs_f64() + off).max(0.0))
-                })
-            }
-            _ => None,
-        };
-        self.announce_window(&name, "open", &w.fault);
+        let hold = w.fault.behaviour().hold(&**self);
+        let fault = w.fault.name();
+        self.announce_window(&name, "open", fault);
+        let now = Instant::now();
+        self.last_opened
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(name.clone(), now);
+        let effect = w.fault.clone();
         self.lock().insert(
             name.clone(),
             Active {
                 window: w,
-                opened: Instant::now(),
+                opened: now,
                 generation,
-                lag,
+                hold,
             },
         );
         self.opened_total.inc();
         self.window_active.with_label_values(&[&name]).set(1);
-        tracing::info!(window = %name, ?duration, "window opened");
+        tracing::info!(window = %name, fault, ?duration, "window opened");
         self.bump();
         if let Some(d) = duration {
             let engine = self.clone();
+            let name = name.clone();
             tokio::spawn(async move {
                 tokio::time::sleep(d).await;
                 let still = engine
@@ -382,14 +412,17 @@ impl Engine {
                 }
             });
         }
-        Ok(())
+        let process = self.process.get().cloned();
+        Ok(Some(Deferred(Box::new(move || {
+            effect.behaviour().on_open(&name, process.as_deref());
+        }))))
     }
 
     /// Close a window now; its held events are released.
     pub fn close(&self, name: &str) -> bool {
         let removed = self.lock().remove(name);
         if let Some(a) = &removed {
-            self.announce_window(name, "close", &a.window.fault);
+            self.announce_window(name, "close", a.window.fault.name());
             self.window_active.with_label_values(&[name]).set(0);
             tracing::info!(window = %name, "window closed");
             self.bump();
@@ -402,40 +435,8 @@ impl Engine {
     }
 
     /// The schedule client a request belongs to, or `other`.
-    /// `listener` is the local address the request arrived on (formatted only when a
-    /// client is matched by it).
     pub fn identify(&self, headers: &HeaderMap, listener: std::net::SocketAddr) -> String {
-        // Every request passes here: without clients there is nothing to decode.
-        if self.clients.is_empty() {
-            return "other".into();
-        }
-        let ua = headers
-            .get(http::header::USER_AGENT)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("");
-        let sa = headers
-            .get(http::header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.split_once(' ').map(|(_, t)| t.trim()))
-            .and_then(crate::sim::auth::jwt_subject)
-            .and_then(|sub| {
-                sub.strip_prefix("system:serviceaccount:")
-                    .map(str::to_string)
-            });
-        let listener_name = std::cell::OnceCell::new();
-        for c in &self.clients {
-            let ok = c.user_agent.as_ref().is_none_or(|r| r.is_match(ua))
-                && c.service_account
-                    .as_ref()
-                    .is_none_or(|want| sa.as_deref() == Some(want.as_str()))
-                && c.listener
-                    .as_ref()
-                    .is_none_or(|l| *l == *listener_name.get_or_init(|| listener.to_string()));
-            if ok {
-                return c.name.clone();
-            }
-        }
-        "other".into()
+        self.clients.identify(headers, listener)
     }
 
     /// The open windows that target a stream, oldest first.
@@ -487,15 +488,12 @@ impl Engine {
 
     /// The schedule's client names.
     pub fn client_names(&self) -> Vec<String> {
-        self.client_specs.keys().cloned().collect()
+        self.clients.names()
     }
 
     /// How a schedule client is recognised (`null` for `other`).
     pub fn client_matcher(&self, name: &str) -> Value {
-        self.client_specs
-            .get(name)
-            .and_then(|m| serde_json::to_value(m).ok())
-            .unwrap_or(Value::Null)
+        self.clients.matcher(name)
     }
 
     pub fn active_names(&self) -> Vec<String> {
@@ -503,41 +501,13 @@ impl Engine {
     }
 }
 
-/// The `errors` or `latency` fault, if one of `windows` (those open over a request's
-/// target) has one for `verb`: (window name, fault).
-pub fn request_fault(windows: &[Active], verb: Verb) -> Option<(String, Fault)> {
-    windows.iter().find_map(|a| {
-        let verbs = match &a.window.fault {
-            Fault::Errors { verbs, .. } | Fault::Latency { verbs, .. } => verbs,
-            _ => return None,
-        };
-        (verbs.is_empty() || verbs.contains(&verb))
-            .then(|| (a.window.name.clone(), a.window.fault.clone()))
-    })
-}
-
-/// The hold a set of windows puts on a stream: freeze or coalesce win over lag (the
-/// stronger staleness), the newest lag's delay otherwise (drawn when it opened).
-pub fn hold_mode(windows: &[Active]) -> Option<crate::watch::gate::HoldMode> {
-    use crate::watch::gate::HoldMode;
-    let mut mode = None;
-    for a in windows {
-        match &a.window.fault {
-            Fault::Freeze {} => return Some(HoldMode::Freeze),
-            Fault::Coalesce {} => mode = Some(HoldMode::Coalesce),
-            Fault::Lag { .. } if mode != Some(HoldMode::Coalesce) => {
-                mode = a.lag.map(HoldMode::Lag);
-            }
-            _ => {}
-        }
-    }
-    mode
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::watch::gate::HoldMode;
+
+    fn hold_of(windows: &[Active]) -> Option<HoldMode> {
+        crate::fault::combined_hold(windows.iter().filter_map(|a| a.hold))
+    }
 
     fn window(json: &str) -> Window {
         Window::parse(json).unwrap()
@@ -561,7 +531,7 @@ mod tests {
         tokio::time::sleep(Duration::from_secs(10)).await;
         changes.changed().await.unwrap();
         let w = e.windows_for("sc", "configmaps", Some("a"));
-        assert_eq!(hold_mode(&w), Some(HoldMode::Freeze));
+        assert_eq!(hold_of(&w), Some(HoldMode::Freeze));
         assert!(
             e.windows_for("other", "configmaps", Some("a")).is_empty(),
             "only its client"
@@ -587,7 +557,7 @@ mod tests {
         assert_eq!(e.opened_total.get(), opened + 2, "count: 2");
         e.open(s.windows[3].clone()).unwrap();
         assert_eq!(
-            hold_mode(&e.windows_for("x", "secrets", None)),
+            hold_of(&e.windows_for("x", "secrets", None)),
             Some(HoldMode::Coalesce)
         );
         assert!(e.close("manual"));
@@ -654,12 +624,12 @@ mod tests {
             let mut delays = Vec::new();
             for _ in 0..3 {
                 e.open(lag.clone()).unwrap();
-                let first = hold_mode(&e.windows_for("c", "configmaps", None));
+                let first = hold_of(&e.windows_for("c", "configmaps", None));
                 for _ in 0..5 {
                     e.open(other.clone()).unwrap();
                     e.close("o");
                 }
-                let again = hold_mode(&e.windows_for("c", "configmaps", None));
+                let again = hold_of(&e.windows_for("c", "configmaps", None));
                 assert_eq!(first, again, "unchanged while open");
                 let Some(HoldMode::Lag(d)) = first else {
                     panic!("{first:?}")
@@ -676,26 +646,5 @@ mod tests {
             a.windows(2).any(|w| w[0] != w[1]),
             "drawn per opening: {a:?}"
         );
-    }
-
-    #[test]
-    fn identifies_clients() {
-        let s = Schedule::parse(
-            r#"{"clients": {"sc": {"userAgent": "^source-controller/"}, "gc": {"serviceAccount": "kube-system:gc"}, "lc": {"listener": "127.0.0.1:7444"}}}"#,
-            "t",
-        )
-        .unwrap();
-        let e = Engine::new(&s);
-        let l: std::net::SocketAddr = "127.0.0.1:7443".parse().unwrap();
-        let mut h = HeaderMap::new();
-        h.insert("user-agent", "source-controller/v1.2 flux".parse().unwrap());
-        assert_eq!(e.identify(&h, l), "sc");
-        let mut h = HeaderMap::new();
-        let tok = crate::sim::auth::unsigned_jwt("system:serviceaccount:kube-system:gc");
-        h.insert("authorization", format!("Bearer {tok}").parse().unwrap());
-        assert_eq!(e.identify(&h, l), "gc");
-        assert_eq!(e.identify(&HeaderMap::new(), l), "other");
-        let second: std::net::SocketAddr = "127.0.0.1:7444".parse().unwrap();
-        assert_eq!(e.identify(&HeaderMap::new(), second), "lc");
     }
 }

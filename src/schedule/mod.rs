@@ -6,131 +6,13 @@
 
 pub mod engine;
 
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::time::Duration;
 
-use serde::{Deserialize, Deserializer, Serialize};
-
+pub use crate::duration::{GoDuration, MAX_DURATION};
+pub use crate::fault::Fault;
+pub use crate::identity::ClientMatcher;
 pub use crate::request::Verb;
-
-/// A Go-style duration (`1500ms`, `2s`, `1m30s`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(transparent)]
-pub struct GoDuration(#[serde(serialize_with = "ser_duration")] pub Duration);
-
-fn ser_duration<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&humantime::format_duration(*d).to_string().replace(' ', ""))
-}
-
-/// The longest duration a schedule may give anywhere. Longer ones are refused when the
-/// schedule is read, so no clock arithmetic downstream can overflow (a window delaying
-/// events by 500000000000y would otherwise panic a serving thread at its first event).
-pub const MAX_DURATION: Duration = Duration::from_secs(24 * 60 * 60);
-
-impl<'de> Deserialize<'de> for GoDuration {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
-        let d = humantime::parse_duration(&s).map_err(|e| {
-            serde::de::Error::custom(format!(
-                "{s:?} is not a duration like 1500ms, 2s or 1m30s ({e})"
-            ))
-        })?;
-        if d > MAX_DURATION {
-            return Err(serde::de::Error::custom(format!(
-                "{s:?} is longer than the 24h a schedule may give"
-            )));
-        }
-        Ok(GoDuration(d))
-    }
-}
-
-/// How a client is recognised. All given matchers must match.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct ClientMatcher {
-    /// Regular expression on the User-Agent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub user_agent: Option<String>,
-    /// `namespace:name` of the service account in the bearer token.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub service_account: Option<String>,
-    /// The listener address the client connected to.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub listener: Option<String>,
-}
-
-/// The faults (DESIGN.md "Faults"). Each window has exactly one.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub enum Fault {
-    Freeze {},
-    Lag {
-        delay: GoDuration,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        jitter: Option<GoDuration>,
-    },
-    Coalesce {},
-    Relist {
-        #[serde(default)]
-        how: RelistHow,
-    },
-    /// Matching requests are answered with a synthetic `Status`.
-    Errors {
-        /// Verbs to fail (all when empty).
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        verbs: Vec<Verb>,
-        status: u16,
-        /// Fraction of matching requests to fail (default 1).
-        #[serde(default = "always")]
-        rate: f64,
-        #[serde(
-            default,
-            rename = "retryAfter",
-            skip_serializing_if = "Option::is_none"
-        )]
-        retry_after: Option<GoDuration>,
-    },
-    /// Matching requests are delayed before being forwarded.
-    Latency {
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        verbs: Vec<Verb>,
-        delay: GoDuration,
-    },
-}
-
-impl Fault {
-    /// Faults that hold watch events, so the client's view falls behind.
-    pub fn makes_stale(&self) -> bool {
-        matches!(
-            self,
-            Fault::Freeze {} | Fault::Coalesce {} | Fault::Lag { .. }
-        )
-    }
-
-    /// The fault's name as the schedule file spells it.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Fault::Freeze {} => "freeze",
-            Fault::Lag { .. } => "lag",
-            Fault::Coalesce {} => "coalesce",
-            Fault::Relist { .. } => "relist",
-            Fault::Errors { .. } => "errors",
-            Fault::Latency { .. } => "latency",
-        }
-    }
-}
-
-fn always() -> f64 {
-    1.0
-}
-
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum RelistHow {
-    #[default]
-    Expired,
-    Close,
-}
 
 /// A subresource a trigger may name: those kube-apiserver serves. An enum, so a typo is
 /// an error naming the field instead of a trigger that never fires.
@@ -374,21 +256,8 @@ impl Schedule {
             message,
         };
         for (name, c) in &self.clients {
-            if let Some(re) = &c.user_agent
-                && let Err(e) = regex::Regex::new(re)
-            {
-                errs.push(err(
-                    format!("clients.{name}.userAgent"),
-                    format!("not a regular expression: {e}"),
-                ));
-            }
-            if let Some(sa) = &c.service_account
-                && sa.split(':').count() != 2
-            {
-                errs.push(err(
-                    format!("clients.{name}.serviceAccount"),
-                    format!("{sa:?} is not NAMESPACE:NAME"),
-                ));
+            for (f, m) in c.check() {
+                errs.push(err(format!("clients.{name}.{f}"), m));
             }
         }
         let mut seen = std::collections::HashSet::new();
@@ -417,11 +286,16 @@ impl Window {
 
     /// Problems as (field, message).
     pub fn check(&self, clients: &BTreeMap<String, ClientMatcher>) -> Vec<(String, String)> {
+        self.check_with(|c| clients.contains_key(c))
+    }
+
+    /// [`Window::check`], with `defines` telling which client names exist.
+    pub fn check_with(&self, defines: impl Fn(&str) -> bool) -> Vec<(String, String)> {
         let mut errs = Vec::new();
         if self.name.is_empty() || self.name.contains('/') {
             errs.push(("name".into(), "must be non-empty and contain no '/'".into()));
         }
-        if self.client != "*" && !clients.contains_key(&self.client) {
+        if self.client != "*" && !defines(&self.client) {
             errs.push((
                 "client".into(),
                 format!(
@@ -436,25 +310,7 @@ impl Window {
                 "list at least one resource, or \"*\"".into(),
             ));
         }
-        if let Fault::Lag { delay, .. } = &self.fault
-            && delay.0.is_zero()
-        {
-            errs.push(("fault.lag.delay".into(), "must be greater than zero".into()));
-        }
-        if let Fault::Errors { status, rate, .. } = &self.fault {
-            if !matches!(status, 409 | 429 | 500 | 503 | 504) {
-                errs.push((
-                    "fault.errors.status".into(),
-                    format!("{status} is not one of 409, 429, 500, 503, 504"),
-                ));
-            }
-            if !(0.0..=1.0).contains(rate) {
-                errs.push((
-                    "fault.errors.rate".into(),
-                    format!("{rate} is not between 0 and 1"),
-                ));
-            }
-        }
+        errs.extend(self.fault.check());
         if let Some(t) = &self.trigger {
             errs.extend(t.check());
         }
@@ -481,6 +337,7 @@ impl Window {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     const DESIGN_EXAMPLE: &str = r#"{
   "seed": 7,
@@ -519,7 +376,7 @@ mod tests {
             Some(GoDuration(Duration::from_millis(1500)))
         );
         assert!(
-            matches!(s.windows[1].fault, Fault::Lag { delay: GoDuration(d), .. } if d == Duration::from_secs(2))
+            matches!(&s.windows[1].fault, Fault::Lag(l) if l.delay.0 == Duration::from_secs(2))
         );
         assert!(s.windows[0].targets(
             "gitrepositories.source.toolkit.fluxcd.io",

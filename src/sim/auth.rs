@@ -59,18 +59,6 @@ impl UserInfo {
     }
 }
 
-/// The `sub` claim of a JWT, read without verifying the signature.
-pub fn jwt_subject(token: &str) -> Option<String> {
-    let mut parts = token.split('.');
-    let (_header, payload, _sig) = (parts.next()?, parts.next()?, parts.next()?);
-    if parts.next().is_some() {
-        return None;
-    }
-    let bytes = b64().decode(payload.trim_end_matches('=')).ok()?;
-    let claims: Value = serde_json::from_slice(&bytes).ok()?;
-    claims["sub"].as_str().map(str::to_string)
-}
-
 fn b64() -> base64::engine::GeneralPurpose {
     base64::engine::general_purpose::URL_SAFE_NO_PAD
 }
@@ -223,18 +211,6 @@ pub fn certificate_user(der: &[u8]) -> Option<UserInfo> {
     Some(UserInfo { username, groups })
 }
 
-/// An unsigned JWT (`alg: none`) with the given subject. The simulator refuses it; it is
-/// for tests of things that read a token without verifying it (the proxy's client
-/// matching by service account).
-pub fn unsigned_jwt(sub: &str) -> String {
-    let enc = |v: &Value| b64().encode(v.to_string());
-    format!(
-        "{}.{}.",
-        enc(&json!({"alg": "none", "typ": "JWT"})),
-        enc(&json!({"sub": sub, "iss": ISSUER}))
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -257,7 +233,10 @@ mod tests {
                 "system:authenticated"
             ]
         );
-        assert_eq!(jwt_subject(&sa).as_deref(), Some(u.username.as_str()));
+        assert_eq!(
+            crate::identity::jwt_subject(&sa).as_deref(),
+            Some(u.username.as_str())
+        );
         let alice = a.issue("alice", Some(Duration::from_secs(600)));
         assert_eq!(
             a.authenticate(None, Some(&format!("bearer {alice}")))
@@ -275,7 +254,7 @@ mod tests {
         let forged = format!("{h}.{forged_payload}.{sig}");
         let expired = a.issue("bob", Some(Duration::ZERO));
         for bad in [
-            format!("Bearer {}", unsigned_jwt("admin")),
+            format!("Bearer {}", crate::identity::unsigned_jwt("admin")),
             format!("Bearer {other}"),
             format!("Bearer {tampered}"),
             format!("Bearer {forged}"),
@@ -322,7 +301,5 @@ mod tests {
             impersonate(UserInfo::anonymous(), Some("bob"), &[]),
             UserInfo::anonymous()
         );
-        assert_eq!(jwt_subject("a.b"), None);
-        assert_eq!(jwt_subject("a.!!!.c"), None);
     }
 }

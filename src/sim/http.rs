@@ -469,7 +469,7 @@ fn admin(sim: &Arc<Sim>, req: &Request<Incoming>, reply: &Reply) -> Response<Bod
     let dur = |k: &str, default: Duration| -> Result<Duration, ApiError> {
         match q.get(k) {
             None => Ok(default),
-            Some(s) => humantime::parse_duration(s)
+            Some(s) => crate::duration::parse(s)
                 .map_err(|e| ApiError::bad_request(format!("{k}={s:?}: {e}"))),
         }
     };

@@ -144,9 +144,10 @@ fn event_line(type_: &str, object: &[u8]) -> Bytes {
 
 /// The ERROR event for a resume point that is gone (`fixtures/.../cm-watch-expired.body`).
 pub fn expired_event(rv: u64, oldest: u64) -> Bytes {
-    let status =
-        ApiError::expired(format!("too old resource version: {rv} ({oldest})")).to_status();
-    event_line("ERROR", &Bytes::from(status.to_string()))
+    crate::watch::expired_event(
+        crate::watch::Format::Json,
+        &format!("too old resource version: {rv} ({oldest})"),
+    )
 }
 
 /// Counts a watch as active for as long as it lives.

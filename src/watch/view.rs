@@ -42,7 +42,7 @@ use bytes::Bytes;
 use serde::Deserialize;
 
 use super::{EventMeta, EventType};
-use crate::protobuf::{Fields, MAGIC, Wire, Writer, unwrap_unknown};
+use crate::protobuf::{Fields, Wire, Writer, unwrap_unknown};
 
 /// The query a view answers: a client's list/watch of one resource, in one namespace (or
 /// all), with one pair of selectors.
@@ -628,14 +628,7 @@ fn event_object(encoding: Encoding, frame: &[u8]) -> Option<Bytes> {
 }
 
 fn proto_envelope(api_version: &str, kind: &str, raw: &[u8]) -> Bytes {
-    let mut u = Writer::default();
-    u.message(1, |tm| {
-        tm.string(1, api_version).string(2, kind);
-    });
-    u.bytes(2, raw).bytes(3, b"").bytes(4, b"");
-    let mut out = MAGIC.to_vec();
-    out.extend_from_slice(&u.buf);
-    Bytes::from(out)
+    Bytes::from(crate::protobuf::envelope(api_version, kind, raw))
 }
 
 /// A JSON list item may lack `kind`/`apiVersion` (built-in types' lists omit them); a

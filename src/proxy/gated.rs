@@ -7,26 +7,28 @@
 //!            Engine (windows open/close) ─────────┘   lag: timer on gate.next_due()
 //! ```
 //!
-//! A frame that does not parse, an upstream error, or a relist fault ends the stream
-//! with ERROR 410 `Expired`, so the client relists and nothing is silently lost.
+//! A frame that does not parse, or an upstream end while events are held, ends the stream
+//! with ERROR 410 `Expired`, so the client relists and nothing is silently lost. What the
+//! windows do is their faults' decision (`fault/`): how they hold (drawn when they
+//! opened) and whether they end the streams open when they open; the gate carries it out.
 
 use std::sync::Arc;
 
 use bytes::Bytes;
 use http_body_util::BodyExt;
 
-use super::gate::{Fate, Gate, HeldBudget, Output};
-use super::json::JsonFramer;
-use super::proto::ProtoFramer;
-use super::view::{Encoding, ViewKey, Views};
-use super::{CodecError, DEFAULT_MAX_FRAME, Frame};
+use crate::fault::{StreamEnd, combined_hold};
 use crate::listen::body::ChannelBody;
 use crate::listen::{Body, BodyError};
 use crate::metrics::Metrics;
-use crate::schedule::Fault;
-use crate::schedule::engine::{Engine, hold_mode};
+use crate::schedule::engine::Engine;
 use crate::trace::{Record, Trace};
 use crate::upstream::error::WatchEnd;
+use crate::watch::gate::{self, Fate, Gate, HeldBudget, Output};
+use crate::watch::json::JsonFramer;
+use crate::watch::proto::ProtoFramer;
+use crate::watch::view::{self, Encoding, ViewKey, Views};
+use crate::watch::{CodecError, DEFAULT_MAX_FRAME, Format, Frame, expired_event};
 
 /// What every gated stream shares.
 pub struct Gates {
@@ -44,9 +46,9 @@ impl Gates {
     /// Whether client views of `resource` are kept (`--views`).
     pub fn wants_view(&self, resource: &str) -> bool {
         match self.views.mode() {
-            super::view::ViewsMode::Off => false,
-            super::view::ViewsMode::All => true,
-            super::view::ViewsMode::Named => self.engine.may_use_view(resource),
+            view::ViewsMode::Off => false,
+            view::ViewsMode::All => true,
+            view::ViewsMode::Named => self.engine.may_use_view(resource),
         }
     }
 }
@@ -58,7 +60,7 @@ struct Report {
     injected: prometheus::IntCounter,
     held_events: prometheus::IntGauge,
     held_bytes: prometheus::IntGauge,
-    last: super::gate::GateStats,
+    last: gate::GateStats,
     last_held: (i64, i64),
 }
 
@@ -68,7 +70,7 @@ impl Report {
             m.watch_events
                 .with_label_values(&[t.client.as_str(), &t.label, ty, action])
         };
-        let events = super::gate::TYPE_NAMES
+        let events = gate::TYPE_NAMES
             .map(|ty| ["delivered", "held", "released", "dropped"].map(|a| c(ty, a)));
         Report {
             events,
@@ -120,60 +122,6 @@ impl Drop for Report {
     fn drop(&mut self) {
         self.held_events.sub(self.last_held.0);
         self.held_bytes.sub(self.last_held.1);
-    }
-}
-
-/// The framing of a watch response, from its Content-Type.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    Json,
-    Protobuf,
-}
-
-impl Format {
-    pub fn from_content_type(ct: &str) -> Option<Format> {
-        let media = ct.split(';').next().unwrap_or("").trim();
-        match media {
-            "application/json" => Some(Format::Json),
-            "application/vnd.kubernetes.protobuf" if ct.contains("stream=watch") => {
-                Some(Format::Protobuf)
-            }
-            _ => None,
-        }
-    }
-}
-
-/// The ERROR 410 event that makes a client relist, in the stream's own framing.
-pub fn expired_event(format: Format, message: &str) -> Bytes {
-    match format {
-        Format::Json => {
-            let status = crate::status::ApiError::expired(message).to_status();
-            Bytes::from(format!("{{\"type\":\"ERROR\",\"object\":{status}}}\n"))
-        }
-        Format::Protobuf => {
-            use crate::protobuf::{MAGIC, Writer};
-            let mut status = Writer::default();
-            status
-                .message(1, |_| {})
-                .string(2, "Failure")
-                .string(3, message)
-                .string(4, "Expired")
-                .uint(6, 410);
-            let mut unknown = Writer::default();
-            unknown.message(1, |tm| {
-                tm.string(1, "v1").string(2, "Status");
-            });
-            unknown.bytes(2, &status.buf).bytes(3, b"").bytes(4, b"");
-            let mut raw = MAGIC.to_vec();
-            raw.extend_from_slice(&unknown.buf);
-            let mut ev = Writer::default();
-            ev.string(1, "ERROR").message(2, |ext| {
-                ext.bytes(1, &raw);
-            });
-            let mut out = (ev.buf.len() as u32).to_be_bytes().to_vec();
-            out.extend_from_slice(&ev.buf);
-            Bytes::from(out)
-        }
     }
 }
 
@@ -242,7 +190,7 @@ where
             Format::Protobuf => Framer::Proto(ProtoFramer::new(DEFAULT_MAX_FRAME)),
         };
         // Boxed: a stream that is not gzipped (nearly all) keeps its task small.
-        let mut gunzip = gzip.then(|| Box::new(super::gzip::GzipStream::default()));
+        let mut gunzip = gzip.then(|| Box::new(crate::watch::gzip::GzipStream::default()));
         let encoding = match format {
             Format::Json => Encoding::Json,
             Format::Protobuf => Encoding::Protobuf,
@@ -264,18 +212,18 @@ where
         let mut changes = engine.changes();
         // A relist window ends the streams open when it opens, once; a stream started
         // while it is open (the client's relist) is left alone, or it would loop.
-        let mut relisted: std::collections::HashSet<u64> = engine
+        let mut ended: std::collections::HashSet<u64> = engine
             .windows_for(
                 &target.client,
                 &target.resource,
                 target.namespace.as_deref(),
             )
             .iter()
-            .filter(|a| matches!(a.window.fault, Fault::Relist { .. }))
+            .filter(|a| a.window.fault.behaviour().ends_streams().is_some())
             .map(|a| a.generation)
             .collect();
         // Apply the windows open right now, then follow changes.
-        let mut outs = apply_windows(&engine, &target, &mut gate, &mut relisted);
+        let mut outs = apply_windows(&engine, &target, &mut gate, &mut ended);
         let mut cap_hits = 0;
         let mut last_since = None;
         loop {
@@ -333,7 +281,7 @@ where
                 _ = tx.closed() => return,
                 changed = changes.changed() => {
                     if changed.is_err() { return; }
-                    outs = apply_windows(&engine, &target, &mut gate, &mut relisted);
+                    outs = apply_windows(&engine, &target, &mut gate, &mut ended);
                 }
                 _ = async { match due { Some(d) => tokio::time::sleep_until(d).await, None => std::future::pending().await } } => {
                     outs = gate.tick(tokio::time::Instant::now());
@@ -368,7 +316,7 @@ where
                                         // trigger the previous event fired.
                                         if changes.has_changed().unwrap_or(false) {
                                             changes.borrow_and_update();
-                                            o.extend(apply_windows(&engine, &target, &mut gate, &mut relisted));
+                                            o.extend(apply_windows(&engine, &target, &mut gate, &mut ended));
                                         }
                                         if let Some(kind) = fr.meta.type_.and_then(crate::schedule::EventKind::of) {
                                             engine.on_event(&target.client, &target.resource, kind);
@@ -377,7 +325,7 @@ where
                                     }
                                     if changes.has_changed().unwrap_or(false) {
                                         changes.borrow_and_update();
-                                        o.extend(apply_windows(&engine, &target, &mut gate, &mut relisted));
+                                        o.extend(apply_windows(&engine, &target, &mut gate, &mut ended));
                                     }
                                     o
                                 }
@@ -414,22 +362,24 @@ impl Drop for LagGuard {
     }
 }
 
+/// Apply the windows open over a stream now: a window that ends streams does so once
+/// per opening; otherwise the strongest hold among them (or none) applies.
 fn apply_windows(
     engine: &Engine,
     t: &Target,
     gate: &mut Gate,
-    relisted: &mut std::collections::HashSet<u64>,
+    ended: &mut std::collections::HashSet<u64>,
 ) -> Vec<Output> {
     let windows = engine.windows_for(&t.client, &t.resource, t.namespace.as_deref());
     for a in &windows {
-        if let Fault::Relist { how } = &a.window.fault
-            && relisted.insert(a.generation)
+        if let Some(end) = a.window.fault.behaviour().ends_streams()
+            && ended.insert(a.generation)
         {
-            return gate.relist(*how == crate::schedule::RelistHow::Expired);
+            return gate.relist(end == StreamEnd::Expired);
         }
     }
     let now = tokio::time::Instant::now();
-    match hold_mode(&windows) {
+    match combined_hold(windows.iter().filter_map(|a| a.hold)) {
         Some(mode) => gate.open(mode, now),
         None => gate.close(now),
     }
@@ -456,9 +406,9 @@ mod tests {
             let gates = Arc::new(Gates {
                 engine,
                 metrics: Arc::new(Metrics::new()),
-                views: Arc::new(super::super::view::Views::new(0)),
+                views: Arc::new(Views::new(0)),
                 trace,
-                budget: super::super::gate::HeldBudget::new(1 << 20),
+                budget: HeldBudget::new(1 << 20),
                 max_held_bytes: 1 << 20,
             });
             let (tx, rx) =
@@ -529,25 +479,5 @@ mod tests {
         mut rx: tokio::sync::mpsc::Receiver<Result<http_body::Frame<Bytes>, BodyError>>,
     ) -> impl futures_util::Stream<Item = Result<http_body::Frame<Bytes>, BodyError>> + Unpin {
         Box::pin(futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx)))
-    }
-
-    #[test]
-    fn expired_events_parse_back_in_both_framings() {
-        let j = expired_event(Format::Json, "gone");
-        let f = JsonFramer::new(1 << 20).push(&j).unwrap();
-        assert_eq!(
-            (f[0].meta.type_, f[0].meta.status_code),
-            (Some(super::super::EventType::Error), Some(410))
-        );
-        let p = expired_event(Format::Protobuf, "gone");
-        let f = ProtoFramer::new(1 << 20).push(&p).unwrap();
-        assert_eq!(
-            (
-                f[0].meta.type_,
-                f[0].meta.status_code,
-                f[0].meta.kind.as_str()
-            ),
-            (Some(super::super::EventType::Error), Some(410), "Status")
-        );
     }
 }

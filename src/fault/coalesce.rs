@@ -1,0 +1,25 @@
+//! `coalesce`: like `freeze`, but when the window ends only the latest state of each
+//! object is delivered (in resourceVersion order) — the intermediate states a client that
+//! relisted would never have seen. The gate replaces the earlier states.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Behaviour, HoldMode, Random, Reads};
+
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Coalesce {}
+
+impl Behaviour for Coalesce {
+    fn name(&self) -> &'static str {
+        "coalesce"
+    }
+
+    fn hold(&self, _random: &dyn Random) -> Option<HoldMode> {
+        Some(HoldMode::Coalesce)
+    }
+
+    fn reads(&self) -> Reads {
+        Reads::View
+    }
+}

@@ -1,0 +1,163 @@
+//! `errors {verbs, status, rate, retryAfter}`: matching requests of the target are
+//! answered with a synthetic `Status` shaped like the apiserver's own (409, 429 with
+//! `Retry-After`, 500, 503, 504) — throttling, conflicts, a flaky apiserver. A `rate`
+//! below 1 fails that fraction, drawn per request from the schedule's seeded generator.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::{Behaviour, Random, Request, RequestAction};
+use crate::duration::GoDuration;
+use crate::request::Verb;
+use crate::status::{ApiError, GroupResource};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Errors {
+    /// Verbs to fail (all when empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub verbs: Vec<Verb>,
+    pub status: u16,
+    /// Fraction of matching requests to fail (default 1).
+    #[serde(default = "always")]
+    pub rate: f64,
+    #[serde(
+        default,
+        rename = "retryAfter",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub retry_after: Option<GoDuration>,
+}
+
+fn always() -> f64 {
+    1.0
+}
+
+impl Behaviour for Errors {
+    fn name(&self) -> &'static str {
+        "errors"
+    }
+
+    fn check(&self) -> Vec<(String, String)> {
+        let mut errs = Vec::new();
+        if !matches!(self.status, 409 | 429 | 500 | 503 | 504) {
+            errs.push((
+                "status".into(),
+                format!("{} is not one of 409, 429, 500, 503, 504", self.status),
+            ));
+        }
+        if !(0.0..=1.0).contains(&self.rate) {
+            errs.push((
+                "rate".into(),
+                format!("{} is not between 0 and 1", self.rate),
+            ));
+        }
+        errs
+    }
+
+    fn on_request(&self, r: &Request<'_>, random: &dyn Random) -> RequestAction {
+        let matches = self.verbs.is_empty() || self.verbs.contains(&r.verb);
+        if !matches || !random.chance(self.rate) {
+            return RequestAction::Pass;
+        }
+        RequestAction::Answer(injected(r, self.status, self.retry_after.map(|d| d.0)))
+    }
+}
+
+/// The synthetic `Status`, shaped like the apiserver's own, naming the window.
+fn injected(r: &Request<'_>, code: u16, retry_after: Option<Duration>) -> ApiError {
+    let gr = GroupResource {
+        group: r.group,
+        resource: r.resource,
+    };
+    let name = r.name.unwrap_or("");
+    let mut e = match code {
+        409 => ApiError::conflict_modified(gr, name),
+        429 => ApiError::new(
+            429,
+            "TooManyRequests",
+            "Too many requests, please try again later.",
+        ),
+        503 => {
+            ApiError::service_unavailable("the server is currently unable to handle the request")
+        }
+        504 => ApiError::new(
+            504,
+            "Timeout",
+            "the server was unable to return a response in the time allotted, but may still be processing the request",
+        ),
+        _ => ApiError::internal("an error on the server has prevented the request from succeeding"),
+    };
+    e.message = format!(
+        "{} (injected by stalemate window {:?})",
+        e.message, r.window
+    );
+    if let Some(d) = retry_after {
+        let secs = d.as_secs().max(1);
+        e.retry_after = Some(secs);
+        e = e.with_details(serde_json::json!({"retryAfterSeconds": secs}));
+    }
+    e
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Coin(bool);
+    impl Random for Coin {
+        fn uniform(&self, lo: f64, _hi: f64) -> f64 {
+            lo
+        }
+        fn chance(&self, _p: f64) -> bool {
+            self.0
+        }
+    }
+
+    fn req(verb: Verb) -> Request<'static> {
+        Request {
+            verb,
+            group: "source.toolkit.fluxcd.io",
+            resource: "gitrepositories",
+            name: Some("podinfo"),
+            window: "w",
+        }
+    }
+
+    #[test]
+    fn answers_matching_requests_with_the_apiservers_status() {
+        let e: Errors =
+            serde_json::from_str(r#"{"verbs": ["patch"], "status": 429, "retryAfter": "2s"}"#)
+                .unwrap();
+        assert!(matches!(
+            e.on_request(&req(Verb::Get), &Coin(true)),
+            RequestAction::Pass
+        ));
+        let RequestAction::Answer(s) = e.on_request(&req(Verb::Patch), &Coin(true)) else {
+            panic!("not answered")
+        };
+        assert_eq!(
+            (s.code, s.reason, s.retry_after),
+            (429, "TooManyRequests", Some(2))
+        );
+        assert!(s.message.contains("window \"w\""));
+        assert!(
+            matches!(
+                e.on_request(&req(Verb::Patch), &Coin(false)),
+                RequestAction::Pass
+            ),
+            "rate: the coin decides"
+        );
+        let c: Errors = serde_json::from_str(r#"{"status": 409}"#).unwrap();
+        let RequestAction::Answer(s) = c.on_request(&req(Verb::Update), &Coin(true)) else {
+            panic!()
+        };
+        assert_eq!(s.reason, "Conflict");
+        assert!(s.message.starts_with(
+            "Operation cannot be fulfilled on gitrepositories.source.toolkit.fluxcd.io \"podinfo\""
+        ));
+        let bad: Errors = serde_json::from_str(r#"{"status": 418, "rate": 2}"#).unwrap();
+        assert_eq!(bad.check().len(), 2);
+    }
+}

@@ -1,0 +1,413 @@
+//! The proxy: one request's way through stalemate, as named stages.
+//!
+//! ```text
+//!  client ─TLS─► handle:
+//!    1 classify   verb, resource, watch form; the client (identity); metric labels
+//!    2 trigger    afterRequests triggers fire; the windows open over this target
+//!    3 faults     a view answers the read (reads.rs), or a fault answers or delays it
+//!    4 prepare    what to ask the upstream for (Accept, Accept-Encoding)
+//!    5 forward    to the upstream (forward.rs; requests on pooled HTTP/1.1, watches on
+//!                 HTTP/2), or the Status that says why not
+//!    6 respond    the body wrappers: gated watch (gated.rs), LIST tee (list_tee.rs),
+//!                 watch accounting (watch_body.rs)
+//!    7 finish     oracles, trace, metrics; then effects a trigger put off (restart)
+//! ```
+//!
+//! Bodies are streams both ways and are never buffered: a 100 MB LIST costs a few frames
+//! of memory, and each watch frame is flushed as the upstream sends it. Dropping the
+//! client's response body (client gone) drops the upstream response: the upstream request
+//! is cancelled with it.
+
+pub mod forward;
+pub mod gated;
+pub mod headers;
+pub mod list_tee;
+pub mod reads;
+pub mod watch_body;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use http::header::{self, HeaderValue};
+use http::{Request, Response};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+
+pub use self::headers::{UPSTREAM_CREDENTIALS_TOKEN, sanitize_request_headers, strip_hop_by_hop};
+use crate::fault::{Random, RequestAction};
+use crate::listen::{Body, BodyError, Peer};
+use crate::metrics::Metrics;
+use crate::request::{self, RequestInfo, Verb};
+use crate::schedule::engine::{Active, Deferred};
+use crate::status::ApiError;
+use crate::upstream::Upstream;
+
+/// Shared state of a running proxy.
+pub struct Proxy {
+    pub upstream: Upstream,
+    pub metrics: Arc<Metrics>,
+    /// Time allowed for the upstream's response headers (not for streaming bodies).
+    pub header_timeout: Duration,
+    /// Becomes `true` when the proxy shuts down: watch streams then end cleanly at their
+    /// next frame boundary, so clients resume (PROTOCOL.md §C) instead of seeing a reset.
+    pub shutdown: tokio::sync::watch::Receiver<bool>,
+    /// The schedule's windows, views, trace and held-bytes budget; watch streams that
+    /// windows target go through a gate.
+    pub gates: Arc<gated::Gates>,
+    /// Writes and conflicts feed the hot-loop and conflict-storm oracles.
+    pub oracles: Arc<crate::oracle::Oracles>,
+    /// What the upstream serves: only those resources are metric labels.
+    pub known: Arc<crate::upstream::discovery::KnownResources>,
+    /// (client, resource) pairs whose ungated watches were already logged.
+    pub ungated_seen: std::sync::Mutex<std::collections::HashSet<(String, String)>>,
+}
+
+/// The `resource` label of requests for resources the upstream does not serve.
+pub const OTHER: &str = "other";
+
+/// Labels for one request, and how it was answered (for the trace).
+pub struct Labels {
+    pub client: String,
+    pub verb: &'static str,
+    /// The resource as named (`plural.group`, `/sub`): windows, trace and oracles.
+    pub resource: String,
+    /// The resource as metric labels name it: [`Labels::resource`] when the upstream's
+    /// discovery knows it, else `other` (label sets stay bounded whatever URLs arrive).
+    pub metric_resource: String,
+    pub watch: bool,
+    pub namespace: Option<String>,
+    pub name: Option<String>,
+    /// upstream | injected | view | view-violation
+    pub answer: &'static str,
+    pub window: Option<String>,
+}
+
+/// One request on its way through the stages: what they learnt about it.
+pub struct Call {
+    start: Instant,
+    info: RequestInfo,
+    labels: Labels,
+    /// The windows open over this request's target (looked up once, after the triggers).
+    windows: Vec<Active>,
+    /// What the windows its triggers opened do outside the proxy, once it is answered.
+    deferred: Vec<Deferred>,
+}
+
+impl Call {
+    fn resource(&self) -> Option<&request::ResourceRequest> {
+        match &self.info {
+            RequestInfo::Resource(r) => Some(r),
+            RequestInfo::NonResource { .. } => None,
+        }
+    }
+}
+
+pub async fn handle(proxy: Arc<Proxy>, mut req: Request<Incoming>, peer: Peer) -> Response<Body> {
+    let mut call = classify(&proxy, &req, &peer).await;
+    trigger(&proxy, &mut call);
+    if let Some(resp) = faults(&proxy, &mut call, &req).await {
+        return finish(&proxy, call, resp);
+    }
+    let list_view = prepare(&proxy, &call, &mut req);
+    let resp = match forward::forward(&proxy, &call, req).await {
+        Ok((resp, slot)) => respond(&proxy, &call, resp, slot, list_view),
+        Err(failed) => failed,
+    };
+    finish(&proxy, call, resp)
+}
+
+/// Stage 1: What the request is, who sent it, and how metrics may name its resource.
+async fn classify(proxy: &Proxy, req: &Request<Incoming>, peer: &Peer) -> Call {
+    let start = Instant::now();
+    let info = request::classify(req.method(), req.uri().path(), req.uri().query());
+    let client = proxy.gates.engine.identify(req.headers(), peer.local);
+    let mut labels = match &info {
+        RequestInfo::NonResource { .. } => Labels {
+            client,
+            verb: "get",
+            resource: String::new(),
+            metric_resource: String::new(),
+            watch: false,
+            namespace: None,
+            name: None,
+            answer: "upstream",
+            window: None,
+        },
+        RequestInfo::Resource(r) => Labels {
+            client,
+            verb: r.verb.as_str(),
+            resource: match &r.subresource {
+                Some(s) => format!("{}/{s}", r.resource_name()),
+                None => r.resource_name(),
+            },
+            metric_resource: OTHER.to_string(),
+            watch: r.verb == Verb::Watch,
+            namespace: r.namespace.clone(),
+            name: r.name.clone(),
+            answer: "upstream",
+            window: None,
+        },
+    };
+    if let RequestInfo::Resource(r) = &info {
+        let known = &proxy.known;
+        if !known.knows_group_version(&r.group, &r.version) {
+            // Boxed: discovery's future is large, and inlined it would grow every
+            // request's (thousands of them are in flight when watches open at once).
+            Box::pin(known.refresh_for(&r.group, &r.version)).await;
+        }
+        if known.knows(&r.group, &r.version, &r.resource, r.subresource.as_deref()) {
+            labels.metric_resource = labels.resource.clone();
+        }
+    }
+    Call {
+        start,
+        info,
+        labels,
+        windows: Vec::new(),
+        deferred: Vec::new(),
+    }
+}
+
+/// Stage 2: Triggers see the request as it arrives, before it is forwarded, so a window it
+/// opens already covers the events it causes; then the windows over its target.
+fn trigger(proxy: &Proxy, call: &mut Call) {
+    let Some(r) = call.resource() else { return };
+    let resource = r.resource_name();
+    let engine = &proxy.gates.engine;
+    let (verb, sub, ns) = (r.verb, r.subresource.clone(), r.namespace.clone());
+    call.deferred = engine.on_request(&call.labels.client, verb, &resource, sub.as_deref());
+    call.windows = engine.windows_for(&call.labels.client, &resource, ns.as_deref());
+}
+
+/// Stage 3: A window's fault may answer the request (a view answers a stale read; `errors`
+/// answers with a Status) or delay it (`latency`).
+async fn faults(proxy: &Proxy, call: &mut Call, req: &Request<Incoming>) -> Option<Response<Body>> {
+    let r = call.resource()?.clone();
+    if let Some(resp) = reads::answer(proxy, call, &r, req.headers()) {
+        return Some(resp);
+    }
+    // Oldest window first: delays add up, the first answer ends it.
+    let actions: Vec<(String, RequestAction)> = {
+        let random: &dyn Random = &*proxy.gates.engine;
+        call.windows
+            .iter()
+            .map(|a| {
+                let request = crate::fault::Request {
+                    verb: r.verb,
+                    group: &r.group,
+                    resource: &r.resource,
+                    name: r.name.as_deref(),
+                    window: &a.window.name,
+                };
+                let action = a.window.fault.behaviour().on_request(&request, random);
+                (a.window.name.clone(), action)
+            })
+            .collect()
+    };
+    for (window, action) in actions {
+        match action {
+            RequestAction::Pass => {}
+            RequestAction::Delay(d) => tokio::time::sleep(d).await,
+            RequestAction::Answer(e) => {
+                call.labels.answer = "injected";
+                call.labels.window = Some(window);
+                return Some(status_response(&e));
+            }
+        }
+    }
+    None
+}
+
+/// Stage 4: What to ask the upstream for; returns the view a LIST's body will rebuild.
+fn prepare(
+    proxy: &Proxy,
+    call: &Call,
+    req: &mut Request<Incoming>,
+) -> Option<(crate::watch::view::ViewKey, bool)> {
+    let r = call.resource()?;
+    if call.labels.watch {
+        // The gate reads frames: ask for a plain stream (PROTOCOL.md §A.6; one that
+        // comes gzipped anyway is decoded) in a framing it knows.
+        req.headers_mut().remove(header::ACCEPT_ENCODING);
+        if let Some(a) = headers::gateable_accept(req.headers().get(header::ACCEPT)) {
+            req.headers_mut().insert(header::ACCEPT, a);
+        }
+    }
+    if r.verb.is_write() {
+        let l = &call.labels;
+        proxy
+            .metrics
+            .writes
+            .with_label_values(&[l.client.as_str(), &l.metric_resource, l.verb])
+            .inc();
+    }
+    // A LIST that reaches the upstream rebuilds the client's view — except during a
+    // window that reads from views: the view stands for its informer cache, which a
+    // one-off consistent read does not change.
+    let stale = call.windows.iter().any(|a| a.window.fault.uses_views());
+    if r.verb == Verb::List && !stale && proxy.gates.wants_view(&r.resource_name()) {
+        // A view is built from the body: ask for it plain (the apiserver gzips bodies
+        // over 128 KiB otherwise, and decoding would cost this thread).
+        req.headers_mut().remove(header::ACCEPT_ENCODING);
+        return Some((
+            reads::view_key(&call.labels.client, r),
+            r.params.continue_token.is_none(),
+        ));
+    }
+    None
+}
+
+/// Stage 6: The response on its way back: counted, and its body wrapped for what it is.
+fn respond(
+    proxy: &Proxy,
+    call: &Call,
+    resp: Response<Incoming>,
+    slot: Option<crate::upstream::WatchSlot>,
+    list_view: Option<(crate::watch::view::ViewKey, bool)>,
+) -> Response<Body> {
+    let l = &call.labels;
+    if resp.status() == http::StatusCode::CONFLICT {
+        proxy
+            .metrics
+            .conflicts
+            .with_label_values(&[l.client.as_str(), &l.metric_resource])
+            .inc();
+    }
+    let (mut parts, body) = resp.into_parts();
+    let switching = parts.status == http::StatusCode::SWITCHING_PROTOCOLS;
+    strip_hop_by_hop(&mut parts.headers, switching);
+    let body: Body = body.map_err(BodyError::from).boxed();
+    let r = call.resource();
+    let body = match r {
+        Some(r) if l.watch && parts.status.is_success() => {
+            let (inner, gated) = match watch_body::framing(&parts.headers) {
+                Ok((format, gzip)) => {
+                    if gzip {
+                        // The gate decodes the gzip stream; the client gets it plain.
+                        parts.headers.remove(header::CONTENT_ENCODING);
+                        parts.headers.remove(header::CONTENT_LENGTH);
+                    }
+                    let target = gated::Target {
+                        client: l.client.clone(),
+                        resource: l.resource.clone(),
+                        label: l.metric_resource.clone(),
+                        namespace: l.namespace.clone(),
+                        view: reads::view_key(&l.client, r),
+                        watch_list: r.params.send_initial_events == Some(true),
+                    };
+                    let body = gated::gated(body, format, gzip, target, proxy.gates.clone());
+                    (body, true)
+                }
+                Err(reason) => {
+                    ungated(proxy, l, reason);
+                    (body, false)
+                }
+            };
+            let mut stop = proxy.shutdown.clone();
+            let shutdown: watch_body::Shutdown = Box::pin(async move {
+                let _ = stop.wait_for(|s| *s).await;
+            });
+            let gauge = proxy
+                .metrics
+                .watch_streams
+                .with_label_values(&[&l.client, &l.metric_resource]);
+            watch_body::WatchBody::new(inner, gauge, shutdown, slot, !gated).boxed()
+        }
+        _ => match list_view.filter(|_| parts.status.is_success()) {
+            Some((key, first_page)) => list_tee::tee(
+                body,
+                &parts.headers,
+                key,
+                first_page,
+                proxy.gates.views.clone(),
+            ),
+            // A plain response's body is passed on as it is.
+            None => body,
+        },
+    };
+    Response::from_parts(parts, body)
+}
+
+/// A watch the gate cannot frame passes through as it is, so no window can apply to it:
+/// counted, and said once per client and resource — never silently.
+fn ungated(proxy: &Proxy, l: &Labels, reason: &'static str) {
+    proxy
+        .metrics
+        .ungated
+        .with_label_values(&[l.client.as_str(), &l.metric_resource, reason])
+        .inc();
+    let first = proxy
+        .ungated_seen
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert((l.client.clone(), l.metric_resource.clone()));
+    if first {
+        tracing::warn!(client = %l.client, resource = %l.resource, reason, "a watch stream cannot be gated (its framing is unknown); windows do not apply to it");
+    }
+}
+
+/// Stage 7: Oracles, trace and metrics hear how the request was answered; then the effects
+/// its triggers put off (a `restart` kills the controller only once its write has been
+/// answered).
+fn finish(proxy: &Proxy, call: Call, resp: Response<Body>) -> Response<Body> {
+    let l = &call.labels;
+    let status = resp.status().as_u16();
+    proxy.oracles.on_request(
+        &l.client,
+        l.verb,
+        &l.resource,
+        l.namespace.as_deref(),
+        l.name.as_deref(),
+        status,
+        std::time::SystemTime::now(),
+    );
+    if proxy.gates.trace.enabled() {
+        proxy.gates.trace.record(crate::trace::Record::Request {
+            client: l.client.clone(),
+            verb: l.verb,
+            resource: l.resource.clone(),
+            namespace: l.namespace.clone(),
+            name: l.name.clone(),
+            code: status,
+            latency_ms: call.start.elapsed().as_secs_f64() * 1000.0,
+            answer: l.answer,
+            window: l.window.clone(),
+        });
+    }
+    proxy
+        .metrics
+        .requests
+        .with_label_values(&[
+            l.client.as_str(),
+            l.verb,
+            &l.metric_resource,
+            resp.status().as_str(),
+        ])
+        .inc();
+    proxy
+        .metrics
+        .duration
+        .with_label_values(&[l.client.as_str(), l.verb])
+        .observe(call.start.elapsed().as_secs_f64());
+    for d in call.deferred {
+        d.run();
+    }
+    resp
+}
+
+/// A `Status` as a response (JSON, the code it names).
+pub fn status_response(e: &ApiError) -> Response<Body> {
+    let body = serde_json::to_vec(&e.to_status()).unwrap_or_default();
+    let mut r = Response::new(crate::listen::body::full(body));
+    *r.status_mut() = http::StatusCode::from_u16(e.code).unwrap_or(http::StatusCode::BAD_GATEWAY);
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    if let Some(s) = e.retry_after
+        && let Ok(v) = HeaderValue::from_str(&s.to_string())
+    {
+        r.headers_mut().insert(header::RETRY_AFTER, v);
+    }
+    r
+}
