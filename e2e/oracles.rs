@@ -287,3 +287,156 @@ fn run_returns_1_when_the_controller_is_stuck_and_0_when_fixed() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("missing"));
 }
+
+/// A `restart` window kills the controller right after its first status patch has been
+/// answered, and starts it again: the oracles judge its recovery, the report lists the
+/// restart, and `run`'s exit status is the verdict — not the kill.
+#[test]
+fn run_restarts_the_controller_and_judges_its_recovery() {
+    let controller = std::env::current_exe().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let schedule = dir.path().join("crash.json");
+    std::fs::write(
+        &schedule,
+        serde_json::json!({
+            "windows": [{
+                "name": "crash", "fault": {"restart": {"down": "500ms"}},
+                "trigger": {"afterRequests": {"verb": "patch", "resource": GR, "subresource": "status", "count": 1}}
+            }],
+            "oracles": {"convergence": {"resources": [GR], "settle": "3s"}}
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let sim = Sim::start();
+    sim.kubectl_stdin(&["apply", "-f", "-"], stalemate::demo::controller::CRD);
+    sim.kubectl_ok(&[
+        "wait",
+        "--for",
+        "condition=established",
+        &format!("crd/{GR}"),
+    ]);
+    let repo = r#"{"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
+        "metadata": {"name": "podinfo", "namespace": "default"}, "spec": {"url": "https://example.com/podinfo"}}"#;
+    assert!(
+        sim.kubectl_stdin(&["create", "-f", "-"], repo)
+            .status
+            .success()
+    );
+    let json = dir.path().join("run.json");
+    let trace = dir.path().join("run.jsonl");
+    let out = Command::new(BIN)
+        .args([
+            "run",
+            "--schedule",
+            schedule.to_str().unwrap(),
+            "--duration",
+            "8s",
+        ])
+        .arg("--report-json")
+        .arg(&json)
+        .arg("--trace")
+        .arg(&trace)
+        .env("KUBECONFIG", &sim.kubeconfig)
+        .env("STALEMATE_E2E_CONTROLLER", "fixed")
+        .arg("--")
+        .arg(&controller)
+        .args(["controller_process", "--exact", "--nocapture"])
+        .output()
+        .unwrap();
+    let report: Value =
+        serde_json::from_slice(&std::fs::read(&json).unwrap_or_default()).unwrap_or(Value::Null);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}\n{report}");
+    assert_eq!(report["verdict"], "pass");
+    let restarts = report["restarts"].as_array().unwrap();
+    assert_eq!(restarts.len(), 1, "{report}");
+    assert_eq!(restarts[0]["window"], "crash");
+    assert_eq!(restarts[0]["downSeconds"], 0.5);
+    // The kill came after the status patch was answered.
+    let first_status_patch = report["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["verb"] == "patch" && m["code"] == 200)
+        .expect("a status patch on the timeline");
+    let at = |v: &Value| humantime::parse_rfc3339_weak(v.as_str().unwrap()).unwrap();
+    assert!(at(&first_status_patch["at"]) <= at(&restarts[0]["at"]));
+    // Recovered: Current after the restart window, and measured.
+    let recovered = report["recoveries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["window"] == "crash")
+        .expect("a recovery measured after the restart");
+    assert!(recovered["seconds"].is_number(), "{report}");
+    // The trace shows it, and `stalemate report` renders it from the trace.
+    let text = std::fs::read_to_string(&trace).unwrap();
+    assert!(
+        text.lines()
+            .any(|l| l.contains(r#""kind":"restart""#) && l.contains("crash"))
+    );
+    let html = dir.path().join("from-trace.html");
+    let st = Command::new(BIN)
+        .arg("report")
+        .arg(&trace)
+        .arg("--report-html")
+        .arg(&html)
+        .output()
+        .unwrap();
+    assert!(st.status.success());
+    assert!(String::from_utf8_lossy(&st.stdout).contains("controller restarts:"));
+    assert!(
+        std::fs::read_to_string(&html)
+            .unwrap()
+            .contains("controller killed by crash")
+    );
+}
+
+/// `serve` has no process to restart: a `restart` window is refused, in a schedule and
+/// over the control API, saying why.
+#[test]
+fn serve_refuses_restart_windows() {
+    let sim = Sim::start();
+    let dir = tempfile::tempdir().unwrap();
+    let schedule = dir.path().join("crash.json");
+    std::fs::write(
+        &schedule,
+        r#"{"windows": [{"name": "crash", "fault": {"restart": {}}, "trigger": {"manual": {}}}]}"#,
+    )
+    .unwrap();
+    let out = Command::new(BIN)
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--admin-listen",
+            "127.0.0.1:0",
+            "--tls-dir",
+        ])
+        .arg(dir.path().join("tls"))
+        .arg("--upstream-kubeconfig")
+        .arg(&sim.kubeconfig)
+        .arg("--schedule")
+        .arg(&schedule)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("\"crash\"") && err.contains("stalemate run"),
+        "{err}"
+    );
+    let proxy = common::Proxy::start(&sim, &[]);
+    let (code, body) = proxy.admin_call(
+        None,
+        "POST",
+        "/v1/windows",
+        Some(&serde_json::json!({"name": "crash", "fault": {"restart": {}}})),
+    );
+    assert_eq!(code, 422, "{body}");
+    assert!(
+        body["error"].as_str().unwrap().contains("fault.restart"),
+        "{body}"
+    );
+}

@@ -17,6 +17,7 @@ pub mod kubeconfig;
 pub mod listen;
 pub mod metrics;
 pub mod oracle;
+pub mod process;
 pub mod protobuf;
 pub mod proxy;
 pub mod report;
@@ -28,3 +29,6 @@ pub mod status;
 pub mod trace;
 pub mod upstream;
 pub mod watch;
+
+#[cfg(test)]
+mod layout_tests;

@@ -26,6 +26,12 @@ pub enum Verb {
     Connect,
 }
 
+impl std::fmt::Display for Verb {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 impl Verb {
     /// Verbs that change the cluster.
     pub fn is_write(self) -> bool {

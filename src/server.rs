@@ -43,6 +43,9 @@ pub struct Options {
     pub drain_timeout: Duration,
     /// Serving threads (`--threads`).
     pub threads: usize,
+    /// The caller runs the controller and will hand it to the engine
+    /// (`Engine::set_process`): `restart` windows are allowed. (`serve` has none.)
+    pub controller_process: bool,
 }
 
 impl Options {
@@ -73,6 +76,7 @@ impl Options {
             admin_token: None,
             drain_timeout: Duration::from_secs(5),
             threads: default_threads(),
+            controller_process: false,
         }
     }
 }
@@ -94,6 +98,11 @@ pub struct Running {
 }
 
 impl Running {
+    /// The run's trace (off unless `--trace`).
+    pub fn trace(&self) -> crate::trace::Trace {
+        self.trace.clone()
+    }
+
     /// Stop: watches end cleanly, open requests drain; the final report is computed,
     /// written to the trace, and returned.
     pub async fn stop(self) -> crate::report::Report {
@@ -122,7 +131,23 @@ pub async fn start(o: Options) -> Result<Running> {
         );
     }
     let schedule = o.schedule;
+    if !o.controller_process
+        && let Some((i, w)) = schedule
+            .windows
+            .iter()
+            .enumerate()
+            .find(|(_, w)| w.fault.behaviour().needs_process())
+    {
+        anyhow::bail!(
+            "the schedule's windows[{i}] ({:?}) is a `{}` window: it needs a controller process stalemate owns (`stalemate run` or `explore`); `serve` has none to restart",
+            w.name,
+            w.fault.name()
+        );
+    }
     let engine = crate::schedule::engine::Engine::new(&schedule);
+    if o.controller_process {
+        engine.expect_process();
+    }
     let upstream = Upstream::connect(
         &o.source,
         &TransportOptions {

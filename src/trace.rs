@@ -61,6 +61,14 @@ pub enum Record {
     Dropped {
         records: u64,
     },
+    /// A `restart` window killed the controller; it is started again after `downMs`.
+    #[serde(rename_all = "camelCase")]
+    Restart {
+        window: String,
+        down_ms: f64,
+        /// The killed process.
+        pid: u32,
+    },
     /// An oracle's violation, written when the run ends.
     Verdict {
         violation: crate::oracle::Violation,

@@ -19,8 +19,10 @@ Example:
 
 CMD gets KUBECONFIG pointing at the proxy (KUBERNETES_SERVICE_HOST/PORT removed, so an
 in-cluster config is not picked up) and the proxy reaches the cluster with your
-kubeconfig's credentials. SIGINT/SIGTERM are forwarded to CMD. The run ends at --duration
-or when CMD exits; then the report is printed.")]
+kubeconfig's credentials. SIGINT/SIGTERM are forwarded to CMD. `restart` windows kill CMD
+(SIGKILL) and start it again with the same arguments and environment; those kills do not
+end the run. The run ends at --duration or when CMD exits on its own; then the report is
+printed, and the exit status is the oracles' verdict.")]
 pub struct RunArgs {
     /// Schedule file (JSON): clients, windows and oracles.
     #[arg(long, value_name = "FILE")]
@@ -59,16 +61,6 @@ pub struct RunArgs {
     pub cmd: Vec<String>,
 }
 
-fn signal(pid: u32, sig: libc::c_int) {
-    if let Ok(pid) = libc::pid_t::try_from(pid) {
-        // SAFETY: kill(2) with a pid we spawned and a valid signal number; no memory is
-        // shared with the callee.
-        unsafe {
-            libc::kill(pid, sig);
-        }
-    }
-}
-
 pub async fn run(args: RunArgs) -> Result<ExitCode> {
     let schedule = super::check::load(&args.schedule)?;
     let dir = std::env::temp_dir().join(format!("stalemate-run-{}", uuid::Uuid::new_v4()));
@@ -86,6 +78,7 @@ async fn run_in(
     let certs = crate::certs::generate("stalemate", &[])?;
     let running = crate::server::start(crate::server::Options {
         admin_listen: args.admin_listen,
+        controller_process: true,
         ..crate::server::Options::loopback(
             &certs,
             crate::upstream::Source::Kubeconfig {
@@ -116,14 +109,15 @@ async fn run_in(
     let Some((program, rest)) = args.cmd.split_first() else {
         bail!("nothing to run: give the controller after --")
     };
-    let mut child = match tokio::process::Command::new(program)
-        .args(rest)
-        .env("KUBECONFIG", &kubeconfig)
-        .env_remove("KUBERNETES_SERVICE_HOST")
-        .env_remove("KUBERNETES_SERVICE_PORT")
-        .kill_on_drop(true)
-        .spawn()
-    {
+    let controller = match crate::process::Controller::spawn(crate::process::Spec {
+        program: program.clone(),
+        args: rest.to_vec(),
+        env: vec![("KUBECONFIG".into(), kubeconfig.clone().into_os_string())],
+        env_remove: vec![
+            "KUBERNETES_SERVICE_HOST".into(),
+            "KUBERNETES_SERVICE_PORT".into(),
+        ],
+    }) {
         Ok(c) => c,
         Err(e) => {
             let _ = running.stop().await;
@@ -131,7 +125,20 @@ async fn run_in(
             return Ok(ExitCode::from(2));
         }
     };
-    let pid = child.id().unwrap_or(0);
+    // `restart` windows kill it and start it again; the oracles and the trace hear of it.
+    {
+        let (oracles, trace) = (running.oracles.clone(), running.trace());
+        let c = controller.clone();
+        controller.on_restart(Box::new(move |window, at, down| {
+            oracles.on_restart(window, at, down);
+            trace.record(crate::trace::Record::Restart {
+                window: window.to_string(),
+                down_ms: down.as_secs_f64() * 1000.0,
+                pid: c.pid(),
+            });
+        }));
+    }
+    running.engine.set_process(controller.clone());
     let deadline = async {
         match args.duration {
             Some(d) => tokio::time::sleep(d).await,
@@ -141,23 +148,23 @@ async fn run_in(
     let mut cmd_failed: Option<String> = None;
     let mut stopped_by_us = false;
     tokio::select! {
-        st = child.wait() => {
-            match st {
-                Ok(s) if s.success() => {}
-                Ok(s) => cmd_failed = Some(format!("{program:?} exited with {s}")),
-                Err(e) => cmd_failed = Some(format!("waiting for {program:?}: {e}")),
+        exit = controller.exited() => {
+            match exit {
+                crate::process::Exit::Exited(s) if s.success() => {}
+                crate::process::Exit::Exited(s) => cmd_failed = Some(format!("{program:?} exited with {s}")),
+                crate::process::Exit::Failed(e) => cmd_failed = Some(format!("{program:?}: {e}")),
             }
         }
         _ = deadline => { stopped_by_us = true; }
         _ = super::shutdown_signal() => { stopped_by_us = true; }
     }
     if stopped_by_us {
-        signal(pid, libc::SIGTERM);
-        if tokio::time::timeout(Duration::from_secs(10), child.wait())
+        controller.signal(libc::SIGTERM);
+        if tokio::time::timeout(Duration::from_secs(10), controller.exited())
             .await
             .is_err()
         {
-            let _ = child.kill().await;
+            controller.signal(libc::SIGKILL);
         }
     }
     let report = running.stop().await;

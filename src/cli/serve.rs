@@ -220,6 +220,7 @@ pub async fn run(args: ServeArgs) -> Result<()> {
         threads: args
             .threads
             .map_or_else(crate::server::default_threads, usize::from),
+        controller_process: false,
     })
     .await?;
     if let Some(out) = &args.kubeconfig_out {

@@ -83,11 +83,11 @@ pub struct DemoArgs {
     pub scenario: Scenario,
 
     /// How long after the last window closes the convergence oracle waits.
-    #[arg(long, default_value = "8s", value_parser = crate::cli::parse_duration, value_name = "DURATION")]
+    #[arg(long, default_value = "8s", value_parser = crate::duration::parse, value_name = "DURATION")]
     pub settle: Duration,
 
     /// How long the hot-loop scenario lets the controller run.
-    #[arg(long, default_value = "4s", value_parser = crate::cli::parse_duration, value_name = "DURATION")]
+    #[arg(long, default_value = "4s", value_parser = crate::duration::parse, value_name = "DURATION")]
     pub hot_loop_for: Duration,
 
     /// Write a JSON-lines trace of the run here.

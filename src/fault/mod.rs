@@ -175,6 +175,12 @@ pub trait Behaviour {
         Reads::Upstream
     }
 
+    /// How long the window stays open when it gives no `duration` (`None`: until closed
+    /// over the control API).
+    fn default_duration(&self) -> Option<Duration> {
+        None
+    }
+
     /// Whether the window needs a process stalemate owns ([`Process`]).
     fn needs_process(&self) -> bool {
         false

@@ -35,6 +35,11 @@ impl Behaviour for Restart {
         true
     }
 
+    /// Open while the controller is down: it closes as the controller starts again.
+    fn default_duration(&self) -> Option<std::time::Duration> {
+        Some(self.down())
+    }
+
     fn on_open(&self, window: &str, process: Option<&dyn Process>) {
         match process {
             Some(p) => p.restart(window, self.down()),

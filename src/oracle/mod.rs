@@ -26,6 +26,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::duration::GoDuration;
+use crate::request::Verb;
 
 /// The `oracles` section of a schedule.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -130,6 +131,17 @@ pub struct WindowSpan {
     pub closed_at: Option<SystemTime>,
 }
 
+/// A restart of the controller (a `restart` window).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RestartMark {
+    pub window: String,
+    #[serde(with = "rfc3339")]
+    pub at: SystemTime,
+    /// How long it stayed down.
+    pub down_seconds: f64,
+}
+
 /// How long an object took to become Current after a window closed (`None`: not yet).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -150,7 +162,7 @@ pub struct Mark {
     #[serde(with = "rfc3339")]
     pub at: SystemTime,
     pub client: String,
-    pub verb: String,
+    pub verb: Verb,
     pub resource: String,
     pub namespace: String,
     pub name: String,
@@ -179,6 +191,9 @@ pub struct Verdicts {
     pub pending: Option<String>,
     pub violations: Vec<Violation>,
     pub windows: Vec<WindowSpan>,
+    /// Controller restarts (`restart` windows), in order.
+    #[serde(default)]
+    pub restarts: Vec<RestartMark>,
     pub recoveries: Vec<Recovery>,
     pub objects: Vec<ObjectStatus>,
     pub timeline: Vec<Mark>,
@@ -259,6 +274,7 @@ struct State {
     hot: BTreeMap<(String, ObjectRef), Hit>,
     storms: BTreeMap<(String, ObjectRef), Hit>,
     windows: VecDeque<WindowSpan>,
+    restarts: VecDeque<RestartMark>,
     recoveries: VecDeque<(Recovery, Option<SystemTime>)>,
     marks: VecDeque<Mark>,
     /// Violations of objects since deleted: judged when they went, their state pruned.
@@ -293,13 +309,6 @@ pub struct Oracles {
     pub violations_gauge: prometheus::IntGaugeVec,
     /// Entries dropped at a cap (`stalemate_oracle_dropped_total`).
     pub dropped_counter: prometheus::IntCounter,
-}
-
-fn is_write(verb: &str) -> bool {
-    matches!(
-        verb,
-        "create" | "update" | "patch" | "delete" | "deletecollection"
-    )
 }
 
 /// Count `at` in a one-minute sliding window; returns the count.
@@ -421,7 +430,7 @@ impl Oracles {
     pub fn on_request(
         &self,
         client: &str,
-        verb: &str,
+        verb: Verb,
         resource: &str,
         namespace: Option<&str>,
         name: Option<&str>,
@@ -429,7 +438,7 @@ impl Oracles {
         at: SystemTime,
     ) {
         let Some(name) = name else { return };
-        if !is_write(verb) && code != 409 {
+        if !verb.is_write() && code != 409 {
             return;
         }
         // `gitrepositories/status` is a write to the object.
@@ -443,7 +452,7 @@ impl Oracles {
         s.marks.push_back(Mark {
             at,
             client: client.to_string(),
-            verb: verb.to_string(),
+            verb,
             resource: obj.resource.clone(),
             namespace: obj.namespace.clone(),
             name: obj.name.clone(),
@@ -603,6 +612,20 @@ impl Oracles {
         }
     }
 
+    /// The controller was killed by a `restart` window and starts again after `down`.
+    pub fn on_restart(&self, window: &str, at: SystemTime, down: std::time::Duration) {
+        let mut s = self.lock();
+        if s.restarts.len() >= MAX_ENTRIES {
+            s.restarts.pop_front();
+            self.count_dropped(&mut s, 1);
+        }
+        s.restarts.push_back(RestartMark {
+            window: window.to_string(),
+            at,
+            down_seconds: down.as_secs_f64(),
+        });
+    }
+
     /// A window opened or closed.
     pub fn on_window(&self, name: &str, fault: &str, open: bool, at: SystemTime) {
         let mut s = self.lock();
@@ -668,6 +691,7 @@ impl Oracles {
             pending,
             violations,
             windows: s.windows.iter().cloned().collect(),
+            restarts: s.restarts.iter().cloned().collect(),
             recoveries: s
                 .recoveries
                 .iter()

@@ -3,6 +3,7 @@ use std::time::{Duration, SystemTime};
 use serde_json::json;
 
 use super::*;
+use crate::request::Verb;
 
 const GR: &str = "gitrepositories.source.toolkit.fluxcd.io";
 
@@ -103,7 +104,7 @@ fn hot_loop_names_the_field_that_changes_on_every_write() {
         let at = t(f64::from(i));
         o.on_request(
             "operator",
-            "patch",
+            Verb::Patch,
             "widgets.example.com",
             Some("default"),
             Some("w1"),
@@ -121,7 +122,7 @@ fn hot_loop_names_the_field_that_changes_on_every_write() {
         // A different client's reads and an unnamed write do not count.
         o.on_request(
             "operator",
-            "get",
+            Verb::Get,
             "widgets.example.com",
             Some("default"),
             Some("w1"),
@@ -130,7 +131,7 @@ fn hot_loop_names_the_field_that_changes_on_every_write() {
         );
         o.on_request(
             "operator",
-            "create",
+            Verb::Create,
             "widgets.example.com",
             Some("default"),
             None,
@@ -170,7 +171,7 @@ fn writes_that_change_the_spec_are_work_not_a_hot_loop() {
         let at = t(f64::from(i));
         o.on_request(
             "scaler",
-            "update",
+            Verb::Update,
             "widgets.example.com",
             Some("default"),
             Some("w1"),
@@ -192,7 +193,7 @@ fn writes_that_change_the_spec_are_work_not_a_hot_loop() {
     for i in 0..20 {
         o.on_request(
             "c",
-            "patch",
+            Verb::Patch,
             "configmaps",
             Some("d"),
             Some("x"),
@@ -212,7 +213,7 @@ fn conflict_storms_are_counted_per_client_and_object_per_minute() {
     for i in 0..25 {
         o.on_request(
             "source-controller",
-            "patch",
+            Verb::Patch,
             &format!("{GR}/status"),
             Some("flux-system"),
             Some("podinfo"),
@@ -222,7 +223,7 @@ fn conflict_storms_are_counted_per_client_and_object_per_minute() {
         // Another client's conflicts on the same object are its own.
         o.on_request(
             "kubectl",
-            "patch",
+            Verb::Patch,
             GR,
             Some("flux-system"),
             Some("podinfo"),
@@ -310,7 +311,7 @@ fn deleted_objects_are_pruned_and_the_rest_is_capped() {
         o.on_object(GR, &g, t(i as f64));
         o.on_request(
             "ctl",
-            "patch",
+            Verb::Patch,
             GR,
             Some("flux-system"),
             Some("podinfo"),
@@ -334,7 +335,7 @@ fn deleted_objects_are_pruned_and_the_rest_is_capped() {
         o.on_object(GR, &g, t(10.0 + i as f64));
         o.on_request(
             "ctl",
-            "create",
+            Verb::Create,
             GR,
             Some("flux-system"),
             Some(&format!("o{i}")),

@@ -68,6 +68,8 @@ pub const OTHER: &str = "other";
 /// Labels for one request, and how it was answered (for the trace).
 pub struct Labels {
     pub client: String,
+    /// The verb (non-resource requests count as `get`).
+    pub http_verb: Verb,
     pub verb: &'static str,
     /// The resource as named (`plural.group`, `/sub`): windows, trace and oracles.
     pub resource: String,
@@ -124,6 +126,7 @@ async fn classify(proxy: &Proxy, req: &Request<Incoming>, peer: &Peer) -> Call {
     let mut labels = match &info {
         RequestInfo::NonResource { .. } => Labels {
             client,
+            http_verb: Verb::Get,
             verb: "get",
             resource: String::new(),
             metric_resource: String::new(),
@@ -135,6 +138,7 @@ async fn classify(proxy: &Proxy, req: &Request<Incoming>, peer: &Peer) -> Call {
         },
         RequestInfo::Resource(r) => Labels {
             client,
+            http_verb: r.verb,
             verb: r.verb.as_str(),
             resource: match &r.subresource {
                 Some(s) => format!("{}/{s}", r.resource_name()),
@@ -354,7 +358,7 @@ fn finish(proxy: &Proxy, call: Call, resp: Response<Body>) -> Response<Body> {
     let status = resp.status().as_u16();
     proxy.oracles.on_request(
         &l.client,
-        l.verb,
+        l.http_verb,
         &l.resource,
         l.namespace.as_deref(),
         l.name.as_deref(),

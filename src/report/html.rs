@@ -68,6 +68,21 @@ pub fn render(r: &Report) -> String {
             ly = TOP - 14.0,
         );
     }
+    // Controller restarts: a dashed line across every lane where the process was killed.
+    for rs in &v.restarts {
+        let rx = x(rs.at);
+        let _ = write!(
+            svg,
+            r##"<g class="restart" data-window="{name}"><line x1="{rx:.1}" y1="{y1:.1}" x2="{rx:.1}" y2="{y2:.1}" stroke="#6b46c1" stroke-width="2" stroke-dasharray="4 3"/><text x="{tx:.1}" y="{ty:.1}" font-size="11" fill="#6b46c1">↻</text><title>controller killed by {name} at +{at:.2}s, down {down:.1}s</title></g>"##,
+            name = esc(&rs.window),
+            y1 = TOP - 8.0,
+            y2 = TOP + LANE * lanes.len().max(1) as f64,
+            tx = rx + 2.0,
+            ty = TOP - 2.0,
+            at = r.offset(rs.at),
+            down = rs.down_seconds,
+        );
+    }
     for (i, (res, ns, name)) in lanes.iter().enumerate() {
         let y = TOP + LANE * i as f64 + LANE / 2.0;
         let stuck = v
@@ -210,7 +225,7 @@ table {{ border-collapse: collapse; }} td, th {{ border: 1px solid #e2e8f0; padd
 <body>
 <h1>stalemate report</h1>
 <p>{started} — {secs:.1} s. <span class="verdict {vcls}" id="verdict">{verdict}</span></p>
-<p class="legend"><span style="color:#2b6cb0">● write</span><span style="color:#c53030">✕ conflict (409)</span><span style="background:#fed7d7">&nbsp;window&nbsp;</span></p>
+<p class="legend"><span style="color:#2b6cb0">● write</span><span style="color:#c53030">✕ conflict (409)</span><span style="background:#fed7d7">&nbsp;window&nbsp;</span><span style="color:#6b46c1">↻ controller restart</span></p>
 {svg}
 <h2>Violations</h2>
 {list}

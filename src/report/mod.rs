@@ -12,7 +12,8 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
-use crate::oracle::{Mark, Oracles, Verdicts, Violation, WindowSpan, rfc3339};
+use crate::oracle::{Mark, Oracles, RestartMark, Verdicts, Violation, WindowSpan, rfc3339};
+use crate::request::Verb;
 
 /// The JSON report's schema name; bumped on any incompatible change.
 pub const SCHEMA: &str = "stalemate.report/v1";
@@ -114,6 +115,18 @@ impl Report {
                 );
             }
         }
+        if !v.restarts.is_empty() {
+            let _ = writeln!(o, "controller restarts:");
+            for r in &v.restarts {
+                let _ = writeln!(
+                    o,
+                    "  {:<28} killed at {}, down {:.1}s",
+                    r.window,
+                    at(r.at),
+                    r.down_seconds
+                );
+            }
+        }
         if !v.objects.is_empty() {
             let _ = writeln!(o, "objects (kstatus now):");
             for x in &v.objects {
@@ -187,6 +200,7 @@ impl Report {
         let mut last: Option<SystemTime> = None;
         let mut windows: Vec<WindowSpan> = Vec::new();
         let mut timeline: Vec<Mark> = Vec::new();
+        let mut restarts: Vec<RestartMark> = Vec::new();
         let mut violations: Vec<Violation> = Vec::new();
         let mut judgement: Option<(bool, Option<String>)> = None;
         for (i, line) in text.lines().enumerate() {
@@ -220,14 +234,12 @@ impl Report {
                     }
                 }
                 Some("request") => {
-                    let verb = s("verb");
                     let code = v["code"].as_u64().unwrap_or(0) as u16;
-                    let write = matches!(
-                        verb.as_str(),
-                        "create" | "update" | "patch" | "delete" | "deletecollection"
-                    );
+                    let Ok(verb) = serde_json::from_value::<Verb>(v["verb"].clone()) else {
+                        continue;
+                    };
                     if let Some(name) = v["name"].as_str()
-                        && (write || code == 409)
+                        && (verb.is_write() || code == 409)
                     {
                         let resource = s("resource");
                         timeline.push(Mark {
@@ -252,6 +264,11 @@ impl Report {
                         v["pending"].as_str().map(str::to_string),
                     ))
                 }
+                Some("restart") => restarts.push(RestartMark {
+                    window: s("window"),
+                    at: ts,
+                    down_seconds: v["downMs"].as_f64().unwrap_or(0.0) / 1000.0,
+                }),
                 Some("event" | "dropped") => {}
                 Some(k) => return Err(format!("line {n}: unknown record kind {k:?}")),
                 None => return Err(format!("line {n}: no \"kind\"")),
@@ -272,6 +289,7 @@ impl Report {
                 pending,
                 violations,
                 windows,
+                restarts,
                 recoveries: vec![],
                 objects: vec![],
                 timeline,

@@ -4,6 +4,7 @@ use serde_json::json;
 
 use super::*;
 use crate::oracle::{OracleConfig, Oracles};
+use crate::request::Verb;
 
 const GR: &str = "gitrepositories.source.toolkit.fluxcd.io";
 
@@ -25,7 +26,7 @@ fn stuck_run() -> Report {
     o.on_object(GR, &obj(1, 1), t(0.5));
     o.on_request(
         "sc",
-        "patch",
+        Verb::Patch,
         &format!("{GR}/status"),
         Some("demo"),
         Some("podinfo"),
@@ -37,7 +38,7 @@ fn stuck_run() -> Report {
     for i in 0..5 {
         o.on_request(
             "sc",
-            "patch",
+            Verb::Patch,
             &format!("{GR}/status"),
             Some("demo"),
             Some("podinfo"),

@@ -59,6 +59,7 @@ pub struct Engine {
     oracles: OnceLock<Arc<crate::oracle::Oracles>>,
     /// The controller process, when stalemate owns it (`run`, `explore`).
     process: OnceLock<Arc<dyn Process>>,
+    expects_process: std::sync::atomic::AtomicBool,
     armed: Mutex<Vec<Armed>>,
     next_armed: std::sync::atomic::AtomicU64,
     /// Resources a window that reads from views has named (in the file or at run time):
@@ -103,6 +104,7 @@ impl Engine {
             trace: OnceLock::new(),
             oracles: OnceLock::new(),
             process: OnceLock::new(),
+            expects_process: Default::default(),
             armed: Mutex::new(Vec::new()),
             next_armed: std::sync::atomic::AtomicU64::new(1),
             view_resources: Default::default(),
@@ -138,9 +140,19 @@ impl Engine {
         let _ = self.process.set(p);
     }
 
+    /// A process will be handed over with [`Engine::set_process`] once it runs: windows
+    /// that need one are accepted from now on.
+    pub fn expect_process(&self) {
+        self.expects_process
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// Whether stalemate owns a process `restart` windows can act on.
     pub fn owns_process(&self) -> bool {
         self.process.get().is_some()
+            || self
+                .expects_process
+                .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Problems a window has here: its own, and faults this proxy cannot apply.
@@ -375,7 +387,10 @@ impl Engine {
             *g
         };
         let name = w.name.clone();
-        let duration = w.duration.map(|d| d.0);
+        let duration = w
+            .duration
+            .map(|d| d.0)
+            .or_else(|| w.fault.behaviour().default_duration());
         let hold = w.fault.behaviour().hold(&**self);
         let fault = w.fault.name();
         self.announce_window(&name, "open", fault);

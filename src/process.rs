@@ -1,0 +1,243 @@
+//! The controller process stalemate runs (`run`, `explore`): started with its
+//! environment (a `KUBECONFIG` pointing at the proxy), signalled on request, killed and
+//! started again by `restart` windows — and its own exit told apart from those kills, so
+//! a run's verdict is the oracles', not the crash stalemate caused.
+//!
+//! ```text
+//!  spawn ─► child #1 ─┬─ exits on its own ─► exited() resolves (the run ends)
+//!                     └─ restart window ──► SIGKILL (expected) ─► down ─► child #2 ─► …
+//! ```
+
+use std::ffi::OsString;
+use std::process::ExitStatus;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, SystemTime};
+
+use tokio::sync::watch;
+
+/// How to start the controller, every time.
+#[derive(Debug, Clone)]
+pub struct Spec {
+    pub program: String,
+    pub args: Vec<String>,
+    /// Set in its environment.
+    pub env: Vec<(OsString, OsString)>,
+    /// Removed from its environment.
+    pub env_remove: Vec<String>,
+}
+
+/// How a run's controller ended.
+#[derive(Debug, Clone)]
+pub enum Exit {
+    Exited(ExitStatus),
+    /// It could not be started (again).
+    Failed(String),
+}
+
+/// Who hears of restarts (the oracles and the trace).
+pub type OnRestart = Box<dyn Fn(&str, SystemTime, Duration) + Send + Sync>;
+
+pub struct Controller {
+    spec: Spec,
+    me: Weak<Controller>,
+    pid: AtomicU32,
+    /// Which child is running (1, 2, …).
+    generation: AtomicU64,
+    /// The child whose exit stalemate caused (it is not the run's end).
+    killed: AtomicU64,
+    exit: watch::Sender<Option<Exit>>,
+    /// Restarts happen one at a time.
+    restarting: tokio::sync::Mutex<()>,
+    on_restart: std::sync::OnceLock<OnRestart>,
+    restarts: AtomicU64,
+}
+
+impl Controller {
+    /// Start the controller.
+    pub fn spawn(spec: Spec) -> std::io::Result<Arc<Controller>> {
+        let c = Arc::new_cyclic(|me| Controller {
+            spec,
+            me: me.clone(),
+            pid: AtomicU32::new(0),
+            generation: AtomicU64::new(0),
+            killed: AtomicU64::new(0),
+            exit: watch::channel(None).0,
+            restarting: tokio::sync::Mutex::new(()),
+            on_restart: std::sync::OnceLock::new(),
+            restarts: AtomicU64::new(0),
+        });
+        c.start_child()?;
+        Ok(c)
+    }
+
+    /// Tell `f` of every restart: (window, when, down).
+    pub fn on_restart(&self, f: OnRestart) {
+        let _ = self.on_restart.set(f);
+    }
+
+    /// Restarts so far.
+    pub fn restarts(&self) -> u64 {
+        self.restarts.load(Ordering::Relaxed)
+    }
+
+    fn start_child(&self) -> std::io::Result<()> {
+        let mut cmd = tokio::process::Command::new(&self.spec.program);
+        cmd.args(&self.spec.args).kill_on_drop(true);
+        for (k, v) in &self.spec.env {
+            cmd.env(k, v);
+        }
+        for k in &self.spec.env_remove {
+            cmd.env_remove(k);
+        }
+        let mut child = cmd.spawn()?;
+        let generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
+        self.pid.store(child.id().unwrap_or(0), Ordering::SeqCst);
+        let me = self.me.clone();
+        tokio::spawn(async move {
+            let status = child.wait().await;
+            let Some(me) = me.upgrade() else { return };
+            if me.killed.load(Ordering::SeqCst) == generation {
+                return;
+            }
+            me.exit.send_replace(Some(match status {
+                Ok(s) => Exit::Exited(s),
+                Err(e) => Exit::Failed(format!("waiting for it: {e}")),
+            }));
+        });
+        Ok(())
+    }
+
+    /// The current child's pid (0 if unknown).
+    pub fn pid(&self) -> u32 {
+        self.pid.load(Ordering::SeqCst)
+    }
+
+    /// Send a signal to the current child.
+    pub fn signal(&self, sig: libc::c_int) {
+        if let Ok(pid) = libc::pid_t::try_from(self.pid())
+            && pid > 0
+        {
+            // SAFETY: kill(2) with a pid we spawned and a valid signal number; no memory
+            // is shared with the callee.
+            unsafe {
+                libc::kill(pid, sig);
+            }
+        }
+    }
+
+    /// Resolves when the controller ends on its own (not by a restart).
+    pub async fn exited(&self) -> Exit {
+        let mut rx = self.exit.subscribe();
+        loop {
+            if let Some(e) = rx.borrow_and_update().clone() {
+                return e;
+            }
+            if rx.changed().await.is_err() {
+                return Exit::Failed("the controller's supervisor is gone".into());
+            }
+        }
+    }
+
+    /// Kill the current child (SIGKILL), wait `down`, start it again.
+    pub async fn restart_now(&self, window: &str, down: Duration) {
+        let _one_at_a_time = self.restarting.lock().await;
+        if self.exit.borrow().is_some() {
+            return; // it ended on its own: the run is over
+        }
+        let generation = self.generation.load(Ordering::SeqCst);
+        self.killed.store(generation, Ordering::SeqCst);
+        let pid = self.pid();
+        self.signal(libc::SIGKILL);
+        // Wait (briefly) for it to be gone, so two never run at once.
+        for _ in 0..200 {
+            if !alive(pid) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        self.restarts.fetch_add(1, Ordering::Relaxed);
+        if let Some(f) = self.on_restart.get() {
+            f(window, SystemTime::now(), down);
+        }
+        tracing::info!(window, pid, ?down, "controller killed; starting it again");
+        tokio::time::sleep(down).await;
+        if let Err(e) = self.start_child() {
+            self.exit.send_replace(Some(Exit::Failed(format!(
+                "starting it again after window {window:?}: {e}"
+            ))));
+        }
+    }
+}
+
+/// Whether a process still exists (a zombie not yet reaped counts as gone).
+fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => !s
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+impl crate::fault::Process for Controller {
+    fn restart(&self, window: &str, down: Duration) {
+        let Some(me) = self.me.upgrade() else { return };
+        let window = window.to_string();
+        tokio::spawn(async move { me.restart_now(&window, down).await });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sleeper(secs: &str) -> Spec {
+        Spec {
+            program: "sleep".into(),
+            args: vec![secs.into()],
+            env: vec![],
+            env_remove: vec![],
+        }
+    }
+
+    #[tokio::test]
+    async fn restarts_are_not_the_end_but_its_own_exit_is() {
+        let c = Controller::spawn(sleeper("30")).unwrap();
+        let first = c.pid();
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let s = seen.clone();
+        c.on_restart(Box::new(move |w, _, d| {
+            s.lock().unwrap().push((w.to_string(), d))
+        }));
+        c.restart_now("crash", Duration::from_millis(50)).await;
+        assert_ne!(c.pid(), first, "a new child");
+        assert!(!alive(first), "the old one was killed");
+        assert_eq!(c.restarts(), 1);
+        assert_eq!(
+            *seen.lock().unwrap(),
+            [("crash".to_string(), Duration::from_millis(50))]
+        );
+        // The kill did not end the run; the child's own exit does.
+        let exited = tokio::time::timeout(Duration::from_millis(300), c.exited()).await;
+        assert!(exited.is_err(), "still running after the restart");
+        c.signal(libc::SIGTERM);
+        let e = tokio::time::timeout(Duration::from_secs(5), c.exited())
+            .await
+            .expect("exit seen");
+        assert!(matches!(e, Exit::Exited(s) if !s.success()));
+    }
+
+    #[tokio::test]
+    async fn a_program_that_cannot_start_is_an_error() {
+        assert!(
+            Controller::spawn(Spec {
+                program: "/nonexistent/controller".into(),
+                args: vec![],
+                env: vec![],
+                env_remove: vec![],
+            })
+            .is_err()
+        );
+    }
+}
