@@ -793,3 +793,183 @@ fn views_are_kept_only_for_resources_a_window_names() {
         "consistent reads go upstream"
     );
 }
+
+/// `rewind`: while the window is open, a client that starts over — a new informer, a
+/// `kubectl get -w` — is answered from its view as it was 1.5 s ago (legal for
+/// resourceVersion=0 reads: a lagging HA apiserver does it), sees the changes since only
+/// when the window ends, and converges. The trace shows the rewound answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rewind_sends_new_readers_back_in_time_then_they_converge() {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::api::{Api, Patch, PatchParams};
+    use kube::runtime::{WatchStreamExt, reflector, watcher};
+    use std::io::BufRead;
+    let sim = Sim::start();
+    let dir = tempfile::tempdir().unwrap();
+    let schedule = dir.path().join("rewind.json");
+    let window = json!({"name": "rw", "resources": ["configmaps"], "namespaces": ["rw"],
+                        "fault": {"rewind": {"by": "1500ms"}}, "duration": "3s"});
+    let mut in_file = window.clone();
+    in_file["trigger"] = json!({"manual": {}});
+    std::fs::write(&schedule, json!({"windows": [in_file]}).to_string()).unwrap();
+    let trace = dir.path().join("trace.jsonl");
+    let proxy = Proxy::start(
+        &sim,
+        &[
+            "--schedule",
+            schedule.to_str().unwrap(),
+            "--trace",
+            trace.to_str().unwrap(),
+        ],
+    );
+    sim.kubectl_ok(&["create", "namespace", "rw"]);
+    sim.kubectl_ok(&["-n", "rw", "create", "configmap", "x", "--from-literal=v=1"]);
+    // A controller's informer through the proxy (RV=0 LIST, as client-go's): the view.
+    let api: Api<ConfigMap> = Api::namespaced(proxy.client().await, "rw");
+    let informer = |api: Api<ConfigMap>| {
+        let (reader, writer) = reflector::store();
+        // client-go's informers list at resourceVersion=0, unpaged (kube-rs drops RV=0
+        // from a paged list).
+        let mut config = watcher::Config::default().any_semantic();
+        config.page_size = None;
+        let stream = reflector(writer, watcher(api, config)).applied_objects();
+        let task = tokio::spawn(async move {
+            futures_util::pin_mut!(stream);
+            use futures_util::StreamExt;
+            while stream.next().await.is_some() {}
+        });
+        (reader, task)
+    };
+    let v_of = |r: &reflector::Store<ConfigMap>| {
+        r.get(&reflector::ObjectRef::new("x").within("rw"))
+            .and_then(|c| c.data.as_ref()?.get("v").cloned())
+    };
+    let wait_v = |r: reflector::Store<ConfigMap>, want: &'static str| async move {
+        for _ in 0..200 {
+            if v_of(&r).as_deref() == Some(want) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("never saw v={want}, last {:?}", v_of(&r))
+    };
+    let (a, _a_task) = informer(api.clone());
+    wait_v(a.clone(), "1").await;
+    // The cluster moves on: v=2 and v=3, well after the view was built.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let direct: Api<ConfigMap> = Api::namespaced(sim.client().await, "rw");
+    for v in ["2", "3"] {
+        direct
+            .patch(
+                "x",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"data": {"v": v}})),
+            )
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    wait_v(a.clone(), "3").await;
+    // Open the rewind: 1.5 s back is before v=2.
+    assert_eq!(
+        proxy
+            .admin_call(None, "POST", "/v1/windows", Some(&window))
+            .0,
+        201
+    );
+    // A new informer lists (RV=0) in the window: it is given v=1 ...
+    let (b, _b_task) = informer(api.clone());
+    wait_v(b.clone(), "1").await;
+    // ... and kubectl, watching the one object, is sent back to it too.
+    let mut kubectl = common::KillOnDrop(
+        common::kubectl_cmd(
+            &proxy.kubeconfig,
+            &proxy.dir.path().join("kubectl-cache-rw"),
+        )
+        .args([
+            "-n",
+            "rw",
+            "get",
+            "configmap",
+            "x",
+            "-w",
+            "--output-watch-events",
+            "-o",
+            "json",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap(),
+    );
+    let out = kubectl.0.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for l in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+            if let Ok(v) = serde_json::from_str::<Value>(&l)
+                && let Some(x) = v["object"]["data"]["v"].as_str()
+                && tx.send(x.to_string()).is_err()
+            {
+                return;
+            }
+        }
+    });
+    // When the window ends, both converge.
+    wait_v(b.clone(), "3").await;
+    let seen = tokio::task::spawn_blocking(move || {
+        let mut seen = Vec::new();
+        while let Ok(v) = rx.recv_timeout(Duration::from_secs(3)) {
+            seen.push(v);
+        }
+        seen
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        seen.first().map(String::as_str),
+        Some("3"),
+        "kubectl's GET is current: {seen:?}"
+    );
+    assert!(
+        seen[1..].iter().any(|v| v.as_str() < "3"),
+        "then an older state again: {seen:?}"
+    );
+    assert_eq!(
+        seen.last().map(String::as_str),
+        Some("3"),
+        "then current: {seen:?}"
+    );
+    drop(kubectl);
+    // The trace shows the rewound answer: from the view, at v=1's resourceVersion.
+    let v1_rv: u64 = {
+        let text = std::fs::read_to_string(&trace).unwrap();
+        let rewound = text
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|r| {
+                r["kind"] == "request"
+                    && r["verb"] == "list"
+                    && r["answer"] == "view"
+                    && r["window"] == "rw"
+            })
+            .expect("a LIST answered from the rewound view");
+        rewound["resourceVersion"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let now_rv: u64 = direct
+        .get("x")
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        v1_rv < now_rv,
+        "rewound to {v1_rv}, the object is at {now_rv}"
+    );
+}

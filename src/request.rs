@@ -260,8 +260,9 @@ pub fn classify(method: &http::Method, path: &str, query: Option<&str>) -> Reque
     }))
 }
 
-/// `metadata.name=X` (or `metadata.name==X`) as the only term of a field selector.
-fn single_name_from_field_selector(sel: &str) -> Option<String> {
+/// The name a field selector picks when it is exactly `metadata.name=X` (or `==`): a
+/// single-object watch, as `kubectl get NAME -w` sends it.
+pub fn single_name_from_field_selector(sel: &str) -> Option<String> {
     if sel.contains(',') {
         return None;
     }

@@ -185,13 +185,18 @@ pub async fn start(o: Options) -> Result<Running> {
         std::time::SystemTime::now(),
     ));
     engine.set_oracles(oracles.clone());
+    let views = Arc::new(crate::watch::view::Views::with_mode(
+        o.max_view_bytes,
+        o.views,
+    ));
+    views.keep_history_for({
+        let engine = engine.clone();
+        move |resource| engine.may_rewind(resource)
+    });
     let gates = Arc::new(crate::proxy::gated::Gates {
         engine: engine.clone(),
         metrics: metrics.clone(),
-        views: Arc::new(crate::watch::view::Views::with_mode(
-            o.max_view_bytes,
-            o.views,
-        )),
+        views,
         trace: trace.clone(),
         budget: crate::watch::gate::HeldBudget::new(o.max_held_bytes_total),
         max_held_bytes: o.max_held_bytes,

@@ -36,6 +36,13 @@ pub enum Record {
         answer: &'static str,
         #[serde(skip_serializing_if = "Option::is_none")]
         window: Option<String>,
+        /// For a read answered from a view: the list's (or object's) resourceVersion.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        resource_version: Option<String>,
+        /// Why a window did not apply to it (e.g. a rewind whose record does not reach
+        /// back that far).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        note: Option<String>,
     },
     #[serde(rename_all = "camelCase")]
     Event {

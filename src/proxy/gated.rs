@@ -152,6 +152,9 @@ pub struct Target {
     pub view: ViewKey,
     /// A WatchList stream (`sendInitialEvents=true`): its initial events rebuild the view.
     pub watch_list: bool,
+    /// A `rewind` sent this watch back in time: these events come first (held by the
+    /// window like the upstream's that follow).
+    pub rewind: Option<crate::watch::view::Rewind>,
 }
 
 fn trace_notes(trace: &Trace, t: &Target, gate: &mut Gate) {
@@ -224,6 +227,30 @@ where
             .collect();
         // Apply the windows open right now, then follow changes.
         let mut outs = apply_windows(&engine, &target, &mut gate, &mut ended);
+        if let Some(rw) = &target.rewind {
+            let now = tokio::time::Instant::now();
+            if rw.format != format {
+                // The past was recorded in another framing: the client must start over
+                // rather than miss it (nothing silently lost).
+                tracing::info!(resource = %target.resource, "a rewound watch asked for another framing than the view's; ending it with 410");
+                outs.extend(gate.relist(true));
+            } else {
+                for bytes in &rw.replay {
+                    match framer.push(bytes) {
+                        Ok(frames) => {
+                            for fr in frames {
+                                outs.extend(gate.on_frame(fr, now));
+                            }
+                        }
+                        Err(e) => {
+                            tracing::warn!(error = %e, "a recorded event did not frame; ending the stream with 410");
+                            outs.extend(gate.relist(true));
+                            break;
+                        }
+                    }
+                }
+            }
+        }
         let mut cap_hits = 0;
         let mut last_since = None;
         loop {
@@ -427,6 +454,7 @@ mod tests {
                     field_selector: String::new(),
                 },
                 watch_list: false,
+                rewind: None,
             };
             let mut body = gated(upstream, Format::Json, false, target, gates);
             let start = tokio::time::Instant::now();

@@ -82,6 +82,10 @@ pub struct Labels {
     /// upstream | injected | view | view-violation
     pub answer: &'static str,
     pub window: Option<String>,
+    /// The resourceVersion a view answered with.
+    pub rv: Option<String>,
+    /// Why a window did not apply (for the trace).
+    pub note: Option<String>,
 }
 
 /// One request on its way through the stages: what they learnt about it.
@@ -93,6 +97,8 @@ pub struct Call {
     windows: Vec<Active>,
     /// What the windows its triggers opened do outside the proxy, once it is answered.
     deferred: Vec<Deferred>,
+    /// A watch a `rewind` sends back in time: the events to give it before the upstream's.
+    rewind: Option<crate::watch::view::Rewind>,
 }
 
 impl Call {
@@ -110,7 +116,7 @@ pub async fn handle(proxy: Arc<Proxy>, mut req: Request<Incoming>, peer: Peer) -
     if let Some(resp) = faults(&proxy, &mut call, &req).await {
         return finish(&proxy, call, resp);
     }
-    let list_view = prepare(&proxy, &call, &mut req);
+    let list_view = prepare(&proxy, &mut call, &mut req);
     let resp = match forward::forward(&proxy, &call, req).await {
         Ok((resp, slot)) => respond(&proxy, &call, resp, slot, list_view),
         Err(failed) => failed,
@@ -135,6 +141,8 @@ async fn classify(proxy: &Proxy, req: &Request<Incoming>, peer: &Peer) -> Call {
             name: None,
             answer: "upstream",
             window: None,
+            rv: None,
+            note: None,
         },
         RequestInfo::Resource(r) => Labels {
             client,
@@ -150,6 +158,8 @@ async fn classify(proxy: &Proxy, req: &Request<Incoming>, peer: &Peer) -> Call {
             name: r.name.clone(),
             answer: "upstream",
             window: None,
+            rv: None,
+            note: None,
         },
     };
     if let RequestInfo::Resource(r) = &info {
@@ -169,6 +179,7 @@ async fn classify(proxy: &Proxy, req: &Request<Incoming>, peer: &Peer) -> Call {
         labels,
         windows: Vec::new(),
         deferred: Vec::new(),
+        rewind: None,
     }
 }
 
@@ -225,10 +236,9 @@ async fn faults(proxy: &Proxy, call: &mut Call, req: &Request<Incoming>) -> Opti
 /// Stage 4: What to ask the upstream for; returns the view a LIST's body will rebuild.
 fn prepare(
     proxy: &Proxy,
-    call: &Call,
+    call: &mut Call,
     req: &mut Request<Incoming>,
 ) -> Option<(crate::watch::view::ViewKey, bool)> {
-    let r = call.resource()?;
     if call.labels.watch {
         // The gate reads frames: ask for a plain stream (PROTOCOL.md §A.6; one that
         // comes gzipped anyway is decoded) in a framing it knows.
@@ -236,7 +246,9 @@ fn prepare(
         if let Some(a) = headers::gateable_accept(req.headers().get(header::ACCEPT)) {
             req.headers_mut().insert(header::ACCEPT, a);
         }
+        reads::rewind_watch(proxy, call, req);
     }
+    let r = call.resource()?;
     if r.verb.is_write() {
         let l = &call.labels;
         proxy
@@ -298,6 +310,7 @@ fn respond(
                         namespace: l.namespace.clone(),
                         view: reads::view_key(&l.client, r),
                         watch_list: r.params.send_initial_events == Some(true),
+                        rewind: call.rewind.clone(),
                     };
                     let body = gated::gated(body, format, gzip, target, proxy.gates.clone());
                     (body, true)
@@ -376,6 +389,8 @@ fn finish(proxy: &Proxy, call: Call, resp: Response<Body>) -> Response<Body> {
             latency_ms: call.start.elapsed().as_secs_f64() * 1000.0,
             answer: l.answer,
             window: l.window.clone(),
+            resource_version: l.rv.clone(),
+            note: l.note.clone(),
         });
     }
     proxy

@@ -8,10 +8,88 @@ use http::header::{self, HeaderMap, HeaderValue};
 
 use super::{Call, Proxy, status_response};
 use crate::fault::Reads;
+use crate::fault::rewind::To;
 use crate::listen::Body;
 use crate::request::{ResourceRequest, RvSemantics, Verb};
 use crate::status::ApiError;
 use crate::watch::view::{Encoding, Read, ViewKey};
+use tokio::time::Instant;
+
+/// When a rewind goes back to: `by` ago, or when the window `at` last opened.
+fn rewind_point(proxy: &Proxy, to: &To) -> Result<Instant, String> {
+    match to {
+        To::By(d) => Instant::now()
+            .checked_sub(*d)
+            .ok_or_else(|| "the clock does not reach back that far".to_string()),
+        To::At(w) => proxy
+            .gates
+            .engine
+            .opened_at(w)
+            .ok_or_else(|| format!("window {w:?} has not opened yet")),
+    }
+}
+
+/// A watch of a target a `rewind` window holds in the past: from `resourceVersion=0`,
+/// or from the resourceVersion a rewound read answered with, the client is given the
+/// view as it was (and the changes since, held until the window ends) and the upstream
+/// watch starts where the view is now.
+pub fn rewind_watch(
+    proxy: &Proxy,
+    call: &mut Call,
+    req: &mut http::Request<hyper::body::Incoming>,
+) {
+    let Some(r) = call.resource() else { return };
+    if r.params.send_initial_events == Some(true) {
+        return;
+    }
+    let Some(rv) = r.params.resource_version.clone() else {
+        return;
+    };
+    let to = call
+        .windows
+        .iter()
+        .find_map(|a| match a.window.fault.behaviour().reads() {
+            Reads::Rewound(to) => Some((a.window.name.clone(), to)),
+            _ => None,
+        });
+    let Some((window, to)) = to else { return };
+    let key = view_key(&call.labels.client, r);
+    let rewind = rewind_point(proxy, &to)
+        .ok()
+        .and_then(|t| proxy.gates.views.rewound_watch(&key, &rv, t));
+    let Some(rewind) = rewind else {
+        if rv == "0" {
+            call.labels.note = Some("rewind: no view to start this watch from; forwarded".into());
+        }
+        return;
+    };
+    let Some(uri) = with_resource_version(req.uri(), &rewind.upstream_rv) else {
+        return;
+    };
+    *req.uri_mut() = uri;
+    call.labels.window = Some(window);
+    call.labels.rv = Some(rv);
+    call.rewind = Some(rewind);
+}
+
+/// `uri` with its `resourceVersion` query parameter set to `rv` (and no
+/// `resourceVersionMatch`: the watch starts exactly there).
+fn with_resource_version(uri: &http::Uri, rv: &str) -> Option<http::Uri> {
+    let mut q = form_urlencoded::Serializer::new(String::new());
+    for (k, v) in crate::request::query_pairs(uri.query().unwrap_or("")) {
+        match &*k {
+            "resourceVersion" | "resourceVersionMatch" => {}
+            _ => {
+                q.append_pair(&k, &v);
+            }
+        }
+    }
+    q.append_pair("resourceVersion", rv);
+    let pq = format!("{}?{}", uri.path(), q.finish());
+    let mut parts = uri.clone().into_parts();
+    parts.path_and_query = Some(pq.parse().ok()?);
+    http::Uri::from_parts(parts).ok()
+}
 
 /// The view a request of `client` reads or feeds.
 pub fn view_key(client: &str, r: &ResourceRequest) -> ViewKey {
@@ -64,28 +142,45 @@ pub fn answer(
     if !views.enabled() {
         return None;
     }
-    let (window, _reads) =
+    let (window, reads) =
         call.windows
             .iter()
             .find_map(|a| match a.window.fault.behaviour().reads() {
                 Reads::Upstream => None,
                 reads => Some((a, reads)),
             })?;
+    let window = window.window.clone();
     let violation = match r.params.rv_semantics() {
         RvSemantics::Any => false,
-        _ if window.window.stale_consistent_reads => true,
+        _ if window.stale_consistent_reads => true,
         _ => return None,
     };
     let (accept_json, accept_protobuf) = accepts(headers);
-    let a = views.answer(&Read {
+    let read = Read {
         key: view_key(&call.labels.client, r),
         name: r.name.as_deref(),
         accept_json,
         accept_protobuf,
-    })?;
+    };
+    let a = match reads {
+        Reads::Rewound(to) => {
+            let past = rewind_point(proxy, &to).and_then(|t| views.answer_at(&read, t));
+            match past {
+                Ok(a) => a,
+                Err(why) => {
+                    // Never a silent no-op: the trace says why the read went upstream.
+                    call.labels.window = Some(window.name.clone());
+                    call.labels.note = Some(format!("rewind: {why}; answered upstream"));
+                    return None;
+                }
+            }
+        }
+        _ => views.answer(&read)?,
+    };
     let l = &mut call.labels;
     l.answer = if violation { "view-violation" } else { "view" };
-    l.window = Some(window.window.name.clone());
+    l.window = Some(window.name.clone());
+    l.rv = Some(a.rv.clone());
     proxy
         .metrics
         .view_reads

@@ -65,6 +65,8 @@ pub struct Engine {
     /// Resources a window that reads from views has named (in the file or at run time):
     /// only these need client views (`--views named`).
     view_resources: RwLock<HashSet<String>>,
+    /// Resources a `rewind` window has named: their views keep their past.
+    rewind_resources: RwLock<HashSet<String>>,
     active: Mutex<BTreeMap<String, Active>>,
     /// When each window last opened (what `rewind {at}` goes back to).
     last_opened: Mutex<HashMap<String, Instant>>,
@@ -108,6 +110,7 @@ impl Engine {
             armed: Mutex::new(Vec::new()),
             next_armed: std::sync::atomic::AtomicU64::new(1),
             view_resources: Default::default(),
+            rewind_resources: Default::default(),
             active: Mutex::new(BTreeMap::new()),
             last_opened: Mutex::new(HashMap::new()),
             generation: Mutex::new(0),
@@ -346,6 +349,22 @@ impl Engine {
                 .unwrap_or_else(|p| p.into_inner())
                 .extend(w.resources.iter().cloned());
         }
+        if matches!(w.fault.behaviour().reads(), crate::fault::Reads::Rewound(_)) {
+            self.rewind_resources
+                .write()
+                .unwrap_or_else(|p| p.into_inner())
+                .extend(w.resources.iter().cloned());
+        }
+    }
+
+    /// Whether a `rewind` window named `resource` (or `*`): its views keep their past.
+    pub fn may_rewind(&self, resource: &str) -> bool {
+        let named = self
+            .rewind_resources
+            .read()
+            .unwrap_or_else(|p| p.into_inner());
+        named.contains(resource)
+            || (named.contains("*") && resource != "leases.coordination.k8s.io")
     }
 
     /// Whether a window could answer reads of `resource` from a view: one that does

@@ -102,12 +102,55 @@ struct View {
     /// LIST pages whose items are not parsed yet.
     raw_pages: Vec<RawPage>,
     /// Events delivered while the pages are not parsed yet: applied after them, in order.
-    pending: Vec<(EventMeta, Bytes)>,
+    pending: Vec<(EventMeta, Bytes, Instant)>,
     /// A thread has taken the raw pages and is parsing them.
     parsing: bool,
     /// The pages did not parse: the view is unusable and is dropped.
     broken: bool,
+    /// The changes since the view was built (bounded by `history_cap`): enough to
+    /// rebuild it as it was at any time since `horizon` (`rewind`).
+    history: std::collections::VecDeque<Change>,
+    history_bytes: usize,
+    history_cap: usize,
+    /// The earliest time the view can be rebuilt for.
+    horizon: Instant,
+    /// Reads answered as of an earlier point: their resourceVersion → what a watch from
+    /// there must be given (the view's resourceVersion then, and the changes since).
+    rewinds: std::collections::VecDeque<(String, Rewind)>,
 }
+
+/// One change a view went through, kept so the view can be rebuilt as it was earlier.
+#[derive(Debug, Clone)]
+struct Change {
+    at: Instant,
+    /// The view's resourceVersion before it.
+    rv_before: String,
+    key: (String, String),
+    /// The object before it (`None`: it did not exist).
+    prev: Option<Bytes>,
+    /// The event as it was delivered (replayed to a client sent back in time).
+    frame: Bytes,
+}
+
+impl Change {
+    fn size(&self) -> usize {
+        self.frame.len() + self.prev.as_ref().map_or(0, Bytes::len)
+    }
+}
+
+/// What a client sent back in time must be given by a watch that continues from there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rewind {
+    /// Where the upstream watch starts: the view's resourceVersion now.
+    pub upstream_rv: String,
+    /// The framing of `replay` (the view's encoding).
+    pub format: super::Format,
+    /// The events between the rewound point and `upstream_rv`, as delivered, in order.
+    pub replay: Vec<Bytes>,
+}
+
+/// Rewinds remembered per view (a client rarely has more than one in flight).
+const MAX_REWINDS: usize = 8;
 
 /// The chunks of a body as one contiguous buffer (no copy when there is one chunk).
 pub fn join_chunks(chunks: &[Bytes]) -> Bytes {
@@ -145,7 +188,86 @@ impl View {
             pending: Vec::new(),
             parsing: false,
             broken: false,
+            history: Default::default(),
+            history_bytes: 0,
+            history_cap: 0,
+            horizon: Instant::now(),
+            rewinds: Default::default(),
         }
+    }
+
+    /// Remember a change (the view's own, not a filling one), within its cap: past it
+    /// the oldest go, and the view can no longer be rebuilt for before them.
+    fn record(&mut self, change: Change) {
+        let n = change.size();
+        if n > self.history_cap {
+            self.drop_history();
+            self.horizon = change.at;
+            return;
+        }
+        self.history_bytes += n;
+        self.bytes += n;
+        self.history.push_back(change);
+        while self.history_bytes > self.history_cap {
+            let Some(old) = self.history.pop_front() else {
+                break;
+            };
+            self.history_bytes -= old.size();
+            self.bytes -= old.size();
+            self.horizon = old.at;
+        }
+    }
+
+    fn drop_history(&mut self) {
+        self.bytes -= self.history_bytes;
+        self.history_bytes = 0;
+        self.history.clear();
+    }
+
+    /// The objects and resourceVersion as they were at `t`, and the changes since.
+    #[allow(clippy::type_complexity)]
+    fn at(
+        &self,
+        t: Instant,
+    ) -> Result<
+        (
+            BTreeMap<(String, String), Bytes>,
+            String,
+            Vec<((String, String), Bytes)>,
+        ),
+        String,
+    > {
+        if self.history_cap == 0 {
+            return Err(
+                "the view keeps no past (no rewind window named its resource when it was built)"
+                    .into(),
+            );
+        }
+        if t < self.horizon {
+            return Err(format!(
+                "the view's record reaches back only {:.1}s",
+                Instant::now()
+                    .saturating_duration_since(self.horizon)
+                    .as_secs_f64()
+            ));
+        }
+        let mut objects = self.objects.clone();
+        let mut rv = self.rv.clone();
+        let mut replay = Vec::new();
+        for c in self.history.iter().rev().take_while(|c| c.at > t) {
+            match &c.prev {
+                Some(p) => {
+                    objects.insert(c.key.clone(), p.clone());
+                }
+                None => {
+                    objects.remove(&c.key);
+                }
+            }
+            rv = c.rv_before.clone();
+            replay.push((c.key.clone(), c.frame.clone()));
+        }
+        replay.reverse();
+        Ok((objects, rv, replay))
     }
 
     /// Items not parsed yet: events must queue.
@@ -171,10 +293,12 @@ impl View {
         }
     }
 
-    /// A delivered event; queued while the LIST items are not parsed yet.
-    fn apply(&mut self, meta: &EventMeta, frame: &[u8]) -> Applied {
+    /// A delivered event (delivered at `at`); queued while the LIST items are not
+    /// parsed yet.
+    fn apply(&mut self, meta: &EventMeta, frame: &[u8], at: Instant) -> Applied {
         let ends_fill = meta.initial_events_end;
         let encoding = self.encoding;
+        let filling_next = self.next.is_some();
         let view: &mut View = match &mut self.next {
             Some(n) => n,
             None => self,
@@ -182,10 +306,19 @@ impl View {
         if view.unparsed() {
             view.bytes += frame.len();
             view.pending
-                .push((meta.clone(), Bytes::copy_from_slice(frame)));
+                .push((meta.clone(), Bytes::copy_from_slice(frame), at));
             return Applied::Ok;
         }
         let k = (meta.namespace.clone(), meta.name.clone());
+        // A view still being filled by initial events has no past worth keeping.
+        let remember = !filling_next && !view.filling && view.history_cap > 0;
+        let prev = match meta.type_ {
+            Some(EventType::Added | EventType::Modified | EventType::Deleted) if remember => {
+                Some(view.objects.get(&k).cloned())
+            }
+            _ => None,
+        };
+        let rv_before = view.rv.clone();
         match meta.type_ {
             Some(EventType::Added | EventType::Modified) => match event_object(encoding, frame) {
                 Some(obj) => {
@@ -193,7 +326,7 @@ impl View {
                         view.kind = meta.kind.clone();
                         view.api_version = meta.api_version.clone();
                     }
-                    view.insert(k, obj);
+                    view.insert(k.clone(), obj);
                 }
                 None => return Applied::Broken,
             },
@@ -208,8 +341,24 @@ impl View {
         if !meta.resource_version.is_empty() {
             view.rv = meta.resource_version.clone();
         }
+        if let Some(prev) = prev {
+            view.record(Change {
+                at,
+                rv_before,
+                key: k,
+                prev,
+                frame: Bytes::copy_from_slice(frame),
+            });
+        }
+        if ends_fill && view.filling {
+            // Built now: its past starts here.
+            view.horizon = at;
+        }
         if ends_fill && let Some(next) = self.next.take() {
+            let cap = self.history_cap;
             *self = *next;
+            self.history_cap = cap;
+            self.horizon = at;
         }
         Applied::Ok
     }
@@ -271,9 +420,9 @@ impl Slot {
             for (k, obj) in items {
                 v.insert(k, obj);
             }
-            for (meta, frame) in std::mem::take(&mut v.pending) {
+            for (meta, frame, at) in std::mem::take(&mut v.pending) {
                 v.bytes -= frame.len();
-                if let Applied::Broken = v.apply(&meta, &frame) {
+                if let Applied::Broken = v.apply(&meta, &frame, at) {
                     v.broken = true;
                     break;
                 }
@@ -318,6 +467,9 @@ pub struct Read<'a> {
     pub accept_json: bool,
 }
 
+/// Which resources' views keep their past.
+type HistoryPolicy = Box<dyn Fn(&str) -> bool + Send + Sync>;
+
 /// Every view, and the streams' lag, shared by the proxy.
 pub struct Views {
     views: Arc<RwLock<HashMap<ViewKey, Arc<Slot>>>>,
@@ -327,6 +479,8 @@ pub struct Views {
     total: Arc<AtomicUsize>,
     max_bytes: usize,
     mode: ViewsMode,
+    /// Whether views of a resource keep their past (a `rewind` window could use it).
+    history_for: std::sync::OnceLock<HistoryPolicy>,
     /// (client, resource) → stream id → when its oldest held event arrived.
     held_since: Mutex<HashMap<(String, String), HashMap<u64, Instant>>>,
     next_stream: std::sync::atomic::AtomicU64,
@@ -680,6 +834,7 @@ impl Views {
             total: Arc::new(AtomicUsize::new(0)),
             max_bytes,
             mode: if max_bytes == 0 { ViewsMode::Off } else { mode },
+            history_for: std::sync::OnceLock::new(),
             held_since: Mutex::new(HashMap::new()),
             next_stream: std::sync::atomic::AtomicU64::new(1),
         }
@@ -687,6 +842,19 @@ impl Views {
 
     pub fn enabled(&self) -> bool {
         self.mode != ViewsMode::Off
+    }
+
+    /// Keep the past of views of the resources `f` says (what `rewind` needs: up to a
+    /// quarter of `--max-view-bytes` per view). Without it, no view keeps its past.
+    pub fn keep_history_for(&self, f: impl Fn(&str) -> bool + Send + Sync + 'static) {
+        let _ = self.history_for.set(Box::new(f));
+    }
+
+    fn history_cap(&self, resource: &str) -> usize {
+        match self.history_for.get() {
+            Some(f) if f(resource) => self.max_bytes / 4,
+            _ => 0,
+        }
     }
 
     /// Which views are kept.
@@ -804,6 +972,8 @@ impl Views {
             }
             return;
         }
+        view.history_cap = self.history_cap(&key.resource);
+        view.horizon = Instant::now();
         let slot = Slot::new(view);
         self.install(key.clone(), slot.clone());
         // Parse the items now, off the serving thread (a read that comes first parses
@@ -834,6 +1004,7 @@ impl Views {
             return;
         }
         let mut fresh = View::new(encoding);
+        fresh.history_cap = self.history_cap(&key.resource);
         fresh.filling = true;
         if let Some(slot) = self.slot(key) {
             let mut v = slot.lock();
@@ -860,7 +1031,7 @@ impl Views {
             return;
         }
         let before = v.size();
-        let applied = v.apply(meta, frame);
+        let applied = v.apply(meta, frame, Instant::now());
         let after = v.size();
         drop(v);
         self.account(after as isize - before as isize);
@@ -877,28 +1048,121 @@ impl Views {
     /// A GET is answered only from a view without selectors (elsewhere, absence means
     /// nothing). A view whose items are still being parsed is waited for.
     pub fn answer(&self, read: &Read<'_>) -> Option<Answer> {
-        let mut candidates = vec![read.key.clone()];
-        if read.key.namespace.is_some() {
-            candidates.push(ViewKey {
-                namespace: None,
-                ..read.key.clone()
+        let (_, slot, scope) = self.covering(read)?;
+        let v = slot.lock();
+        answer_from(&v, read, &scope)
+    }
+
+    /// Answer a read from the view as it was at `t` (a `rewind`), with that point's
+    /// resourceVersion; a watch from there is then given the changes since
+    /// ([`Views::rewound_watch`]). `Err` says why it cannot be (no view, the record does
+    /// not reach back that far, …): the read then goes upstream.
+    pub fn answer_at(&self, read: &Read<'_>, t: Instant) -> Result<Answer, String> {
+        let (_, slot, scope) = self.covering(read).ok_or_else(|| {
+            format!(
+                "no view of {} for this client (one starts at its next LIST)",
+                read.key.resource
+            )
+        })?;
+        let mut v = slot.lock();
+        let (objects, rv, replay) = v.at(t)?;
+        let upstream_rv = v.rv.clone();
+        let mut past = View::new(v.encoding);
+        past.api_version = v.api_version.clone();
+        past.kind = v.kind.clone();
+        past.rv = rv.clone();
+        past.objects = objects;
+        let answer = answer_from(&past, read, &scope)
+            .ok_or_else(|| "the view cannot answer in the encoding asked for".to_string())?;
+        if rv != upstream_rv {
+            v.rewinds.retain(|(r, _)| *r != rv);
+            if v.rewinds.len() >= MAX_REWINDS {
+                v.rewinds.pop_front();
+            }
+            let format = match v.encoding {
+                Encoding::Json => super::Format::Json,
+                Encoding::Protobuf => super::Format::Protobuf,
+            };
+            let replay = replay
+                .into_iter()
+                .filter(|(k, _)| scope.covers(k))
+                .map(|(_, f)| f)
+                .collect();
+            v.rewinds.push_back((
+                rv,
+                Rewind {
+                    upstream_rv,
+                    format,
+                    replay,
+                },
+            ));
+        }
+        Ok(answer)
+    }
+
+    /// A watch of `key` from `rv` while a `rewind` window is open: from `"0"`, the view as
+    /// it was at `t` as ADDED events, then the changes since; from the resourceVersion a
+    /// rewound read answered with, the changes since. Either way the upstream watch then
+    /// starts where the view is now. `None`: nothing to rewind, forward it as it is.
+    pub fn rewound_watch(&self, key: &ViewKey, rv: &str, t: Instant) -> Option<Rewind> {
+        let read = Read {
+            key: key.clone(),
+            name: None,
+            accept_json: true,
+            accept_protobuf: true,
+        };
+        let (_, slot, scope) = self.covering(&read)?;
+        let v = slot.lock();
+        if rv == "0" {
+            let (objects, _, replay) = v.at(t).ok()?;
+            let format = match v.encoding {
+                Encoding::Json => super::Format::Json,
+                Encoding::Protobuf => super::Format::Protobuf,
+            };
+            let mut frames: Vec<Bytes> = objects
+                .iter()
+                .filter(|(k, _)| scope.covers(k))
+                .map(|(_, o)| {
+                    let object = match v.encoding {
+                        Encoding::Json => json_with_type(&v.api_version, &v.kind, o),
+                        Encoding::Protobuf => proto_envelope(&v.api_version, &v.kind, o),
+                    };
+                    super::event(format, EventType::Added, &object)
+                })
+                .collect();
+            frames.extend(
+                replay
+                    .into_iter()
+                    .filter(|(k, _)| scope.covers(k))
+                    .map(|(_, f)| f),
+            );
+            return Some(Rewind {
+                upstream_rv: v.rv.clone(),
+                format,
+                replay: frames,
             });
         }
-        for k in &candidates {
-            let Some(slot) = self.slot(k) else { continue };
+        v.rewinds
+            .iter()
+            .rev()
+            .find(|(r, _)| r == rv)
+            .map(|(_, rw)| rw.clone())
+    }
+
+    /// The view that answers `read` (its own query's, or its client's all-namespaces one,
+    /// or for a single-object field selector the same without it), parsed; with what of
+    /// it the read wants.
+    fn covering(&self, read: &Read<'_>) -> Option<(ViewKey, Arc<Slot>, Scope)> {
+        for (k, scope) in candidates(read) {
+            let Some(slot) = self.slot(&k) else { continue };
             let delta = slot.ensure_parsed();
             self.account(delta);
             let v = slot.lock();
-            if v.broken {
-                drop(v);
-                self.drop_view(k, &slot);
+            if v.broken || v.filling || v.kind.is_empty() {
                 continue;
             }
-            if v.filling || v.kind.is_empty() {
-                continue;
-            }
-            let filter_ns = k.namespace.is_none() && read.key.namespace.is_some();
-            return answer_from(&v, read, filter_ns);
+            drop(v);
+            return Some((k, slot, scope));
         }
         None
     }
@@ -949,7 +1213,68 @@ impl Views {
 }
 
 /// Build the answer to `read` from a parsed view.
-fn answer_from(view: &View, read: &Read<'_>, filter_ns: bool) -> Option<Answer> {
+/// Which of a view a read wants: a namespace of an all-namespaces view, one object of an
+/// unselected one (a `metadata.name=X` field selector).
+#[derive(Debug, Clone, Default)]
+struct Scope {
+    namespace: Option<String>,
+    name: Option<String>,
+}
+
+impl Scope {
+    fn covers(&self, (ns, name): &(String, String)) -> bool {
+        self.namespace.as_ref().is_none_or(|n| n == ns)
+            && self.name.as_ref().is_none_or(|n| n == name)
+    }
+}
+
+/// The views that may answer `read`, best first: its own query's; the same client's
+/// all-namespaces one; for a single-object field selector, the unselected ones.
+fn candidates(read: &Read<'_>) -> Vec<(ViewKey, Scope)> {
+    let k = &read.key;
+    let ns = k.namespace.clone();
+    let mut out = vec![(k.clone(), Scope::default())];
+    if ns.is_some() {
+        out.push((
+            ViewKey {
+                namespace: None,
+                ..k.clone()
+            },
+            Scope {
+                namespace: ns.clone(),
+                name: None,
+            },
+        ));
+    }
+    if let Some(name) = crate::request::single_name_from_field_selector(&k.field_selector) {
+        let plain = ViewKey {
+            field_selector: String::new(),
+            ..k.clone()
+        };
+        out.push((
+            plain.clone(),
+            Scope {
+                namespace: None,
+                name: Some(name.clone()),
+            },
+        ));
+        if ns.is_some() {
+            out.push((
+                ViewKey {
+                    namespace: None,
+                    ..plain
+                },
+                Scope {
+                    namespace: ns,
+                    name: Some(name),
+                },
+            ));
+        }
+    }
+    out
+}
+
+fn answer_from(view: &View, read: &Read<'_>, scope: &Scope) -> Option<Answer> {
     let ok = match view.encoding {
         Encoding::Json => read.accept_json,
         Encoding::Protobuf => read.accept_protobuf,
@@ -983,7 +1308,7 @@ fn answer_from(view: &View, read: &Read<'_>, filter_ns: bool) -> Option<Answer> 
     let items = view
         .objects
         .iter()
-        .filter(|((ons, _), _)| !filter_ns || *ons == ns)
+        .filter(|(k, _)| scope.covers(k))
         .map(|(_, o)| o);
     let list_kind = format!("{}List", view.kind);
     let body = match view.encoding {
@@ -1312,6 +1637,116 @@ mod tests {
             assert!(v.answer(&read(None, None)).is_none());
             assert_eq!(v.bytes(), 0);
         }
+    }
+
+    /// A view keeps its past (when asked to): it answers as it was at an earlier time,
+    /// with that point's resourceVersion, and a watch from there gets the changes since.
+    #[test]
+    fn rewinds_rebuild_the_view_as_it_was() {
+        let v = Views::new(1 << 20);
+        v.keep_history_for(|r| r == "configmaps");
+        let k = key(None);
+        v.feed_list(k.clone(), Encoding::Json, true, Bytes::from_static(br#"{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"10"},"items":[{"metadata":{"name":"x","namespace":"a","resourceVersion":"9"},"data":{"v":"9"}}]}"#));
+        assert!(v.answer(&read(None, None)).is_some(), "parsed");
+        let t0 = Instant::now();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        apply_line(&v, &k, &json_line("MODIFIED", "x", 11));
+        let t1 = Instant::now();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        apply_line(&v, &k, &json_line("ADDED", "y", 12));
+        apply_line(&v, &k, &json_line("MODIFIED", "x", 13));
+        let names_values = |a: &Answer| -> (String, Vec<(String, String)>) {
+            let b: serde_json::Value = serde_json::from_slice(&a.body).unwrap();
+            let items = b["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|i| {
+                    (
+                        i["metadata"]["name"].as_str().unwrap().to_string(),
+                        i["data"]["v"].as_str().unwrap().to_string(),
+                    )
+                })
+                .collect();
+            (
+                b["metadata"]["resourceVersion"]
+                    .as_str()
+                    .unwrap()
+                    .to_string(),
+                items,
+            )
+        };
+        let at0 = v.answer_at(&read(None, None), t0).unwrap();
+        assert_eq!(
+            names_values(&at0),
+            ("10".into(), vec![("x".into(), "9".into())])
+        );
+        let at1 = v.answer_at(&read(None, None), t1).unwrap();
+        assert_eq!(
+            names_values(&at1),
+            ("11".into(), vec![("x".into(), "11".into())])
+        );
+        // Now it is as it is.
+        assert_eq!(
+            names_values(&v.answer(&read(None, None)).unwrap()).1,
+            [("x".into(), "13".into()), ("y".into(), "12".into())]
+        );
+        // A watch from the rewound point gets the changes since, from the view's own
+        // record, and the upstream from where the view is now.
+        let w = v.rewound_watch(&k, "10", t0).unwrap();
+        assert_eq!(w.upstream_rv, "13");
+        let rvs: Vec<u64> = w
+            .replay
+            .iter()
+            .map(|f| {
+                super::super::json::parse_event(f)
+                    .unwrap()
+                    .resource_version
+                    .parse()
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(rvs, [11, 12, 13]);
+        // From resourceVersion 0: the past as ADDED events, then the changes since.
+        let w = v.rewound_watch(&k, "0", t1).unwrap();
+        let evs: Vec<(String, String)> = w
+            .replay
+            .iter()
+            .map(|f| {
+                let m = super::super::json::parse_event(f).unwrap();
+                (m.type_.unwrap().as_str().to_string(), m.resource_version)
+            })
+            .collect();
+        assert_eq!(
+            evs,
+            [
+                ("ADDED".into(), "11".into()),
+                ("ADDED".into(), "12".into()),
+                ("MODIFIED".into(), "13".into())
+            ]
+        );
+        // Before the view existed: it cannot say, and says so.
+        let before = t0
+            .checked_sub(std::time::Duration::from_secs(3600))
+            .unwrap();
+        assert!(
+            v.answer_at(&read(None, None), before)
+                .unwrap_err()
+                .contains("reaches back")
+        );
+        // Views of resources no rewind names keep no past.
+        let plain = Views::new(1 << 20);
+        plain.feed_list(k.clone(), Encoding::Json, true, Bytes::from_static(br#"{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"10"},"items":[]}"#));
+        assert!(plain.answer(&read(None, None)).is_some());
+        let later = Instant::now();
+        apply_line(&plain, &k, &json_line("ADDED", "x", 11));
+        assert!(
+            plain
+                .answer_at(&read(None, None), later)
+                .unwrap_err()
+                .contains("keeps no past"),
+            "never the present passed off as the past"
+        );
     }
 
     #[test]
