@@ -1,9 +1,11 @@
 //! stalemate: make Kubernetes controllers see a stale cluster on a schedule, through a
 //! TLS-terminating proxy in front of a real kube-apiserver, and judge whether they recover.
 //!
-//! Layout (DESIGN.md "Inside"): `cli/` one file per verb; `listen/` the rustls + hyper
-//! server; `request` classifies requests; `upstream/` reaches the real apiserver; `proxy`
-//! forwards; `sim/` is the embedded API simulator.
+//! Layout (README "Layout"): `proxy/` a request's stages; `fault/` one file per fault;
+//! `schedule/` which windows are open for whom; `watch/` codecs, the gate and views;
+//! `server` the in-process proxy; `upstream/` the real apiserver; `listen/` the rustls +
+//! hyper server; `oracle/` and `report/` the verdicts; `sim/` the embedded simulator;
+//! `cli/` one file per verb.
 
 pub mod admin;
 pub mod certs;

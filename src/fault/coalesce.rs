@@ -23,3 +23,25 @@ impl Behaviour for Coalesce {
         Reads::View
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct NoDraw;
+    impl Random for NoDraw {
+        fn uniform(&self, lo: f64, _hi: f64) -> f64 {
+            lo
+        }
+        fn chance(&self, _p: f64) -> bool {
+            false
+        }
+    }
+
+    #[test]
+    fn holds_to_replace_and_reads_from_the_view() {
+        let c = Coalesce {};
+        assert_eq!(c.hold(&NoDraw), Some(HoldMode::Coalesce));
+        assert_eq!(c.reads(), Reads::View);
+    }
+}

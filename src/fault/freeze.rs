@@ -23,3 +23,28 @@ impl Behaviour for Freeze {
         Reads::View
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fault::Fault;
+
+    struct NoDraw;
+    impl Random for NoDraw {
+        fn uniform(&self, lo: f64, _hi: f64) -> f64 {
+            lo
+        }
+        fn chance(&self, _p: f64) -> bool {
+            false
+        }
+    }
+
+    #[test]
+    fn holds_everything_and_reads_from_the_view() {
+        let f: Fault = serde_json::from_str(r#"{"freeze": {}}"#).unwrap();
+        assert_eq!(f.behaviour().hold(&NoDraw), Some(HoldMode::Freeze));
+        assert_eq!(f.behaviour().reads(), Reads::View);
+        assert!(f.uses_views() && f.behaviour().ends_streams().is_none());
+        assert!(serde_json::from_str::<Freeze>(r#"{"for": "1s"}"#).is_err());
+    }
+}

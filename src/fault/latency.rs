@@ -29,3 +29,38 @@ impl Behaviour for Latency {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    struct NoDraw;
+    impl Random for NoDraw {
+        fn uniform(&self, lo: f64, _hi: f64) -> f64 {
+            lo
+        }
+        fn chance(&self, _p: f64) -> bool {
+            false
+        }
+    }
+
+    #[test]
+    fn delays_the_verbs_it_names() {
+        let l: Latency = serde_json::from_str(r#"{"verbs": ["list"], "delay": "250ms"}"#).unwrap();
+        let r = |verb| Request {
+            verb,
+            group: "",
+            resource: "configmaps",
+            name: None,
+            window: "w",
+        };
+        assert!(
+            matches!(l.on_request(&r(Verb::List), &NoDraw), RequestAction::Delay(d) if d == Duration::from_millis(250))
+        );
+        assert!(matches!(
+            l.on_request(&r(Verb::Get), &NoDraw),
+            RequestAction::Pass
+        ));
+    }
+}

@@ -260,8 +260,19 @@ impl Schedule {
                 errs.push(err(format!("clients.{name}.{f}"), m));
             }
         }
+        let names: std::collections::HashSet<&str> =
+            self.windows.iter().map(|w| w.name.as_str()).collect();
         let mut seen = std::collections::HashSet::new();
         for (i, w) in self.windows.iter().enumerate() {
+            if let Fault::Rewind(r) = &w.fault
+                && let Some(at) = &r.at
+                && (!names.contains(at.as_str()) || *at == w.name)
+            {
+                errs.push(err(
+                    format!("windows[{i}].fault.rewind.at"),
+                    format!("{at:?} is not another window of this schedule"),
+                ));
+            }
             errs.extend(
                 w.check(&self.clients)
                     .into_iter()
