@@ -247,7 +247,10 @@ pub async fn start(o: Options) -> Result<Running> {
             let _ = rx.wait_for(|s| *s).await;
         }
     }));
-    let handler = move |req, peer| crate::proxy::handle(proxy.clone(), req, peer);
+    // Boxed: hyper keeps a stream's task — sized for the handler's future — for as long
+    // as the stream lives, so an open watch would carry the whole (finished) handler
+    // future; boxed, it carries a pointer and the future is freed when it completes.
+    let handler = move |req, peer| Box::pin(crate::proxy::handle(proxy.clone(), req, peer));
     let (kill_tx, kill_rx) = tokio::sync::watch::channel(0u64);
     let serving = crate::listen::serve_on_threads(
         o.threads,

@@ -113,11 +113,15 @@ impl Call {
 pub async fn handle(proxy: Arc<Proxy>, mut req: Request<Incoming>, peer: Peer) -> Response<Body> {
     let mut call = classify(&proxy, &req, &peer).await;
     trigger(&proxy, &mut call);
-    if let Some(resp) = faults(&proxy, &mut call, &req).await {
+    if !call.windows.is_empty()
+        && let Some(resp) = Box::pin(faults(&proxy, &mut call, &req)).await
+    {
         return finish(&proxy, call, resp);
     }
     let list_view = prepare(&proxy, &mut call, &mut req);
-    let resp = match forward::forward(&proxy, &call, req).await {
+    // Boxed, like the stages above: thousands of requests are in flight when watches open
+    // at once, and every byte of this future counts that many times.
+    let resp = match Box::pin(forward::forward(&proxy, &call, req)).await {
         Ok((resp, slot)) => respond(&proxy, &call, resp, slot, list_view),
         Err(failed) => failed,
     };
