@@ -472,6 +472,38 @@ mod tests {
             assert!(e[0].location.starts_with("f.json:"), "{}", e[0]);
             assert!(e[0].message.contains("unknown variant"), "{}", e[0]);
         }
+        // The new faults are checked like the others.
+        for (fault, path) in [
+            (r#"{ "rewind": {} }"#, "windows[0].fault.rewind.by"),
+            (
+                r#"{ "rewind": { "by": "1s", "at": "x" } }"#,
+                "windows[0].fault.rewind.by",
+            ),
+            (
+                r#"{ "rewind": { "at": "nowhere" } }"#,
+                "windows[0].fault.rewind.at",
+            ),
+        ] {
+            let bad = DESIGN_EXAMPLE.replacen("{ \"freeze\": {} }", fault, 1);
+            let e = Schedule::parse(&bad, "f.json").unwrap_err();
+            assert!(e.iter().any(|x| x.path == path), "{fault}: {e:?}");
+        }
+        let ok = DESIGN_EXAMPLE.replacen(
+            "{ \"freeze\": {} }",
+            r#"{ "rewind": { "at": "background-lag" } }"#,
+            1,
+        );
+        assert!(Schedule::parse(&ok, "f.json").is_ok());
+        let bad = DESIGN_EXAMPLE.replacen(
+            "{ \"freeze\": {} }",
+            r#"{ "restart": { "down": "1s", "signal": "TERM" } }"#,
+            1,
+        );
+        assert!(
+            Schedule::parse(&bad, "f.json").unwrap_err()[0]
+                .message
+                .contains("signal")
+        );
         for huge in ["500000000000y", "25h", "1000000000000000000000s"] {
             let bad =
                 DESIGN_EXAMPLE.replace("\"delay\": \"2s\"", &format!("\"delay\": \"{huge}\""));
