@@ -25,7 +25,8 @@ pub struct ClientMatcher {
     /// `namespace:name` of the service account in the bearer token.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service_account: Option<String>,
-    /// The listener address the client connected to.
+    /// The listener the client connected to: its address (`127.0.0.1:7444`), or the
+    /// name `stalemate run` and `explore` give theirs (`controller`, `workload`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub listener: Option<String>,
 }
@@ -62,6 +63,8 @@ struct Client {
 pub struct Clients {
     clients: Vec<Client>,
     specs: BTreeMap<String, ClientMatcher>,
+    /// Names of listeners, for `listener` matchers that name one.
+    listener_names: std::sync::RwLock<std::collections::HashMap<std::net::SocketAddr, String>>,
 }
 
 impl Clients {
@@ -80,7 +83,16 @@ impl Clients {
                 })
                 .collect(),
             specs: specs.clone(),
+            listener_names: Default::default(),
         }
+    }
+
+    /// Call the listener at `addr` `name` (what `listener` matchers may say).
+    pub fn name_listener(&self, addr: std::net::SocketAddr, name: &str) {
+        self.listener_names
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(addr, name.to_string());
     }
 
     /// Whether `name` is a client (or `*`, everyone).
@@ -108,15 +120,26 @@ impl Clients {
                 sub.strip_prefix("system:serviceaccount:")
                     .map(str::to_string)
             });
+        let listener_addr = std::cell::OnceCell::new();
         let listener_name = std::cell::OnceCell::new();
         for c in &self.clients {
             let ok = c.user_agent.as_ref().is_none_or(|r| r.is_match(ua))
                 && c.service_account
                     .as_ref()
                     .is_none_or(|want| sa.as_deref() == Some(want.as_str()))
-                && c.listener
-                    .as_ref()
-                    .is_none_or(|l| *l == *listener_name.get_or_init(|| listener.to_string()));
+                && c.listener.as_ref().is_none_or(|l| {
+                    *l == *listener_addr.get_or_init(|| listener.to_string())
+                        || Some(l)
+                            == listener_name
+                                .get_or_init(|| {
+                                    self.listener_names
+                                        .read()
+                                        .unwrap_or_else(|p| p.into_inner())
+                                        .get(&listener)
+                                        .cloned()
+                                })
+                                .as_ref()
+                });
             if ok {
                 return c.name.clone();
             }
@@ -188,6 +211,14 @@ mod tests {
         let second: std::net::SocketAddr = "127.0.0.1:7444".parse().unwrap();
         assert_eq!(c.identify(&HeaderMap::new(), second), "lc");
         assert!(c.defines("sc") && c.defines("*") && !c.defines("ghost"));
+        // A listener named by the proxy that owns it.
+        let specs: BTreeMap<String, ClientMatcher> =
+            serde_json::from_str(r#"{"workload": {"listener": "workload"}}"#).unwrap();
+        let c = Clients::new(&specs);
+        let third: std::net::SocketAddr = "127.0.0.1:7555".parse().unwrap();
+        assert_eq!(c.identify(&HeaderMap::new(), third), "other");
+        c.name_listener(third, "workload");
+        assert_eq!(c.identify(&HeaderMap::new(), third), "workload");
         assert_eq!(jwt_subject("a.b"), None);
         assert_eq!(jwt_subject("a.!!!.c"), None);
     }

@@ -46,6 +46,13 @@ pub struct Options {
     /// The caller runs the controller and will hand it to the engine
     /// (`Engine::set_process`): `restart` windows are allowed. (`serve` has none.)
     pub controller_process: bool,
+    /// A name for the main listener (what `listener` client matchers may say).
+    pub listen_name: Option<String>,
+    /// More listeners of the same proxy, by name: a second client (`explore`'s and
+    /// `run`'s workload) is told apart by the listener it comes in on.
+    pub named_listeners: Vec<(String, SocketAddr)>,
+    /// Record the trace here rather than in `trace`'s file (in memory, for `explore`).
+    pub trace_sink: Option<crate::trace::Trace>,
 }
 
 impl Options {
@@ -77,6 +84,9 @@ impl Options {
             drain_timeout: Duration::from_secs(5),
             threads: default_threads(),
             controller_process: false,
+            listen_name: None,
+            named_listeners: Vec::new(),
+            trace_sink: None,
         }
     }
 }
@@ -84,6 +94,8 @@ impl Options {
 /// A running proxy: its addresses, its oracles, and how to stop it.
 pub struct Running {
     pub url: String,
+    /// The URLs of the named listeners (the main one too, if named).
+    pub urls: std::collections::BTreeMap<String, String>,
     pub admin: SocketAddr,
     pub ca: Option<String>,
     pub upstream: Upstream,
@@ -168,16 +180,32 @@ pub async fn start(o: Options) -> Result<Running> {
         .with_context(|| format!("--admin-listen {}: cannot bind", o.admin_listen))?;
     let admin_addr = admin_listener.local_addr()?;
     let url = crate::listen::https_url(addr);
+    let mut urls = std::collections::BTreeMap::new();
+    if let Some(name) = &o.listen_name {
+        engine.name_listener(addr, name);
+        urls.insert(name.clone(), url.clone());
+    }
+    let mut extra = Vec::new();
+    for (name, at) in &o.named_listeners {
+        let l = tokio::net::TcpListener::bind(at)
+            .await
+            .with_context(|| format!("listener {name:?} on {at}: cannot bind"))?;
+        let a = l.local_addr()?;
+        engine.name_listener(a, name);
+        urls.insert(name.clone(), crate::listen::https_url(a));
+        extra.push(l);
+    }
     let metrics = Arc::new(crate::metrics::Metrics::new());
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let (trace, trace_writer) = match &o.trace {
-        Some(path) => {
+    let (trace, trace_writer) = match (&o.trace, o.trace_sink) {
+        (_, Some(sink)) => (sink, None),
+        (Some(path), None) => {
             let (t, w) = crate::trace::Trace::to_file(path)
                 .await
                 .with_context(|| format!("--trace {}", path.display()))?;
             (t, Some(w))
         }
-        None => (crate::trace::Trace::off(), None),
+        (None, None) => (crate::trace::Trace::off(), None),
     };
     engine.set_trace(trace.clone());
     let oracles = Arc::new(crate::oracle::Oracles::new(
@@ -252,6 +280,22 @@ pub async fn start(o: Options) -> Result<Running> {
     // future; boxed, it carries a pointer and the future is freed when it completes.
     let handler = move |req, peer| Box::pin(crate::proxy::handle(proxy.clone(), req, peer));
     let (kill_tx, kill_rx) = tokio::sync::watch::channel(0u64);
+    let mut others = Vec::new();
+    for l in extra {
+        others.push(
+            crate::listen::serve_on_threads(
+                1,
+                l,
+                tls.clone(),
+                handler.clone(),
+                stop_rx.clone(),
+                o.drain_timeout,
+                kill_rx.clone(),
+                |_| {},
+            )
+            .context("starting a named listener's serving thread")?,
+        );
+    }
     let serving = crate::listen::serve_on_threads(
         o.threads,
         listener,
@@ -265,11 +309,12 @@ pub async fn start(o: Options) -> Result<Running> {
     )
     .context("starting the serving threads")?;
     let serve_task = tokio::spawn(async move {
-        serving.await;
+        futures_util::future::join(serving, futures_util::future::join_all(others)).await;
         drop(kill_tx);
     });
     Ok(Running {
         url,
+        urls,
         admin: admin_addr,
         ca: o.ca,
         upstream,

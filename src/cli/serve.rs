@@ -221,6 +221,9 @@ pub async fn run(args: ServeArgs) -> Result<()> {
             .threads
             .map_or_else(crate::server::default_threads, usize::from),
         controller_process: false,
+        listen_name: None,
+        named_listeners: Vec::new(),
+        trace_sink: None,
     })
     .await?;
     if let Some(out) = &args.kubeconfig_out {

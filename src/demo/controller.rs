@@ -6,9 +6,17 @@
 //!    `resourceVersion` in the payload), retried 5 times 100–200 ms apart, re-reading the
 //!    object from the controller's own informer cache each time;
 //! 3. `observedGeneration` is written only when the reconcile succeeded **and** the
-//!    in-memory object (read when the reconcile started) already had conditions — the
-//!    guard that makes the bug stick. `Behaviour::Fixed` writes it whenever the work
-//!    succeeded.
+//!    in-memory object had conditions — the guard that makes the bug stick.
+//!    `Behaviour::Fixed` writes it whenever the work succeeded.
+//!
+//! The in-memory object has conditions when the cached one had them, or when the
+//! controller marked it `Reconciling` in memory before fetching — which it does only when
+//! no artifact is stored yet (Flux's progressive status: a new revision is progress). So a
+//! fault-free run converges: the first reconcile marks, fetches, patches, and writes
+//! `observedGeneration`. But a reconcile that stored the artifact and then lost the
+//! conditions patch (five 409s against a stale cache, or a crash between the two patches)
+//! leaves an object the next reconcile finds with an artifact and no conditions: nothing
+//! marks it, the guard fails, and `observedGeneration` is never written.
 //!
 //! Status-only changes do not trigger work (a generation predicate, as Flux's), and a
 //! successful reconcile requeues after the interval (10 min), so a stuck object stays
@@ -135,12 +143,20 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Err
         return Ok(Action::requeue(INTERVAL));
     }
     let status = obj.data.get("status").cloned().unwrap_or(json!({}));
-    let had_conditions = status["conditions"]
+    let cached_conditions = status["conditions"]
         .as_array()
         .is_some_and(|c| !c.is_empty());
+    // Progressive status: a reconcile that has a new artifact to store marks the object
+    // Reconciling in memory first; one that finds an artifact stored does not.
+    let marked_reconciling = status.get("artifact").is_none();
+    let had_conditions = cached_conditions || marked_reconciling;
     log(format!(
-        "{ns}/{name}: reconcile generation {generation} (in-memory object has {} conditions)",
-        if had_conditions { "its" } else { "no" }
+        "{ns}/{name}: reconcile generation {generation} (in-memory object has {})",
+        match (cached_conditions, marked_reconciling) {
+            (true, _) => "its conditions",
+            (false, true) => "a Reconciling condition: no artifact stored yet",
+            (false, false) => "no conditions: an artifact is stored, nothing to mark",
+        }
     ));
     // The work: "fetch" the revision.
     let url = obj.data["spec"]["url"].as_str().unwrap_or("").to_string();

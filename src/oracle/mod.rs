@@ -309,6 +309,9 @@ pub struct Oracles {
     pub violations_gauge: prometheus::IntGaugeVec,
     /// Entries dropped at a cap (`stalemate_oracle_dropped_total`).
     pub dropped_counter: prometheus::IntCounter,
+    /// When each client last wrote (successfully or not): how `explore` tells a quiet
+    /// controller.
+    last_writes: Mutex<std::collections::HashMap<String, SystemTime>>,
 }
 
 /// Count `at` in a one-minute sliding window; returns the count.
@@ -398,6 +401,7 @@ impl Oracles {
                 &["oracle"],
             )
             .expect("static metric definition"),
+            last_writes: Mutex::new(std::collections::HashMap::new()),
             dropped_counter: prometheus::IntCounter::new(
                 "oracle_dropped_total",
                 "Objects, rate counters, window spans or recoveries the oracles stopped tracking at their cap (10,000 each).",
@@ -437,6 +441,12 @@ impl Oracles {
         code: u16,
         at: SystemTime,
     ) {
+        if verb.is_write() {
+            self.last_writes
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(client.to_string(), at);
+        }
         let Some(name) = name else { return };
         if !verb.is_write() && code != 409 {
             return;
@@ -482,6 +492,15 @@ impl Oracles {
             let d = cap(&mut s.writes, newest) + cap(&mut s.hot, |h| h.last);
             self.count_dropped(&mut s, d);
         }
+    }
+
+    /// When `client` last sent a write through the proxy.
+    pub fn last_write(&self, client: &str) -> Option<SystemTime> {
+        self.last_writes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(client)
+            .copied()
     }
 
     /// Ground truth: the object as the upstream holds it now.

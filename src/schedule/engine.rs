@@ -264,7 +264,8 @@ impl Engine {
     ) -> Vec<Deferred> {
         self.fire(|w| {
             let m = w.trigger.as_ref()?.after_requests.as_ref()?;
-            let ok = (w.client == "*" || w.client == client)
+            let counted = m.client.as_deref().unwrap_or(&w.client);
+            let ok = (counted == "*" || counted == client)
                 && m.verb.is_none_or(|v| v == verb)
                 && m.resource.as_deref().is_none_or(|r| r == resource)
                 && m.subresource
@@ -468,6 +469,11 @@ impl Engine {
         self.changes.subscribe()
     }
 
+    /// Call the listener at `addr` `name`, for `listener` client matchers.
+    pub fn name_listener(&self, addr: std::net::SocketAddr, name: &str) {
+        self.clients.name_listener(addr, name);
+    }
+
     /// The schedule client a request belongs to, or `other`.
     pub fn identify(&self, headers: &HeaderMap, listener: std::net::SocketAddr) -> String {
         self.clients.identify(headers, listener)
@@ -640,6 +646,41 @@ mod tests {
         tokio::time::sleep(Duration::from_secs(2)).await;
         assert!(armed(&e).is_empty());
         assert_eq!(e.active_names(), ["soon"]);
+    }
+
+    /// A window on the controller opened by what another client — a workload — does.
+    #[tokio::test(start_paused = true)]
+    async fn a_trigger_may_count_another_clients_requests() {
+        let s = Schedule::parse(
+            r#"{"clients": {"controller": {"listener": "controller"}, "workload": {"listener": "workload"}},
+                "windows": [{"name": "after-workload-delete", "client": "controller", "resources": ["pods"], "fault": {"freeze": {}},
+                             "trigger": {"afterRequests": {"client": "workload", "verb": "delete", "resource": "pods"}}, "duration": "1s"}]}"#,
+            "t",
+        )
+        .unwrap();
+        let e = Engine::new(&s);
+        e.start(&s);
+        e.on_request("controller", Verb::Delete, "pods", None);
+        assert!(
+            e.active_names().is_empty(),
+            "the controller's own delete does not count"
+        );
+        e.on_request("workload", Verb::Delete, "pods", None);
+        assert_eq!(e.active_names(), ["after-workload-delete"]);
+        assert_eq!(
+            hold_of(&e.windows_for("controller", "pods", None)),
+            Some(HoldMode::Freeze)
+        );
+        assert!(
+            e.windows_for("workload", "pods", None).is_empty(),
+            "it targets the controller"
+        );
+        let bad = Schedule::parse(
+            r#"{"windows": [{"name": "w", "fault": {"freeze": {}}, "trigger": {"afterRequests": {"client": "ghost"}}}]}"#,
+            "t",
+        )
+        .unwrap_err();
+        assert_eq!(bad[0].path, "windows[0].trigger.afterRequests.client");
     }
 
     /// One draw per decision: a `lag` window's jitter is drawn when it opens, so other

@@ -81,6 +81,11 @@ impl EventKind {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RequestMatch {
+    /// Whose requests count: a client of `clients`, or `*` (default: the window's
+    /// client). A window on a controller can open on what another client — a workload —
+    /// does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verb: Option<Verb>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -324,6 +329,15 @@ impl Window {
         errs.extend(self.fault.check());
         if let Some(t) = &self.trigger {
             errs.extend(t.check());
+            if let Some(c) = t.after_requests.as_ref().and_then(|m| m.client.as_deref())
+                && c != "*"
+                && !defines(c)
+            {
+                errs.push((
+                    "trigger.afterRequests.client".into(),
+                    format!("{c:?} is not a client defined in `clients` (or \"*\")"),
+                ));
+            }
         }
         errs
     }
