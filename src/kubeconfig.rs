@@ -1,8 +1,9 @@
 //! Writing kubeconfig files for clients of the simulator and of the proxy.
 //!
 //! Reading kubeconfigs (contexts, exec plugins, in-cluster) is `kube::Config`'s job; this
-//! module only emits the small, self-contained file a client needs to reach us: the
-//! server URL, our CA inline, and optionally a bearer token.
+//! module emits the small, self-contained file a client needs to reach us: the server
+//! URL, our CA inline, and optionally a bearer token — and turns a file into a kube-rs
+//! client ([`client`]) for stalemate's own calls (setup, ground truth, end states).
 
 use std::path::Path;
 
@@ -138,6 +139,20 @@ pub fn write(path: &Path, spec: &KubeconfigSpec<'_>) -> Result<()> {
     let text = render(spec)?;
     crate::certs::write_file(path, text.as_bytes(), true)
         .with_context(|| format!("writing kubeconfig {}", path.display()))
+}
+
+/// A kube-rs client from a kubeconfig file (and context).
+pub async fn client(kubeconfig: &Path, context: Option<&str>) -> Result<kube::Client> {
+    let kc = kube::config::Kubeconfig::read_from(kubeconfig)
+        .with_context(|| format!("reading {}", kubeconfig.display()))?;
+    let options = kube::config::KubeConfigOptions {
+        context: context.map(str::to_string),
+        ..Default::default()
+    };
+    let cfg = kube::Config::from_custom_kubeconfig(kc, &options)
+        .await
+        .with_context(|| format!("loading {}", kubeconfig.display()))?;
+    kube::Client::try_from(cfg).context("building a kube client")
 }
 
 #[cfg(test)]

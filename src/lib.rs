@@ -3,7 +3,9 @@
 //!
 //! Layout (README "Layout"): `proxy/` a request's stages; `fault/` one file per fault;
 //! `schedule/` which windows are open for whom; `watch/` codecs, the gate and views;
-//! `server` the in-process proxy; `upstream/` the real apiserver; `listen/` the rustls +
+//! `server` the in-process proxy; `session/` one run of a controller behind it (`run`,
+//! `explore`'s trials); `explore/` the search for bugs; `setup` the manifests a run
+//! starts from; `upstream/` the real apiserver; `listen/` the rustls +
 //! hyper server; `oracle/` and `report/` the verdicts; `sim/` the embedded simulator;
 //! `cli/` one file per verb.
 
@@ -26,6 +28,8 @@ pub mod report;
 pub mod request;
 pub mod schedule;
 pub mod server;
+pub mod session;
+pub mod setup;
 pub mod sim;
 pub mod status;
 pub mod trace;

@@ -25,6 +25,8 @@ pub struct Spec {
     pub env: Vec<(OsString, OsString)>,
     /// Removed from its environment.
     pub env_remove: Vec<String>,
+    /// Append its stdout and stderr to this file (default: inherit stalemate's).
+    pub output: Option<std::path::PathBuf>,
 }
 
 /// How a run's controller ended.
@@ -83,12 +85,23 @@ impl Controller {
 
     fn start_child(&self) -> std::io::Result<()> {
         let mut cmd = tokio::process::Command::new(&self.spec.program);
-        cmd.args(&self.spec.args).kill_on_drop(true);
+        // Its own process group: a signal reaches what it started too (a shell's
+        // children, a wrapper's controller), so nothing it started outlives it.
+        cmd.args(&self.spec.args)
+            .kill_on_drop(true)
+            .process_group(0);
         for (k, v) in &self.spec.env {
             cmd.env(k, v);
         }
         for k in &self.spec.env_remove {
             cmd.env_remove(k);
+        }
+        if let Some(path) = &self.spec.output {
+            let out = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)?;
+            cmd.stdout(out.try_clone()?).stderr(out);
         }
         let mut child = cmd.spawn()?;
         let generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
@@ -113,17 +126,22 @@ impl Controller {
         self.pid.load(Ordering::SeqCst)
     }
 
-    /// Send a signal to the current child.
+    /// Send a signal to the current child and everything it started (its process group).
     pub fn signal(&self, sig: libc::c_int) {
         if let Ok(pid) = libc::pid_t::try_from(self.pid())
             && pid > 0
         {
-            // SAFETY: kill(2) with a pid we spawned and a valid signal number; no memory
-            // is shared with the callee.
+            // SAFETY: kill(2) with the process group of a child we spawned (its pid: it
+            // leads the group) and a valid signal number; no memory is shared.
             unsafe {
-                libc::kill(pid, sig);
+                libc::kill(-pid, sig);
             }
         }
+    }
+
+    /// How it ended, if it has (on its own, not by a restart).
+    pub fn exit_now(&self) -> Option<Exit> {
+        self.exit.borrow().clone()
     }
 
     /// Resolves when the controller ends on its own (not by a restart).
@@ -188,6 +206,33 @@ impl crate::fault::Process for Controller {
     }
 }
 
+/// Resolves on the first SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+        ) {
+            (Ok(mut i), Ok(mut t)) => {
+                tokio::select! {
+                    _ = i.recv() => {}
+                    _ = t.recv() => {}
+                }
+            }
+            _ => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+    tracing::info!("shutting down");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -198,6 +243,7 @@ mod tests {
             args: vec![secs.into()],
             env: vec![],
             env_remove: vec![],
+            output: None,
         }
     }
 
@@ -236,6 +282,7 @@ mod tests {
                 args: vec![],
                 env: vec![],
                 env_remove: vec![],
+                output: None,
             })
             .is_err()
         );

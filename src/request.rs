@@ -41,6 +41,23 @@ impl Verb {
         )
     }
 
+    /// The verb a trace or a schedule names (`patch`, `deletecollection`, …).
+    pub fn from_name(name: &str) -> Option<Verb> {
+        [
+            Verb::Get,
+            Verb::List,
+            Verb::Watch,
+            Verb::Create,
+            Verb::Update,
+            Verb::Patch,
+            Verb::Delete,
+            Verb::DeleteCollection,
+            Verb::Connect,
+        ]
+        .into_iter()
+        .find(|v| v.as_str() == name)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Verb::Get => "get",

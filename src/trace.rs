@@ -198,6 +198,78 @@ impl Trace {
     }
 }
 
+/// A record and when it was recorded (an in-memory trace's line).
+#[derive(Debug, Clone)]
+pub struct Stamped {
+    pub at: std::time::SystemTime,
+    pub record: Record,
+}
+
+impl Stamped {
+    /// The record as a trace file has it: one JSON line (with its newline).
+    pub fn line(&self) -> String {
+        let ts = humantime::format_rfc3339_millis(self.at).to_string();
+        let mut s = serde_json::to_string(&Line {
+            ts,
+            record: &self.record,
+        })
+        .unwrap_or_default();
+        s.push('\n');
+        s
+    }
+}
+
+/// The collector of an in-memory trace ([`Trace::to_memory`]).
+pub struct MemoryTrace {
+    task: tokio::task::JoinHandle<Vec<Stamped>>,
+    stop: tokio::sync::oneshot::Sender<()>,
+}
+
+impl MemoryTrace {
+    /// Everything recorded so far, stamped when it arrived; ends the collection.
+    pub async fn finish(self) -> Vec<Stamped> {
+        let _ = self.stop.send(());
+        self.task.await.unwrap_or_default()
+    }
+}
+
+impl Trace {
+    /// A trace kept in memory (what `explore` compares runs by), stamped as it arrives.
+    /// Like a file trace, it never blocks the proxy: past `capacity` queued records,
+    /// records are dropped and counted.
+    pub fn to_memory(capacity: usize) -> (Trace, MemoryTrace) {
+        let (trace, mut rx) = Trace::to_channel(capacity);
+        let dropped = trace.dropped.clone();
+        let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            let mut out = Vec::new();
+            loop {
+                tokio::select! {
+                    r = rx.recv() => match r {
+                        Some(record) => out.push(Stamped { at: std::time::SystemTime::now(), record }),
+                        None => break,
+                    },
+                    _ = &mut stopped => {
+                        while let Ok(record) = rx.try_recv() {
+                            out.push(Stamped { at: std::time::SystemTime::now(), record });
+                        }
+                        break;
+                    }
+                }
+            }
+            let lost = dropped.load(Ordering::Relaxed);
+            if lost > 0 {
+                out.push(Stamped {
+                    at: std::time::SystemTime::now(),
+                    record: Record::Dropped { records: lost },
+                });
+            }
+            out
+        });
+        (trace, MemoryTrace { task, stop })
+    }
+}
+
 /// The writer task of a trace file.
 pub struct TraceWriter {
     task: tokio::task::JoinHandle<()>,
@@ -261,5 +333,22 @@ mod tests {
         assert_eq!(lines[1]["delayMs"], 1500.0);
         assert_eq!(lines[1]["type"], "MODIFIED");
         assert!(lines[1]["ts"].as_str().unwrap().ends_with('Z'));
+    }
+
+    #[tokio::test]
+    async fn a_memory_trace_keeps_records_stamped_and_writes_them_as_lines() {
+        let (t, memory) = Trace::to_memory(16);
+        t.record(Record::Window {
+            window: "w".into(),
+            action: "open",
+            fault: "freeze".into(),
+        });
+        t.record(Record::Dropped { records: 0 });
+        let got = memory.finish().await;
+        assert_eq!(got.len(), 2);
+        let line: serde_json::Value = serde_json::from_str(got[0].line().trim_end()).unwrap();
+        assert_eq!(line["kind"], "window");
+        assert_eq!(line["window"], "w");
+        assert!(line["ts"].as_str().unwrap().ends_with('Z'));
     }
 }

@@ -136,32 +136,7 @@ pub fn main() -> ExitCode {
     }
 }
 
-/// Resolves on the first SIGINT or SIGTERM.
-pub async fn shutdown_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match (
-            signal(SignalKind::interrupt()),
-            signal(SignalKind::terminate()),
-        ) {
-            (Ok(mut i), Ok(mut t)) => {
-                tokio::select! {
-                    _ = i.recv() => {}
-                    _ = t.recv() => {}
-                }
-            }
-            _ => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
-    tracing::info!("shutting down");
-}
+pub use crate::process::shutdown_signal;
 
 /// Parse a Go-style duration (`1500ms`, `2m`, `1h30m`) for flags and files.
 pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {

@@ -9,8 +9,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use clap::Args;
+
+use crate::session::{End, Ended, Options, TraceTo, Upstream};
 
 #[derive(Debug, Args)]
 #[command(after_help = "\
@@ -31,6 +33,31 @@ pub struct RunArgs {
     /// End the run after this long (CMD gets SIGTERM). Default: when CMD exits.
     #[arg(long, value_parser = super::parse_duration, value_name = "DURATION")]
     pub duration: Option<Duration>,
+
+    /// End the run once nothing has happened for this long: no write by the controller,
+    /// no window open, opened or closed, the workload done (what `explore` does). With
+    /// --duration, that is the cap; else --max-run.
+    #[arg(long, value_parser = super::parse_duration, value_name = "DURATION")]
+    pub quiet: Option<Duration>,
+
+    /// With --quiet: the longest a run may take.
+    #[arg(long, default_value = "10m", value_parser = super::parse_duration, value_name = "DURATION")]
+    pub max_run: Duration,
+
+    /// Run against a fresh embedded simulator instead of a cluster (what `explore` does).
+    #[arg(long, conflicts_with_all = ["upstream_kubeconfig", "context"])]
+    pub sim: bool,
+
+    /// Manifests (YAML or JSON, several documents each) applied before CMD starts: CRDs
+    /// first, waited for until served, then namespaces, then the rest.
+    #[arg(long, value_name = "FILE", num_args = 1..)]
+    pub setup: Vec<PathBuf>,
+
+    /// A shell command run once CMD has settled, with its own KUBECONFIG through a second
+    /// listener of the proxy (the client `{"listener": "workload"}`; CMD's is
+    /// `{"listener": "controller"}`).
+    #[arg(long, value_name = "CMD")]
+    pub workload: Option<String>,
 
     /// Upstream kubeconfig (default: $KUBECONFIG, then ~/.kube/config).
     #[arg(long, value_name = "FILE")]
@@ -63,120 +90,60 @@ pub struct RunArgs {
 
 pub async fn run(args: RunArgs) -> Result<ExitCode> {
     let schedule = super::check::load(&args.schedule)?;
+    let setup = crate::setup::load(&args.setup)?;
     let dir = std::env::temp_dir().join(format!("stalemate-run-{}", uuid::Uuid::new_v4()));
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    let r = run_in(&args, schedule, &dir).await;
-    let _ = std::fs::remove_dir_all(&dir);
-    r
-}
-
-async fn run_in(
-    args: &RunArgs,
-    schedule: crate::schedule::Schedule,
-    dir: &std::path::Path,
-) -> Result<ExitCode> {
-    let certs = crate::certs::generate("stalemate", &[])?;
-    let running = crate::server::start(crate::server::Options {
-        admin_listen: args.admin_listen,
-        controller_process: true,
-        ..crate::server::Options::loopback(
-            &certs,
-            crate::upstream::Source::Kubeconfig {
-                path: args.upstream_kubeconfig.clone(),
-                context: args.context.clone(),
-            },
-            schedule,
-            args.trace.clone(),
-        )
-    })
-    .await?;
-    let kubeconfig = dir.join("kubeconfig");
-    crate::kubeconfig::write(
-        &kubeconfig,
-        &crate::kubeconfig::KubeconfigSpec {
-            name: "stalemate",
-            server: &running.url,
-            ca_pem: &certs.ca_cert_pem,
-            token: Some(crate::proxy::UPSTREAM_CREDENTIALS_TOKEN),
-            client_cert: None,
-            namespace: None,
+    let upstream = if args.sim {
+        Upstream::Sim
+    } else {
+        Upstream::Kubeconfig {
+            path: args.upstream_kubeconfig.clone(),
+            context: args.context.clone(),
+        }
+    };
+    let mut o = Options::new(upstream, schedule, args.cmd.clone(), dir.clone());
+    o.setup = setup;
+    o.workload = args.workload.clone();
+    o.end = match (args.quiet, args.duration) {
+        (Some(quiet), cap) => End::Quiet {
+            quiet,
+            max_run: cap.unwrap_or(args.max_run),
         },
-    )?;
-    eprintln!(
-        "stalemate: proxy {} (admin http://{}) in front of {}; running {:?}",
-        running.url, running.admin, running.upstream.base, args.cmd
-    );
-    let Some((program, rest)) = args.cmd.split_first() else {
-        bail!("nothing to run: give the controller after --")
+        (None, Some(d)) => End::After(d),
+        (None, None) => End::ControllerExit,
     };
-    let controller = match crate::process::Controller::spawn(crate::process::Spec {
-        program: program.clone(),
-        args: rest.to_vec(),
-        env: vec![("KUBECONFIG".into(), kubeconfig.clone().into_os_string())],
-        env_remove: vec![
-            "KUBERNETES_SERVICE_HOST".into(),
-            "KUBERNETES_SERVICE_PORT".into(),
-        ],
-    }) {
-        Ok(c) => c,
-        Err(e) => {
-            let _ = running.stop().await;
-            eprintln!("stalemate: cannot start {program:?}: {e}");
-            return Ok(ExitCode::from(2));
-        }
+    if let Some(q) = args.quiet {
+        o.settle_before_workload = q;
+    }
+    o.trace = match &args.trace {
+        Some(p) => TraceTo::File(p.clone()),
+        None => TraceTo::Off,
     };
-    // `restart` windows kill it and start it again; the oracles and the trace hear of it.
-    {
-        let (oracles, trace) = (running.oracles.clone(), running.trace());
-        let c = controller.clone();
-        controller.on_restart(Box::new(move |window, at, down| {
-            oracles.on_restart(window, at, down);
-            trace.record(crate::trace::Record::Restart {
-                window: window.to_string(),
-                down_ms: down.as_secs_f64() * 1000.0,
-                pid: c.pid(),
-            });
-        }));
-    }
-    running.engine.set_process(controller.clone());
-    let deadline = async {
-        match args.duration {
-            Some(d) => tokio::time::sleep(d).await,
-            None => std::future::pending().await,
-        }
-    };
-    let mut cmd_failed: Option<String> = None;
-    let mut stopped_by_us = false;
-    tokio::select! {
-        exit = controller.exited() => {
-            match exit {
-                crate::process::Exit::Exited(s) if s.success() => {}
-                crate::process::Exit::Exited(s) => cmd_failed = Some(format!("{program:?} exited with {s}")),
-                crate::process::Exit::Failed(e) => cmd_failed = Some(format!("{program:?}: {e}")),
-            }
-        }
-        _ = deadline => { stopped_by_us = true; }
-        _ = super::shutdown_signal() => { stopped_by_us = true; }
-    }
-    if stopped_by_us {
-        controller.signal(libc::SIGTERM);
-        if tokio::time::timeout(Duration::from_secs(10), controller.exited())
-            .await
-            .is_err()
-        {
-            controller.signal(libc::SIGKILL);
-        }
-    }
-    let report = running.stop().await;
+    o.admin_listen = args.admin_listen;
+    o.interruptible = true;
+    o.announce = true;
+    let outcome = crate::session::run(o).await;
+    let _ = std::fs::remove_dir_all(&dir);
+    let outcome = outcome?;
+    let report = &outcome.report;
     crate::server::write_reports(
-        &report,
+        report,
         args.report_json.as_deref(),
         args.report_html.as_deref(),
     )?;
     print!("{}", report.terminal());
-    if let Some(why) = cmd_failed {
+    if let Some(why) = &outcome.controller_failed {
         eprintln!("stalemate: the controller failed: {why}");
         return Ok(ExitCode::from(2));
+    }
+    if let Some(code) = outcome.workload_exit.filter(|c| *c != 0) {
+        eprintln!("stalemate: the workload exited with status {code}");
+    }
+    if outcome.ended == Ended::MaxRun {
+        eprintln!(
+            "stalemate: the controller was still writing (or a window still open) after {}; the run was cut there",
+            humantime::format_duration(args.duration.unwrap_or(args.max_run))
+        );
     }
     Ok(match report.verdict.as_str() {
         "pass" => ExitCode::SUCCESS,

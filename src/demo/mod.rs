@@ -103,16 +103,6 @@ pub struct DemoArgs {
     pub report_html: Option<PathBuf>,
 }
 
-/// A kube-rs client from a kubeconfig file.
-pub async fn client_from_kubeconfig(path: &std::path::Path) -> Result<kube::Client> {
-    let kc = kube::config::Kubeconfig::read_from(path)
-        .with_context(|| format!("reading {}", path.display()))?;
-    let cfg = kube::Config::from_custom_kubeconfig(kc, &Default::default())
-        .await
-        .with_context(|| format!("loading {}", path.display()))?;
-    kube::Client::try_from(cfg).context("building a kube client")
-}
-
 /// Create a CRD (JSON) and wait until its resource is served.
 pub async fn install_crd(client: &kube::Client, crd: &str) -> Result<()> {
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -162,22 +152,11 @@ async fn run_in(
     log: controller::Log,
 ) -> Result<()> {
     // The cluster: the simulator, on a free loopback port.
-    let certs = crate::certs::generate("stalemate-sim", &[])?;
-    let sim_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let sim_url = crate::listen::https_url(sim_listener.local_addr()?);
-    let sim_kubeconfig = dir.join("sim.kubeconfig");
-    let sim = crate::sim::Sim::new(crate::sim::SimConfig::default(), certs);
-    crate::sim::write_kubeconfig(
-        &sim_kubeconfig,
-        &sim,
-        &sim_url,
-        crate::sim::KubeconfigAuth::Token,
-    )?;
-    let controller_token = sim.token_for(&format!("system:serviceaccount:{SERVICE_ACCOUNT}"));
-    let (sim_stop, sim_stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let sim_task = tokio::spawn(crate::sim::serve(sim, sim_listener, async move {
-        let _ = sim_stop_rx.await;
-    }));
+    let local = crate::sim::local::Local::start(dir, crate::sim::SimConfig::default()).await?;
+    let sim_url = local.url.clone();
+    let controller_token = local
+        .sim
+        .token_for(&format!("system:serviceaccount:{SERVICE_ACCOUNT}"));
     log(format!("simulator serving at {sim_url}"));
 
     // The proxy, with the scenario's schedule.
@@ -190,10 +169,7 @@ async fn run_in(
         drain_timeout: Duration::from_secs(2),
         ..crate::server::Options::loopback(
             &proxy_certs,
-            crate::upstream::Source::Kubeconfig {
-                path: Some(sim_kubeconfig.clone()),
-                context: None,
-            },
+            local.source(),
             schedule,
             args.trace.clone(),
         )
@@ -209,7 +185,7 @@ async fn run_in(
     }
 
     // The user: a CRD and a GitRepository, straight on the cluster.
-    let admin = client_from_kubeconfig(&sim_kubeconfig).await?;
+    let admin = crate::kubeconfig::client(&local.kubeconfig, None).await?;
     install_crd(&admin, controller::CRD).await?;
     // The controller: through the proxy, as its own service account.
     let ctl_kubeconfig = dir.join("controller.kubeconfig");
@@ -224,7 +200,7 @@ async fn run_in(
             namespace: Some("demo"),
         },
     )?;
-    let ctl_client = client_from_kubeconfig(&ctl_kubeconfig).await?;
+    let ctl_client = crate::kubeconfig::client(&ctl_kubeconfig, None).await?;
     let behaviour = match (args.scenario, args.fixed) {
         (Scenario::HotLoop, _) => Behaviour::HotLoop,
         (Scenario::F1, true) => Behaviour::Fixed,
@@ -289,8 +265,7 @@ async fn run_in(
     ctl_task.abort();
     windows_task.abort();
     let report = running.stop().await;
-    let _ = sim_stop.send(());
-    let _ = sim_task.await;
+    local.stop().await;
     let _ = start;
     crate::server::write_reports(
         &report,

@@ -117,6 +117,12 @@ pub struct Violation {
     pub since: SystemTime,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client: Option<String>,
+    /// Rate oracles: when the rate was last over the limit.
+    #[serde(default, with = "rfc3339_opt", skip_serializing_if = "Option::is_none")]
+    pub until: Option<SystemTime>,
+    /// Rate oracles: the most writes (or 409s) in one minute.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak: Option<u64>,
 }
 
 /// A window as it ran.
@@ -258,6 +264,14 @@ struct Obj {
     readiness: Option<SystemTime>,
 }
 
+/// A client's highest rates on one object: writes and 409s in one minute.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Peak {
+    pub writes: usize,
+    pub conflicts: usize,
+    last: Option<SystemTime>,
+}
+
 /// A client's rate on one object passed a limit.
 #[derive(Debug, Clone)]
 struct Hit {
@@ -279,6 +293,8 @@ struct State {
     marks: VecDeque<Mark>,
     /// Violations of objects since deleted: judged when they went, their state pruned.
     settled: Vec<Violation>,
+    /// The highest rates seen, over the limit or not (`explore` compares runs by them).
+    peaks: BTreeMap<(String, ObjectRef), Peak>,
     /// Entries dropped at a cap.
     dropped: u64,
 }
@@ -476,9 +492,14 @@ impl Oracles {
         if code == 409 {
             if let Some(c) = &self.config.conflicts {
                 let n = slide(s.conflicts.entry(key.clone()).or_default(), at);
+                let p = s.peaks.entry(key.clone()).or_default();
+                p.conflicts = p.conflicts.max(n);
+                p.last = Some(at);
                 if n > c.max_per_object_per_minute as usize {
                     note_hit(&mut s.storms, key, at, n);
                 }
+                // Peaks are a comparison aid, not a verdict: capped, not counted as lost.
+                cap(&mut s.peaks, |p| p.last.unwrap_or(SystemTime::UNIX_EPOCH));
                 let d = cap(&mut s.conflicts, newest) + cap(&mut s.storms, |h| h.last);
                 self.count_dropped(&mut s, d);
             }
@@ -486,12 +507,29 @@ impl Oracles {
             && let Some(h) = &self.config.hot_loop
         {
             let n = slide(s.writes.entry(key.clone()).or_default(), at);
+            let p = s.peaks.entry(key.clone()).or_default();
+            p.writes = p.writes.max(n);
+            p.last = Some(at);
             if n > h.max_writes_per_object_per_minute as usize {
                 note_hit(&mut s.hot, key, at, n);
             }
+            cap(&mut s.peaks, |p| p.last.unwrap_or(SystemTime::UNIX_EPOCH));
             let d = cap(&mut s.writes, newest) + cap(&mut s.hot, |h| h.last);
             self.count_dropped(&mut s, d);
         }
+    }
+
+    /// Each client's highest write and 409 rates per object (with the hot-loop and
+    /// conflicts oracles configured), whether or not they passed a limit.
+    pub fn peaks(&self) -> BTreeMap<(String, ObjectRef), Peak> {
+        self.lock().peaks.clone()
+    }
+
+    /// Whether a rate oracle (hot loop, conflicts) has found something — a run that
+    /// cannot go quiet can end early.
+    pub fn rate_violated(&self) -> bool {
+        let s = self.lock();
+        !s.hot.is_empty() || !s.storms.is_empty()
     }
 
     /// When `client` last sent a write through the proxy.
@@ -501,6 +539,18 @@ impl Oracles {
             .unwrap_or_else(|p| p.into_inner())
             .get(client)
             .copied()
+    }
+
+    /// When any client but those in `except` last sent a write (a run's controller,
+    /// whatever a schedule calls it, is every client but the workload).
+    pub fn last_write_except(&self, except: &[&str]) -> Option<SystemTime> {
+        self.last_writes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .filter(|(c, _)| !except.contains(&c.as_str()))
+            .map(|(_, t)| *t)
+            .max()
     }
 
     /// Ground truth: the object as the upstream holds it now.
@@ -781,6 +831,8 @@ impl Oracles {
                             rule: format!("{:?}: {}", v.status, v.rule),
                             since,
                             client: None,
+                            until: None,
+                            peak: None,
                         });
                     }
                 }
@@ -820,6 +872,8 @@ fn readiness_violation(k: &ObjectRef, at: SystemTime) -> Violation {
         rule: "kstatus Current before the controller wrote any status (no observedGeneration, no conditions)".into(),
         since: at,
         client: None,
+        until: None,
+        peak: None,
     }
 }
 
@@ -835,6 +889,8 @@ fn storm_violation(c: &ConflictsConfig, client: &str, k: &ObjectRef, hit: &Hit) 
         ),
         since: hit.first,
         client: Some(client.to_string()),
+        until: Some(hit.last),
+        peak: Some(hit.peak as u64),
     }
 }
 
@@ -890,6 +946,8 @@ fn hot_violation(
         ),
         since: hit.first,
         client: Some(client.to_string()),
+        until: Some(hit.last),
+        peak: Some(hit.peak as u64),
     })
 }
 

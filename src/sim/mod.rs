@@ -28,6 +28,7 @@
 pub mod auth;
 pub mod discovery;
 pub mod http;
+pub mod local;
 pub mod meta;
 pub mod negotiate;
 pub mod openapi;

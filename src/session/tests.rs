@@ -1,0 +1,166 @@
+//! Sessions against a fresh simulator, with kubectl as the controller and the workload.
+
+use super::*;
+
+fn setup() -> Vec<crate::setup::Manifest> {
+    crate::setup::parse(
+        "apiVersion: v1\nkind: Namespace\nmetadata: {name: demo}\n",
+        "setup.yaml",
+    )
+    .unwrap()
+}
+
+/// `sh -c SCRIPT` with `kubectl` meaning kubectl with its own discovery cache.
+fn sh(dir: &Path, script: &str) -> Vec<String> {
+    let cache = dir.join("kubectl-cache");
+    vec![
+        "sh".into(),
+        "-c".into(),
+        format!(
+            "kubectl() {{ command kubectl --cache-dir {} \"$@\"; }}; {script}",
+            cache.display()
+        ),
+    ]
+}
+
+fn requests<'a>(trace: &'a [Stamped], client: &str) -> Vec<(&'a str, &'a str)> {
+    trace
+        .iter()
+        .filter_map(|s| match &s.record {
+            Record::Request {
+                client: c,
+                verb,
+                resource,
+                ..
+            } if c == client => Some((*verb, resource.as_str())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The run ends when the controller has been quiet; its writes are in the trace under
+/// its listener's name, and what it created is in the end state.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ends_when_quiet_with_a_trace_and_the_end_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let controller = sh(
+        dir.path(),
+        "kubectl create configmap made -n demo --from-literal=k=v && exec sleep 60",
+    );
+    let mut o = Options::new(
+        Upstream::Sim,
+        Default::default(),
+        controller,
+        dir.path().to_path_buf(),
+    );
+    o.setup = setup();
+    o.end = End::Quiet {
+        quiet: Duration::from_millis(700),
+        max_run: Duration::from_secs(60),
+    };
+    o.trace = TraceTo::Memory;
+    o.snapshot = true;
+    o.output = Some(dir.path().join("out.log"));
+    let out = run(o).await.unwrap();
+    assert_eq!(out.ended, Ended::Quiet);
+    assert!(out.controller_failed.is_none());
+    assert!(
+        requests(&out.trace, CONTROLLER).contains(&("create", "configmaps")),
+        "{:?}",
+        requests(&out.trace, CONTROLLER)
+    );
+    assert!(out.extent.resources.contains("configmaps"));
+    assert!(out.extent.namespaces.contains("demo"));
+    let made = out
+        .snapshot
+        .iter()
+        .find(|(k, _)| k.resource == "configmaps" && k.name == "made")
+        .map(|(_, v)| v.clone())
+        .expect("the created ConfigMap is in the end state");
+    assert_eq!(made["data"]["k"], "v");
+    // The run's verdict lines end the trace.
+    assert!(matches!(
+        out.trace.last().map(|s| &s.record),
+        Some(Record::Judgement { .. })
+    ));
+}
+
+/// The workload starts once the controller has settled, on its own listener; the run
+/// waits for it; its exit status is kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_workload_is_another_client_and_the_run_waits_for_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = Options::new(
+        Upstream::Sim,
+        Default::default(),
+        sh(dir.path(), "exec sleep 60"),
+        dir.path().to_path_buf(),
+    );
+    o.setup = setup();
+    o.workload = Some(
+        sh(
+            dir.path(),
+            "sleep 1; kubectl create configmap by-workload -n demo; exit 3",
+        )
+        .remove(2),
+    );
+    o.settle_before_workload = Duration::from_millis(300);
+    o.end = End::Quiet {
+        quiet: Duration::from_millis(300),
+        max_run: Duration::from_secs(60),
+    };
+    o.trace = TraceTo::Memory;
+    o.snapshot = true;
+    let out = run(o).await.unwrap();
+    assert_eq!(out.ended, Ended::Quiet);
+    assert_eq!(out.workload_exit, Some(3));
+    assert!(requests(&out.trace, WORKLOAD).contains(&("create", "configmaps")));
+    assert!(!requests(&out.trace, CONTROLLER).contains(&("create", "configmaps")));
+    assert!(
+        out.snapshot
+            .keys()
+            .any(|k| k.resource == "configmaps" && k.name == "by-workload")
+    );
+}
+
+/// A controller that never stops writing is cut at `max_run`; a setup that names an
+/// unknown kind fails the run before the controller starts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_busy_controller_is_cut_and_a_bad_setup_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let busy = sh(
+        dir.path(),
+        "while true; do kubectl annotate --overwrite namespace demo at=$(date +%s%N) >/dev/null; done",
+    );
+    let mut o = Options::new(
+        Upstream::Sim,
+        Default::default(),
+        busy.clone(),
+        dir.path().to_path_buf(),
+    );
+    o.setup = setup();
+    o.end = End::Quiet {
+        quiet: Duration::from_secs(2),
+        max_run: Duration::from_secs(4),
+    };
+    let out = run(o).await.unwrap();
+    assert_eq!(out.ended, Ended::MaxRun);
+
+    let mut o = Options::new(
+        Upstream::Sim,
+        Default::default(),
+        busy,
+        dir.path().to_path_buf(),
+    );
+    o.setup = crate::setup::parse(
+        r#"{"apiVersion": "example.com/v1", "kind": "Nope", "metadata": {"name": "x"}}"#,
+        "bad.yaml",
+    )
+    .unwrap();
+    let e = run(o).await.err().expect("the setup fails");
+    let e = format!("{e:#}");
+    assert!(
+        e.contains("applying --setup") && e.contains("bad.yaml, document 1 (Nope x)"),
+        "{e}"
+    );
+}
