@@ -14,6 +14,7 @@ pub mod certs;
 pub mod cli;
 pub mod demo;
 pub mod duration;
+pub mod explore;
 pub mod fault;
 pub mod identity;
 pub mod inject;

@@ -11,7 +11,9 @@ use std::borrow::Cow;
 /// What the request does, in RBAC verb terms (spelled as RBAC and schedules spell them:
 /// `get`, `list`, `watch`, `create`, `update`, `patch`, `delete`, `deletecollection`,
 /// `connect`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Verb {
     Get,

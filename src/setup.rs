@@ -150,7 +150,7 @@ fn check(origin: String, object: Value) -> Result<Manifest> {
         ("kind", &object["kind"]),
         ("metadata.name", &object["metadata"]["name"]),
     ] {
-        if !v.as_str().is_some_and(|s| !s.is_empty()) {
+        if v.as_str().is_none_or(str::is_empty) {
             bail!(
                 "{origin}: `{field}` is missing (every setup object needs apiVersion, kind and metadata.name)"
             );

@@ -3,6 +3,7 @@
 pub mod certs;
 pub mod check;
 pub mod ctl;
+pub mod explore;
 pub mod inject;
 pub mod kubeconfig;
 pub mod report;
@@ -62,6 +63,11 @@ pub enum Command {
     /// Run a controller behind the proxy with a schedule, and judge it: `run --schedule
     /// FILE -- CMD ARGS...`. Exit 0: no violation, 1: violation, 2: failure.
     Run(run::RunArgs),
+    /// Search for staleness bugs without being told where they are: fault-free reference
+    /// runs, then trials with windows anchored on the controller's own requests, judged
+    /// against the references; writes a reproducer schedule per finding. Exit 0: none,
+    /// 1: findings, 2: failure.
+    Explore(explore::ExploreArgs),
     /// Show the whole story with no cluster: simulator, proxy and a small controller with
     /// Flux's patch pattern; prints a timeline and the oracles' verdict.
     Demo(crate::demo::DemoArgs),
@@ -92,7 +98,10 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(
         cli.log_format,
-        matches!(cli.command, Command::Demo(_) | Command::Report(_)),
+        matches!(
+            cli.command,
+            Command::Demo(_) | Command::Report(_) | Command::Explore(_)
+        ),
     );
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -104,35 +113,33 @@ pub fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if let Command::Run(args) = cli.command {
-        return match rt.block_on(run::run(args)) {
-            Ok(code) => code,
-            Err(e) => {
-                eprintln!("stalemate: {e:#}");
-                ExitCode::from(2)
-            }
-        };
-    }
-    let result = rt.block_on(async {
-        match cli.command {
-            Command::Run(_) => Ok(()),
-            Command::Serve(args) => serve::run(args).await,
-            Command::Sim(args) => sim::run(args).await,
-            Command::Kubeconfig(args) => kubeconfig::run(args),
-            Command::Certs(args) => certs::run(args),
-            Command::Check(args) => check::run(args),
-            Command::Ctl(args) => ctl::run(args).await,
-            Command::Demo(args) => crate::demo::run(args).await,
-            Command::Inject(args) => inject::run(args),
-            Command::Report(args) => report::run(args),
-        }
-    });
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
+    let verdict = match cli.command {
+        Command::Run(args) => rt.block_on(run::run(args)),
+        Command::Explore(args) => rt.block_on(explore::run(args)),
+        other => rt.block_on(verb(other)).map(|()| ExitCode::SUCCESS),
+    };
+    match verdict {
+        Ok(code) => code,
         Err(e) => {
             eprintln!("stalemate: {e:#}");
             ExitCode::from(2)
         }
+    }
+}
+
+/// The verbs whose success is exit 0.
+async fn verb(command: Command) -> anyhow::Result<()> {
+    match command {
+        Command::Run(_) | Command::Explore(_) => Ok(()),
+        Command::Serve(args) => serve::run(args).await,
+        Command::Sim(args) => sim::run(args).await,
+        Command::Kubeconfig(args) => kubeconfig::run(args),
+        Command::Certs(args) => certs::run(args),
+        Command::Check(args) => check::run(args),
+        Command::Ctl(args) => ctl::run(args).await,
+        Command::Demo(args) => crate::demo::run(args).await,
+        Command::Inject(args) => inject::run(args),
+        Command::Report(args) => report::run(args),
     }
 }
 

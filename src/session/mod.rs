@@ -69,6 +69,9 @@ pub enum TraceTo {
     Memory,
 }
 
+/// Asked as a run goes: has it seen enough to end now?
+pub type StopEarly = Box<dyn Fn(&Oracles) -> bool + Send + Sync>;
+
 /// Everything one run needs.
 pub struct Options {
     pub upstream: Upstream,
@@ -92,9 +95,13 @@ pub struct Options {
     /// SIGINT/SIGTERM end the run (`run`); otherwise the caller handles them.
     pub interruptible: bool,
     /// End early when the oracles have already seen enough (checked as the run goes).
-    pub stop_early: Option<Box<dyn Fn(&Oracles) -> bool + Send + Sync>>,
+    pub stop_early: Option<StopEarly>,
     /// Say on stderr where the proxy is and what runs behind it.
     pub announce: bool,
+    /// The proxy's serving threads (`explore` runs trials side by side: one each).
+    pub threads: usize,
+    /// Read the end state of these too (what the reference runs touched).
+    pub extent_hint: Extent,
 }
 
 impl Options {
@@ -122,6 +129,8 @@ impl Options {
             interruptible: false,
             stop_early: None,
             announce: false,
+            threads: crate::server::default_threads(),
+            extent_hint: Extent::default(),
         }
     }
 }
@@ -140,6 +149,7 @@ pub enum Ended {
 }
 
 /// What a run left.
+#[derive(Clone)]
 pub struct Outcome {
     pub report: crate::report::Report,
     /// The trace, if kept in memory.
@@ -231,6 +241,7 @@ async fn with_upstream(
             vec![]
         },
         trace_sink: sink,
+        threads: o.threads,
         ..crate::server::Options::loopback(&certs, source, schedule, trace_path)
     })
     .await?;
@@ -336,6 +347,18 @@ async fn with_upstream(
             _ = tokio::time::sleep(Duration::from_millis(50)) => {}
         }
         let now = SystemTime::now();
+        if let (Some(w), None) = (&workload, workload_done_at)
+            && let Some(exit) = w.exit_now()
+        {
+            workload_exit = Some(match exit {
+                Exit::Exited(s) => {
+                    use std::os::unix::process::ExitStatusExt;
+                    s.code().or(s.signal().map(|n| 128 + n)).unwrap_or(-1)
+                }
+                Exit::Failed(_) => 127,
+            });
+            workload_done_at = Some(now);
+        }
         let idle = watching.idle_for(now, workload_done_at);
         // The workload starts once the controller has settled (or halfway to the cap).
         if let (Some(cmd), Some(kc), None) = (&o.workload, &workload_kubeconfig, &workload) {
@@ -356,18 +379,6 @@ async fn with_upstream(
                 }
                 continue;
             }
-        }
-        if let (Some(w), None) = (&workload, workload_done_at)
-            && let Some(exit) = w.exit_now()
-        {
-            workload_exit = Some(match exit {
-                Exit::Exited(s) => {
-                    use std::os::unix::process::ExitStatusExt;
-                    s.code().or(s.signal().map(|n| 128 + n)).unwrap_or(-1)
-                }
-                Exit::Failed(_) => 127,
-            });
-            workload_done_at = Some(now);
         }
         if let Some(stop) = &o.stop_early
             && stop(&running.oracles)
@@ -407,7 +418,13 @@ async fn with_upstream(
         Some(m) => m.finish().await,
         None => Vec::new(),
     };
-    let extent = extent_of(&trace, &applied);
+    let mut extent = extent_of(&trace, &applied);
+    extent
+        .resources
+        .extend(o.extent_hint.resources.iter().cloned());
+    extent
+        .namespaces
+        .extend(o.extent_hint.namespaces.iter().cloned());
     let snapshot = if o.snapshot {
         snapshot::take(&client, &extent).await?
     } else {

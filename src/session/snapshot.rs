@@ -96,7 +96,7 @@ pub async fn take(client: &kube::Client, extent: &Extent) -> Result<Snapshot> {
             let list = match api.list(&ListParams::default()).await {
                 Ok(l) => l,
                 // Not listable (a review resource, a forbidden one): nothing to compare.
-                Err(kube::Error::Api(e)) if matches!(e.code, 403 | 404 | 405) => continue,
+                Err(kube::Error::Api(e)) if (403..=405).contains(&e.code) => continue,
                 Err(e) => return Err(e).with_context(|| format!("listing {resource}")),
             };
             for o in list.items {

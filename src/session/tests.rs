@@ -116,6 +116,20 @@ async fn the_workload_is_another_client_and_the_run_waits_for_it() {
     assert_eq!(out.workload_exit, Some(3));
     assert!(requests(&out.trace, WORKLOAD).contains(&("create", "configmaps")));
     assert!(!requests(&out.trace, CONTROLLER).contains(&("create", "configmaps")));
+    // Quiet counts from the workload's end: the controller gets `quiet` to react to it.
+    let workload_wrote = out
+        .trace
+        .iter()
+        .filter(|s| matches!(&s.record, Record::Request { client, .. } if client == WORKLOAD))
+        .map(|s| s.at)
+        .max()
+        .unwrap();
+    let ended = out.trace.last().unwrap().at;
+    assert!(
+        ended.duration_since(workload_wrote).unwrap() >= Duration::from_millis(300),
+        "the run ended {:?} after the workload's last request",
+        ended.duration_since(workload_wrote)
+    );
     assert!(
         out.snapshot
             .keys()

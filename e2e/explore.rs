@@ -1,0 +1,418 @@
+//! `stalemate explore` end to end, on real controller processes (this test binary run
+//! again as the demo's controllers, like `e2e/oracles.rs`): it finds F1 knowing nothing
+//! about it, and its reproducer makes `stalemate run` fail; fixed controllers give nothing;
+//! a hot-looping one fails without any fault; a bug that needs a workload is found with
+//! one; two more bug classes (duplicate children, deletion from a stale read) are found
+//! and their fixes are not; and the same search runs against a cluster (a `stalemate
+//! sim` process), put back between trials and cleaned up after.
+//!
+//! The tests run one at a time: each explore runs trials side by side already.
+
+#[path = "common/mod.rs"]
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Mutex;
+
+use common::{BIN, Sim};
+use serde_json::Value;
+
+const GR: &str = "gitrepositories.source.toolkit.fluxcd.io";
+const CONTROLLER_ENV: &str = "STALEMATE_E2E_EXPLORE_CONTROLLER";
+
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn repo(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
+}
+
+/// Run as a controller when explore starts this binary again.
+#[test]
+fn controller_process() {
+    use stalemate::demo::controller::{self, Behaviour};
+    use stalemate::demo::widgets::{self, Kind};
+    let Ok(which) = std::env::var(CONTROLLER_ENV) else {
+        return;
+    };
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let client = kube::Client::try_default()
+            .await
+            .expect("KUBECONFIG from stalemate");
+        let log: controller::Log = std::sync::Arc::new(|l| println!("{l}"));
+        match which.as_str() {
+            "gitrepo" => controller::run(client, Behaviour::Buggy, log).await,
+            "gitrepo-fixed" => controller::run(client, Behaviour::Fixed, log).await,
+            "hot-loop" => controller::run(client, Behaviour::HotLoop, log).await,
+            "child-creator" => widgets::run(client, Kind::ChildCreator { fixed: false }, log).await,
+            "child-creator-fixed" => {
+                widgets::run(client, Kind::ChildCreator { fixed: true }, log).await
+            }
+            "orphan-cleaner" => {
+                widgets::run(client, Kind::OrphanCleaner { fixed: false }, log).await
+            }
+            "orphan-cleaner-fixed" => {
+                widgets::run(client, Kind::OrphanCleaner { fixed: true }, log).await
+            }
+            other => panic!("no controller {other:?}"),
+        }
+    });
+}
+
+fn controller_argv() -> Vec<String> {
+    vec![
+        std::env::current_exe().unwrap().display().to_string(),
+        "controller_process".into(),
+        "--exact".into(),
+        "--nocapture".into(),
+    ]
+}
+
+struct Explored {
+    code: Option<i32>,
+    summary: Value,
+    stderr: String,
+    out: PathBuf,
+}
+
+fn explore(dir: &Path, controller: &str, args: &[&str]) -> Explored {
+    let out_dir = dir.join(format!("out-{controller}"));
+    let out = Command::new(BIN)
+        .arg("explore")
+        .args(args)
+        .arg("--out")
+        .arg(&out_dir)
+        .arg("--")
+        .args(controller_argv())
+        .env(CONTROLLER_ENV, controller)
+        .output()
+        .unwrap();
+    let summary = std::fs::read(out_dir.join("summary.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(Value::Null);
+    Explored {
+        code: out.status.code(),
+        summary,
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        out: out_dir,
+    }
+}
+
+/// Every message of every finding.
+fn messages(summary: &Value) -> Vec<String> {
+    summary["findings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|f| f["found"].as_array().cloned().unwrap_or_default())
+        .map(|x| {
+            format!(
+                "{} {}",
+                x["oracle"].as_str().unwrap_or(""),
+                x["message"].as_str().unwrap_or("")
+            )
+        })
+        .collect()
+}
+
+fn run_reproducer(finding: &Value, controller: &str) -> Output {
+    let argv: Vec<String> = finding["reproduce"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap().to_string())
+        .collect();
+    Command::new(&argv[0])
+        .args(&argv[1..])
+        .env(CONTROLLER_ENV, controller)
+        .output()
+        .unwrap()
+}
+
+fn gitrepo_setup() -> String {
+    repo("examples/gitrepo/setup.yaml").display().to_string()
+}
+
+fn widgets_setup() -> String {
+    repo("examples/widgets/setup.yaml").display().to_string()
+}
+
+/// The proof of the search: F1 found without a word about it — convergence and the
+/// differential oracle both name the GitRepository — and the reproducer it writes makes
+/// `stalemate run` exit 1. The fixed controller, explored the same way, gives nothing.
+#[test]
+fn finds_f1_with_a_reproducer_and_nothing_on_the_fix() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let setup = gitrepo_setup();
+    let args = [
+        "--setup",
+        &setup,
+        "--quiet",
+        "1s",
+        "--jobs",
+        "2",
+        "--budget",
+        "6",
+        "--shrink-steps",
+        "2",
+    ];
+    let e = explore(dir.path(), "gitrepo", &args);
+    assert_eq!(e.code, Some(1), "{}", e.stderr);
+    let s = &e.summary;
+    assert_eq!(s["schema"], "stalemate.explore/v1");
+    assert_eq!(s["verdict"], "findings");
+    let all = messages(s);
+    assert!(
+        all.iter().any(|m| m
+            == &format!("convergence {GR} demo/podinfo: InProgress: status.observedGeneration (0) != metadata.generation (1)")),
+        "{all:#?}"
+    );
+    assert!(
+        all.iter().any(|m| m
+            == &format!(
+                "differential {GR} demo/podinfo: status.observedGeneration: 1 in reference, 0 here"
+            )),
+        "{all:#?}"
+    );
+    let f = s["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["runExits1"] == true)
+        .expect("a finding stalemate run judges by itself");
+    // The reproducer is a plain schedule, its files are there, and `run` fails with it.
+    let schedule: Value = serde_json::from_slice(
+        &std::fs::read(e.out.join(f["scheduleFile"].as_str().unwrap())).unwrap(),
+    )
+    .unwrap();
+    assert!(!schedule["windows"].as_array().unwrap().is_empty());
+    for file in f["files"].as_array().unwrap() {
+        assert!(e.out.join(file.as_str().unwrap()).is_file(), "{file}");
+    }
+    let r = run_reproducer(f, "gitrepo");
+    assert_eq!(
+        r.status.code(),
+        Some(1),
+        "{}\n{}",
+        String::from_utf8_lossy(&r.stdout),
+        String::from_utf8_lossy(&r.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&r.stdout)
+            .contains("status.observedGeneration (0) != metadata.generation (1)")
+    );
+    assert!(s["firstFindingSeconds"].as_f64().unwrap() > 0.0);
+    let html = std::fs::read_to_string(e.out.join("summary.html")).unwrap();
+    assert!(html.contains("observedGeneration") && !html.contains("<script"));
+
+    let fixed = explore(dir.path(), "gitrepo-fixed", &args);
+    assert_eq!(fixed.code, Some(0), "{}\n{}", fixed.stderr, fixed.summary);
+    assert_eq!(fixed.summary["verdict"], "clean");
+    assert_eq!(fixed.summary["trialsRun"], 6);
+    assert!(
+        fixed.summary["trials"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["verdict"] == "pass")
+    );
+}
+
+/// A controller that is broken with no fault at all is reported as that, first.
+#[test]
+fn a_hot_loop_fails_without_any_fault() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let setup = gitrepo_setup();
+    let e = explore(
+        dir.path(),
+        "hot-loop",
+        &["--setup", &setup, "--quiet", "1s"],
+    );
+    assert_eq!(e.code, Some(1), "{}", e.stderr);
+    assert!(
+        e.stderr.contains("the controller fails without any fault"),
+        "{}",
+        e.stderr
+    );
+    assert_eq!(e.summary["verdict"], "fails-without-faults");
+    let v = &e.summary["withoutFaults"][0];
+    assert_eq!(v["oracle"], "hotLoop");
+    assert!(
+        v["message"]
+            .as_str()
+            .unwrap()
+            .contains("demo.stalemate.dev/reconciled-at"),
+        "{v}"
+    );
+    assert_eq!(e.summary["trials"].as_array().map(Vec::len), Some(0));
+}
+
+/// The workload's own requests anchor windows on the controller: a Widget and its
+/// ConfigMap created by the workload while the controller's Widget view is frozen make
+/// the buggy orphan cleaner delete the ConfigMap. The fixed one asks the API first.
+#[test]
+fn a_workload_driven_bug_is_found_with_a_workload() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let setup = widgets_setup();
+    let workload = format!(
+        "kubectl --cache-dir {} create -f {}",
+        dir.path().join("kubectl-cache").display(),
+        repo("examples/widgets/w2.yaml").display()
+    );
+    let args = [
+        "--setup",
+        &setup,
+        "--workload",
+        &workload,
+        "--quiet",
+        "1s",
+        "--jobs",
+        "2",
+        "--budget",
+        "8",
+        "--shrink-steps",
+        "1",
+    ];
+    let e = explore(dir.path(), "orphan-cleaner", &args);
+    assert_eq!(e.code, Some(1), "{}", e.stderr);
+    let all = messages(&e.summary);
+    assert!(
+        all.contains(&"differential configmaps demo/w2-config: configmaps demo/w2-config is missing (it exists in the reference runs)".to_string()),
+        "{all:#?}"
+    );
+    let plan = e.summary["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| {
+            messages(&serde_json::json!({"findings": [f]}))
+                .iter()
+                .any(|m| m.contains("w2-config is missing"))
+        })
+        .map(|f| f["plan"].as_str().unwrap().to_string())
+        .unwrap();
+    assert!(plan.contains("the workload's"), "{plan}");
+
+    let fixed = explore(dir.path(), "orphan-cleaner-fixed", &args);
+    assert_eq!(fixed.code, Some(0), "{}\n{}", fixed.stderr, fixed.summary);
+}
+
+/// Duplicate children: a cache that has not seen the child yet makes the buggy creator
+/// create another; the fixed one derives the child's name and takes AlreadyExists.
+#[test]
+fn duplicate_children_are_found_and_the_fix_is_clean() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let setup = widgets_setup();
+    let args = [
+        "--setup",
+        &setup,
+        "--quiet",
+        "1s",
+        "--jobs",
+        "2",
+        "--budget",
+        "6",
+        "--shrink-steps",
+        "1",
+    ];
+    let e = explore(dir.path(), "child-creator", &args);
+    assert_eq!(e.code, Some(1), "{}", e.stderr);
+    let all = messages(&e.summary);
+    assert!(
+        all.iter().any(|m| m.starts_with("differential configmaps demo/w1-*: objects named configmaps demo/w1-*: 1 in reference, ")),
+        "{all:#?}"
+    );
+    assert!(
+        all.iter()
+            .any(|m| m.starts_with("differential : the controller created ")
+                && m.ends_with(" configmaps (1 in the fault-free runs)")),
+        "{all:#?}"
+    );
+    let fixed = explore(dir.path(), "child-creator-fixed", &args);
+    assert_eq!(fixed.code, Some(0), "{}\n{}", fixed.stderr, fixed.summary);
+}
+
+/// On a cluster: trials one at a time, `--reset` before each, what explore created
+/// deleted between trials and after the last. Nothing that was there before is touched.
+#[test]
+fn explores_a_cluster_and_puts_it_back() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let sim = Sim::start();
+    let dir = tempfile::tempdir().unwrap();
+    // Something of the user's that the controller reconciles too: explore must leave it.
+    let crd = sim.kubectl_stdin(&["apply", "-f", "-"], stalemate::demo::controller::CRD);
+    assert!(
+        crd.status.success(),
+        "{}",
+        String::from_utf8_lossy(&crd.stderr)
+    );
+    sim.kubectl_ok(&[
+        "wait",
+        "--for",
+        "condition=established",
+        &format!("crd/{GR}"),
+    ]);
+    sim.kubectl_ok(&["create", "namespace", "other"]);
+    sim.kubectl_stdin(
+        &["apply", "-f", "-"],
+        &serde_json::json!({"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository", "metadata": {"name": "theirs", "namespace": "other"}, "spec": {"url": "https://example.com/theirs"}}).to_string(),
+    );
+    let resets = dir.path().join("resets");
+    let reset = format!("echo reset >> {}", resets.display());
+    let setup = gitrepo_setup();
+    let kubeconfig = sim.kubeconfig.display().to_string();
+    let e = explore(
+        dir.path(),
+        "gitrepo",
+        &[
+            "--upstream-kubeconfig",
+            &kubeconfig,
+            "--reset",
+            &reset,
+            "--setup",
+            &setup,
+            "--quiet",
+            "1s",
+            "--budget",
+            "2",
+            "--shrink-steps",
+            "0",
+        ],
+    );
+    assert_eq!(e.code, Some(1), "{}", e.stderr);
+    assert_eq!(e.summary["upstream"], "cluster");
+    assert!(
+        messages(&e.summary)
+            .iter()
+            .any(|m| m.starts_with(&format!("convergence {GR} demo/podinfo"))),
+        "{}",
+        e.summary
+    );
+    // 2 reference runs + 2 trials, each after a reset.
+    let n = std::fs::read_to_string(&resets).unwrap().lines().count();
+    assert_eq!(n, 4);
+    // Trials ran one at a time even though no --jobs was given.
+    let trials = e.summary["trials"].as_array().unwrap();
+    for w in trials.windows(2) {
+        assert!(w[1]["at"].as_f64() >= w[0]["at"].as_f64());
+    }
+    // Put back: explore's GitRepository is gone, the user's is not.
+    let left = sim.kubectl_ok(&["get", "gitrepositories", "-A", "-o", "name"]);
+    assert_eq!(
+        left.trim(),
+        "gitrepository.source.toolkit.fluxcd.io/theirs",
+        "{left}"
+    );
+    // The reproducer names the cluster.
+    let argv = e.summary["findings"][0]["reproduce"].to_string();
+    assert!(
+        argv.contains("--upstream-kubeconfig") && !argv.contains("--sim"),
+        "{argv}"
+    );
+}

@@ -1,0 +1,156 @@
+//! `stalemate explore [--setup FILE...] [--workload CMD] -- CMD ARGS...`: search for
+//! staleness bugs in a controller without being told where they are (`src/explore/`).
+//!
+//! Exit status: 0 nothing found, 1 findings (or the controller fails without any fault),
+//! 2 explore itself failed (the controller did not start, the reference runs disagree, …).
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::Args;
+
+use crate::explore::{self, Config, Verdict};
+use crate::session::Upstream;
+
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Examples:
+  stalemate explore --setup examples/gitrepo/setup.yaml -- target/release/examples/gitrepo-controller
+  stalemate explore --upstream-kubeconfig ~/.kube/config --reset ./reset.sh --setup cr.yaml -- ./bin/manager
+
+How it works: two fault-free reference runs (until nothing happens for --quiet) give the
+end state to compare with and the controller's own requests to anchor windows on. Each
+plan is a schedule — freeze what the controller watches right after one of its writes,
+restart it, rewind its cache, answer 409/500/429, expire its watches, coalesce changes —
+run as a trial on a fresh simulator (or the cluster, put back with --reset), and judged by
+the oracles (convergence, hot loop, conflicts) and a differential oracle (the end state
+and the objects created against the reference runs'). Failing trials with the same
+signature are one finding; its plan is shrunk and written as a reproducer schedule that
+`stalemate run` runs again.
+
+Output (--out): findings/NN-*.json (reproducers) with each one's trace, reports and
+controller output; summary.json and summary.html.
+
+Exit status: 0 nothing found, 1 findings (or the controller fails without any fault),
+2 explore itself failed.")]
+pub struct ExploreArgs {
+    /// Manifests applied before every run (YAML or JSON; CRDs first, waited for).
+    #[arg(long, value_name = "FILE", num_args = 1..)]
+    pub setup: Vec<PathBuf>,
+
+    /// What a user does while the controller runs: a shell command started once the
+    /// controller has settled, with its own KUBECONFIG (a second client; windows can open
+    /// on its requests).
+    #[arg(long, value_name = "CMD")]
+    pub workload: Option<String>,
+
+    /// Explore on this cluster instead of the embedded simulator (trials run one at a
+    /// time; what they create is deleted between them).
+    #[arg(long, value_name = "FILE")]
+    pub upstream_kubeconfig: Option<PathBuf>,
+
+    /// Context of --upstream-kubeconfig.
+    #[arg(long, value_name = "NAME", requires = "upstream_kubeconfig")]
+    pub context: Option<String>,
+
+    /// On a cluster: a shell command run before every run to put the cluster back.
+    #[arg(long, value_name = "CMD", requires = "upstream_kubeconfig")]
+    pub reset: Option<String>,
+
+    /// Trials run side by side on the simulator (default: one per CPU).
+    #[arg(long, value_name = "N")]
+    pub jobs: Option<usize>,
+
+    /// At most this many trials (shrinking a finding adds a few more).
+    #[arg(long, value_name = "N")]
+    pub budget: Option<usize>,
+
+    /// Stop starting trials after this long.
+    #[arg(long, value_parser = super::parse_duration, value_name = "DURATION")]
+    pub time: Option<Duration>,
+
+    /// Seed of the schedules' randomness (errors with a rate, jitter).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+
+    /// Where findings and the summary go.
+    #[arg(long, default_value = "stalemate-explore", value_name = "DIR")]
+    pub out: PathBuf,
+
+    /// A run ends once nothing has happened for this long (no write by the controller,
+    /// no window open, opened or closed). Also the convergence oracle's settle time.
+    #[arg(long, default_value = "2s", value_parser = super::parse_duration, value_name = "DURATION")]
+    pub quiet: Duration,
+
+    /// The longest one run may take.
+    #[arg(long, default_value = "60s", value_parser = super::parse_duration, value_name = "DURATION")]
+    pub max_run: Duration,
+
+    /// Resources (`plural.group`) the convergence oracle judges (default: the custom
+    /// resources of --setup's CRDs).
+    #[arg(long, value_name = "RESOURCE", num_args = 1..)]
+    pub converge: Vec<String>,
+
+    /// The oracles as a schedule's `oracles` section (JSON), instead of the defaults.
+    #[arg(long, value_name = "FILE")]
+    pub oracles: Option<PathBuf>,
+
+    /// Trials spent shrinking each window of a finding (bisecting its duration).
+    #[arg(long, default_value_t = 4, value_name = "N")]
+    pub shrink_steps: u32,
+
+    /// The controller to explore, and its arguments.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub cmd: Vec<String>,
+}
+
+pub async fn run(args: ExploreArgs) -> Result<ExitCode> {
+    let setup = crate::setup::load(&args.setup)?;
+    let oracles = match &args.oracles {
+        Some(p) => {
+            let text =
+                std::fs::read_to_string(p).with_context(|| format!("--oracles {}", p.display()))?;
+            let mut de = serde_json::Deserializer::from_str(&text);
+            serde_path_to_error::deserialize(&mut de).map_err(|e| {
+                anyhow::anyhow!("--oracles {}: {}: {}", p.display(), e.path(), e.inner())
+            })?
+        }
+        None => explore::default_oracles(&setup, &args.converge, args.quiet),
+    };
+    let cluster = args.upstream_kubeconfig.is_some();
+    let cfg = Config {
+        controller: args.cmd,
+        setup_paths: args.setup,
+        setup,
+        workload: args.workload,
+        upstream: match args.upstream_kubeconfig {
+            Some(path) => Upstream::Kubeconfig {
+                path: Some(path),
+                context: args.context,
+            },
+            None => Upstream::Sim,
+        },
+        reset: args.reset,
+        jobs: if cluster {
+            1
+        } else {
+            args.jobs.unwrap_or_else(crate::server::default_threads)
+        },
+        budget: args.budget,
+        time: args.time,
+        seed: args.seed,
+        out: args.out,
+        quiet: args.quiet,
+        max_run: args.max_run,
+        oracles,
+        shrink_steps: args.shrink_steps,
+        progress_bar: std::io::stderr().is_terminal(),
+    };
+    Ok(match explore::run(cfg).await? {
+        Verdict::Clean => ExitCode::SUCCESS,
+        Verdict::Found => ExitCode::from(1),
+    })
+}

@@ -1,0 +1,290 @@
+//! A trial's verdict: the oracles' violations that count, the differential oracle's
+//! differences, and what else a faulted run did that the fault-free runs did not (crash,
+//! never go quiet, make the workload fail) — each with a signature, so trials that found
+//! the same thing are one finding.
+
+use std::collections::BTreeMap;
+use std::time::SystemTime;
+
+use serde::Serialize;
+
+use super::differ;
+use crate::oracle::{ObjectRef, Peak};
+use crate::session::{CONTROLLER, Ended, Outcome};
+use crate::trace::Record;
+
+/// One thing a trial found.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Found {
+    /// convergence, readinessRace, hotLoop, conflicts, differential, exit, quiescence,
+    /// workload
+    pub oracle: String,
+    pub resource: String,
+    pub namespace: String,
+    pub name: String,
+    /// What a person reads.
+    pub message: String,
+    /// What trials that found the same thing share.
+    pub signature: String,
+}
+
+/// What the fault-free runs established.
+pub struct Baseline {
+    pub state: differ::State,
+    pub masks: differ::Masks,
+    /// Successful creates and deletes by the controller, per resource; `None` where the
+    /// two reference runs disagree (not compared).
+    pub counts: BTreeMap<(String, &'static str), Option<usize>>,
+    pub peaks: BTreeMap<(String, ObjectRef), Peak>,
+    pub workload_exit: Option<i32>,
+    /// How long the reference runs took to go quiet.
+    pub seconds: f64,
+}
+
+/// Successful creates and deletes by the controller, per resource.
+pub fn counts(o: &Outcome) -> BTreeMap<(String, &'static str), usize> {
+    let mut m = BTreeMap::new();
+    for s in &o.trace {
+        if let Record::Request {
+            client,
+            verb,
+            resource,
+            code,
+            ..
+        } = &s.record
+            && client == CONTROLLER
+            && (200..300).contains(code)
+            && !resource.contains('/')
+            && !crate::session::snapshot::IGNORED.contains(&resource.as_str())
+        {
+            let v: &'static str = match *verb {
+                "create" => "created",
+                "delete" => "deleted",
+                _ => continue,
+            };
+            *m.entry((resource.clone(), v)).or_default() += 1;
+        }
+    }
+    m
+}
+
+/// What two reference runs agree on.
+pub fn baseline(a: &Outcome, b: &Outcome) -> Result<Baseline, differ::Disagreement> {
+    let (sa, sb) = (
+        differ::normalize(&a.snapshot),
+        differ::normalize(&b.snapshot),
+    );
+    let masks = differ::masks(&sa, &sb)?;
+    let (ca, cb) = (counts(a), counts(b));
+    let counts = ca
+        .keys()
+        .chain(cb.keys())
+        .map(|k| {
+            let agreed = (ca.get(k) == cb.get(k)).then(|| ca.get(k).copied().unwrap_or(0));
+            (k.clone(), agreed)
+        })
+        .collect();
+    let mut peaks = a.peaks.clone();
+    for (k, p) in &b.peaks {
+        let e = peaks.entry(k.clone()).or_default();
+        e.writes = e.writes.max(p.writes);
+        e.conflicts = e.conflicts.max(p.conflicts);
+    }
+    Ok(Baseline {
+        state: sa,
+        masks,
+        counts,
+        peaks,
+        workload_exit: a.workload_exit,
+        seconds: a.seconds.max(b.seconds),
+    })
+}
+
+/// Digits out, so `status.conditions[0]` and `[1]`, `62 conflicts` and `70`, are one.
+fn mask_digits(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut last_digit = false;
+    for c in s.chars() {
+        if c.is_ascii_digit() {
+            if !last_digit {
+                out.push('N');
+            }
+            last_digit = true;
+        } else {
+            out.push(c);
+            last_digit = false;
+        }
+    }
+    out
+}
+
+fn found(oracle: &str, o: &ObjectRef, message: String, what: &str) -> Found {
+    Found {
+        oracle: oracle.into(),
+        resource: o.resource.clone(),
+        namespace: o.namespace.clone(),
+        name: o.name.clone(),
+        signature: format!("{oracle} {} {}", o.resource, mask_digits(what)),
+        message,
+    }
+}
+
+/// Judge one faulted run against the baseline. `max_run` names the cap in messages.
+pub fn judge(o: &Outcome, base: &Baseline) -> Vec<Found> {
+    let mut out = Vec::new();
+    let nothing = ObjectRef {
+        resource: String::new(),
+        namespace: String::new(),
+        name: String::new(),
+    };
+    if let Some(why) = &o.controller_failed {
+        out.push(found(
+            "exit",
+            &nothing,
+            format!("the controller failed: {why}"),
+            "exit",
+        ));
+    }
+    if o.ended == Ended::MaxRun {
+        out.push(found(
+            "quiescence",
+            &nothing,
+            format!(
+                "the controller never went quiet: still writing (or a window open) {:.0}s after it started; the fault-free runs were quiet after {:.1}s",
+                o.seconds, base.seconds
+            ),
+            "never quiet",
+        ));
+    }
+    if o.workload_exit != base.workload_exit && o.workload_exit.is_some() {
+        out.push(found(
+            "workload",
+            &nothing,
+            format!(
+                "the workload exited with {} ({} in the fault-free runs)",
+                o.workload_exit.unwrap_or(-1),
+                base.workload_exit
+                    .map_or("none".to_string(), |c| c.to_string())
+            ),
+            "exit",
+        ));
+    }
+    let last_close = o
+        .report
+        .verdicts
+        .windows
+        .iter()
+        .filter_map(|w| w.closed_at.or(Some(w.opened_at)))
+        .max()
+        .unwrap_or(SystemTime::UNIX_EPOCH);
+    for v in &o.report.verdicts.violations {
+        let obj = ObjectRef {
+            resource: v.resource.clone(),
+            namespace: v.namespace.clone(),
+            name: v.name.clone(),
+        };
+        let rate = matches!(v.oracle.as_str(), "hotLoop" | "conflicts");
+        if rate {
+            // Healthy controllers retry under staleness: a rate counts only when it is
+            // the controller's, outlives the faults, and clearly beats its own
+            // fault-free rate.
+            let client = v.client.as_deref().unwrap_or("");
+            let reference = base
+                .peaks
+                .get(&(client.to_string(), obj.clone()))
+                .map_or(0, |p| {
+                    if v.oracle == "hotLoop" {
+                        p.writes
+                    } else {
+                        p.conflicts
+                    }
+                }) as u64;
+            let peak = v.peak.unwrap_or(0);
+            let outlived = v.until.is_some_and(|u| u > last_close);
+            if client != CONTROLLER || !outlived || peak <= 2 * reference.max(1) {
+                continue;
+            }
+        }
+        let what = if rate {
+            v.oracle.clone()
+        } else {
+            v.rule.clone()
+        };
+        out.push(found(
+            &v.oracle,
+            &obj,
+            format!("{}: {}", differ::describe(&obj), v.rule),
+            &what,
+        ));
+    }
+    let state = differ::normalize(&o.snapshot);
+    for d in differ::compare(&base.state, &base.masks, &state) {
+        out.push(found(
+            "differential",
+            &d.object,
+            format!("{}: {}", differ::describe(&d.object), d.message),
+            &d.what,
+        ));
+    }
+    let here = counts(o);
+    for ((resource, what), n) in &base.counts {
+        let Some(n) = n else { continue };
+        let h = here.get(&(resource.clone(), *what)).copied().unwrap_or(0);
+        if h != *n {
+            let obj = ObjectRef {
+                resource: resource.clone(),
+                namespace: String::new(),
+                name: String::new(),
+            };
+            out.push(found(
+                "differential",
+                &obj,
+                format!("the controller {what} {h} {resource} ({n} in the fault-free runs)"),
+                what,
+            ));
+        }
+    }
+    for ((resource, what), h) in &here {
+        if !base.counts.contains_key(&(resource.clone(), *what)) && *h > 0 {
+            let obj = ObjectRef {
+                resource: resource.clone(),
+                namespace: String::new(),
+                name: String::new(),
+            };
+            out.push(found(
+                "differential",
+                &obj,
+                format!("the controller {what} {h} {resource} (none in the fault-free runs)"),
+                what,
+            ));
+        }
+    }
+    out
+}
+
+/// The signatures of what a trial found, sorted and unique: trials with the same set are
+/// one finding.
+pub fn signatures(found: &[Found]) -> Vec<String> {
+    let mut s: Vec<String> = found.iter().map(|f| f.signature.clone()).collect();
+    s.sort();
+    s.dedup();
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn digits_are_masked_once_per_run() {
+        assert_eq!(
+            mask_digits("status.conditions[12].status"),
+            "status.conditions[N].status"
+        );
+        assert_eq!(
+            mask_digits("InProgress: status.observedGeneration (0) != metadata.generation (1)"),
+            "InProgress: status.observedGeneration (N) != metadata.generation (N)"
+        );
+    }
+}

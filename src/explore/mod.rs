@@ -1,0 +1,712 @@
+//! `stalemate explore`: find staleness bugs in an unmodified controller without being
+//! told where they are.
+//!
+//! ```text
+//!  2 fault-free reference runs ──► baseline (end state, masks, rates) ─┐
+//!        │ (one fails already: "fails without any fault")             │
+//!        └─► plans (plan.rs): windows anchored on the controller's    │
+//!            own requests, breadth first                              │
+//!  trials: each plan on a fresh upstream, until quiet ──► judge ◄─────┘
+//!  failing trials grouped by signature ─► simplest plan ─► shrunk ─► findings/NN-*.json
+//! ```
+//!
+//! Every trial is a [`crate::session`]: on the simulator, trials run side by side
+//! (`--jobs`), each with its own simulator; on a real cluster one at a time, the cluster
+//! put back between them (`cluster.rs`).
+
+pub mod cluster;
+pub mod differ;
+pub mod judge;
+pub mod output;
+pub mod plan;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+
+use crate::oracle::OracleConfig;
+use crate::schedule::Schedule;
+use crate::session::{self, End, Ended, Outcome, TraceTo, Upstream};
+use judge::{Baseline, Found};
+use plan::Plan;
+
+/// Everything `explore` was asked.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub controller: Vec<String>,
+    pub setup_paths: Vec<PathBuf>,
+    pub setup: Vec<crate::setup::Manifest>,
+    pub workload: Option<String>,
+    pub upstream: Upstream,
+    /// On a real cluster: run before each run to put it back.
+    pub reset: Option<String>,
+    pub jobs: usize,
+    pub budget: Option<usize>,
+    pub time: Option<Duration>,
+    pub seed: u64,
+    pub out: PathBuf,
+    pub quiet: Duration,
+    pub max_run: Duration,
+    pub oracles: OracleConfig,
+    pub shrink_steps: u32,
+    /// Draw a progress bar (a terminal) rather than print a line per trial.
+    pub progress_bar: bool,
+}
+
+/// How explore ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Nothing found.
+    Clean,
+    /// Findings (or the controller fails without any fault).
+    Found,
+}
+
+/// One trial as the summary lists it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Trial {
+    pub id: usize,
+    pub plan: String,
+    pub slug: String,
+    pub round: u8,
+    /// Which finding's plan this trial shrinks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shrinking: Option<usize>,
+    pub schedule: Schedule,
+    /// pass | fail | error
+    pub verdict: String,
+    pub found: Vec<Found>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub seconds: f64,
+    pub ended: Option<Ended>,
+    /// Seconds since explore started when the trial ended.
+    pub at: f64,
+    /// Files written for it (trace, reports, controller output), relative to --out.
+    pub files: Vec<String>,
+}
+
+/// One finding: a group of failing trials with the same signatures, and its reproducer.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Finding {
+    pub number: usize,
+    pub title: String,
+    pub signatures: Vec<String>,
+    pub found: Vec<Found>,
+    /// The plan it was found with, and the trial that shows the reproducer failing.
+    pub plan: String,
+    pub trial: usize,
+    pub trials: Vec<usize>,
+    /// The reproducer schedule (relative to --out).
+    pub schedule_file: String,
+    /// A command that runs it again.
+    pub reproduce: Vec<String>,
+    /// Whether `stalemate run` judges it by itself (its oracles, not the differential
+    /// one, see it).
+    pub run_exits_1: bool,
+    pub files: Vec<String>,
+    /// Seconds since explore started when it was first seen.
+    pub first_seen: f64,
+}
+
+/// The baseline schedule every run shares: the two clients and the oracles.
+pub fn base_schedule(cfg: &Config) -> Schedule {
+    let clients = serde_json::from_value(serde_json::json!({
+        session::CONTROLLER: {"listener": session::CONTROLLER},
+        session::WORKLOAD: {"listener": session::WORKLOAD},
+    }))
+    .expect("static client matchers");
+    Schedule {
+        seed: cfg.seed,
+        clients,
+        windows: vec![],
+        oracles: Some(cfg.oracles.clone()),
+    }
+}
+
+/// Default oracles: convergence and hot loop over the setup's custom resources (or its
+/// objects' resources), conflict storms, settle = quiet.
+pub fn default_oracles(
+    setup: &[crate::setup::Manifest],
+    converge: &[String],
+    quiet: Duration,
+) -> OracleConfig {
+    let mut resources: Vec<String> = if converge.is_empty() {
+        setup.iter().filter_map(|m| m.crd_resource()).collect()
+    } else {
+        converge.to_vec()
+    };
+    resources.dedup();
+    let mut config: OracleConfig = serde_json::from_value(serde_json::json!({
+        "conflicts": {"maxPerObjectPerMinute": 20},
+        "hotLoop": {"maxWritesPerObjectPerMinute": 30, "resources": resources},
+    }))
+    .expect("static oracle config");
+    if !resources.is_empty() {
+        config.convergence = Some(crate::oracle::ConvergenceConfig {
+            resources,
+            settle: crate::duration::GoDuration(quiet),
+        });
+    }
+    config
+}
+
+/// What trials running side by side share.
+struct Shared {
+    cfg: Config,
+    started: Instant,
+    out: output::Out,
+    cluster: Option<cluster::Cluster>,
+}
+
+/// The state of a search.
+struct Search {
+    shared: Arc<Shared>,
+    cfg: Config,
+    started: Instant,
+    out: output::Out,
+    trials: Vec<Trial>,
+    cluster: bool,
+    progress: Progress,
+}
+
+/// Run the search.
+pub async fn run(cfg: Config) -> Result<Verdict> {
+    let out = output::Out::create(&cfg.out)?;
+    let cluster = match &cfg.upstream {
+        Upstream::Sim => None,
+        Upstream::Kubeconfig { path, context } => Some(
+            cluster::Cluster::connect(path.as_deref(), context.as_deref(), cfg.reset.clone())
+                .await?,
+        ),
+    };
+    let started = Instant::now();
+    let shared = Arc::new(Shared {
+        cfg: cfg.clone(),
+        started,
+        out: out.clone(),
+        cluster,
+    });
+    let mut s = Search {
+        progress: Progress::new(cfg.progress_bar),
+        cluster: shared.cluster.is_some(),
+        shared: shared.clone(),
+        cfg,
+        started,
+        out,
+        trials: Vec::new(),
+    };
+    let r = s.search().await;
+    if let Some(c) = &shared.cluster {
+        c.clean().await?;
+    }
+    s.progress.finish();
+    r
+}
+
+/// What one trial is given.
+struct Job {
+    id: usize,
+    plan: Plan,
+    shrinking: Option<usize>,
+    schedule: Schedule,
+}
+
+impl Shared {
+    fn elapsed(&self) -> f64 {
+        self.started.elapsed().as_secs_f64()
+    }
+
+    fn options(&self, schedule: Schedule, id: &str) -> Result<session::Options> {
+        let dir = self.out.scratch(id)?;
+        let mut o = session::Options::new(
+            self.cfg.upstream.clone(),
+            schedule,
+            self.cfg.controller.clone(),
+            dir,
+        );
+        o.setup = self.cfg.setup.clone();
+        o.workload = self.cfg.workload.clone();
+        o.settle_before_workload = self.cfg.quiet;
+        o.end = End::Quiet {
+            quiet: self.cfg.quiet,
+            max_run: self.cfg.max_run,
+        };
+        o.trace = TraceTo::Memory;
+        o.snapshot = true;
+        o.output = Some(self.out.root.join(format!("logs/{id}.log")));
+        o.threads = 1;
+        o.stop_early = Some(Box::new(|oracles| oracles.rate_violated()));
+        Ok(o)
+    }
+
+    async fn one(&self, o: session::Options) -> Result<Outcome> {
+        if let Some(c) = &self.cluster {
+            c.reset().await?;
+        }
+        let outcome = session::run(o).await;
+        if let (Some(c), Ok(out)) = (&self.cluster, &outcome) {
+            c.forget(out);
+        }
+        outcome
+    }
+
+    /// Run one trial and judge it; failing trials' traces and reports are kept.
+    async fn trial(
+        self: Arc<Self>,
+        job: Job,
+        hint: session::Extent,
+        baseline: Arc<Baseline>,
+    ) -> Result<Trial> {
+        let name = format!("trial-{:03}", job.id);
+        let mut o = self.options(job.schedule.clone(), &name)?;
+        o.extent_hint = hint;
+        let started = Instant::now();
+        let mut files = vec![format!("logs/{name}.log")];
+        let (verdict, found, error, ended) = match self.one(o).await {
+            Ok(outcome) => {
+                let found = judge::judge(&outcome, &baseline);
+                if !found.is_empty() {
+                    files.extend(self.out.write_run(&name, &outcome)?);
+                }
+                let v = if found.is_empty() { "pass" } else { "fail" };
+                (v.to_string(), found, None, Some(outcome.ended))
+            }
+            // A trial that cannot run (the simulator, the setup) is not a finding.
+            Err(e) => ("error".to_string(), vec![], Some(format!("{e:#}")), None),
+        };
+        Ok(Trial {
+            id: job.id,
+            plan: job.plan.label.clone(),
+            slug: job.plan.slug.clone(),
+            round: job.plan.round,
+            shrinking: job.shrinking,
+            schedule: job.schedule,
+            verdict,
+            found,
+            error,
+            seconds: started.elapsed().as_secs_f64(),
+            ended,
+            at: self.elapsed(),
+            files,
+        })
+    }
+}
+
+impl Search {
+    fn elapsed(&self) -> f64 {
+        self.started.elapsed().as_secs_f64()
+    }
+
+    async fn search(&mut self) -> Result<Verdict> {
+        let base = base_schedule(&self.cfg);
+        self.progress.say(&format!(
+            "explore: 2 fault-free reference runs of {:?}",
+            self.cfg.controller
+        ));
+        let (a, b) = {
+            let sh = &self.shared;
+            let (oa, ob) = (
+                sh.options(base.clone(), "reference-1")?,
+                sh.options(base.clone(), "reference-2")?,
+            );
+            if !self.cluster && self.cfg.jobs >= 2 {
+                let (a, b) = tokio::join!(sh.one(oa), sh.one(ob));
+                (a?, b?)
+            } else {
+                let a = sh.one(oa).await?;
+                if a.report.failed() || a.controller_failed.is_some() {
+                    let b = a.clone();
+                    (a, b)
+                } else {
+                    let b = sh.one(ob).await?;
+                    (a, b)
+                }
+            }
+        };
+        let reference_seconds = a.seconds.max(b.seconds);
+        // A controller that fails on its own needs no search.
+        for (n, r) in [(1, &a), (2, &b)] {
+            if let Some(why) = &r.controller_failed {
+                anyhow::bail!(
+                    "the controller failed in fault-free reference run {n}: {why} (its output: {})",
+                    self.out
+                        .root
+                        .join(format!("logs/reference-{n}.log"))
+                        .display()
+                );
+            }
+            if r.report.failed() {
+                let files = self.out.write_run(&format!("reference-{n}"), r)?;
+                let found: Vec<Found> = r
+                    .report
+                    .verdicts
+                    .violations
+                    .iter()
+                    .map(|v| Found {
+                        oracle: v.oracle.clone(),
+                        resource: v.resource.clone(),
+                        namespace: v.namespace.clone(),
+                        name: v.name.clone(),
+                        message: format!("{}/{}: {}", v.namespace, v.name, v.rule),
+                        signature: format!("{} {}", v.oracle, v.resource),
+                    })
+                    .collect();
+                self.out
+                    .write_summary(&output::Summary::fails_without_faults(
+                        &self.cfg,
+                        found.clone(),
+                        files,
+                        self.elapsed(),
+                    ))?;
+                self.progress.say(&format!(
+                    "explore: the controller fails without any fault (reference run {n}):"
+                ));
+                for f in &found {
+                    self.progress.say(&format!("  {}: {}", f.oracle, f.message));
+                }
+                return Ok(Verdict::Found);
+            }
+            if r.ended == Ended::MaxRun {
+                anyhow::bail!(
+                    "the controller never went quiet in fault-free reference run {n} (still writing after {:.0}s): raise --max-run, or lower --quiet",
+                    r.seconds
+                );
+            }
+        }
+        let baseline = judge::baseline(&a, &b).map_err(|d| {
+            anyhow::anyhow!(
+                "the two fault-free reference runs disagree beyond masking: {}; explore cannot tell a fault's effect from the controller's own variation",
+                d.0
+            )
+        })?;
+        let mut hint = a.extent.clone();
+        hint.resources.extend(b.extent.resources.iter().cloned());
+        hint.namespaces.extend(b.extent.namespaces.iter().cloned());
+        let reference = plan::read(&a.trace);
+        let plans = plan::plans(&reference);
+        self.progress.say(&format!(
+            "explore: reference runs quiet after {reference_seconds:.1}s; {} anchors, {} plans",
+            reference.anchors.len(),
+            plans.len()
+        ));
+        let planned = self.cfg.budget.map_or(plans.len(), |b| b.min(plans.len()));
+        self.progress.start(planned as u64);
+        let baseline = Arc::new(baseline);
+        let jobs = if self.cluster {
+            1
+        } else {
+            self.cfg.jobs.max(1)
+        };
+        let mut queue = plans.into_iter().take(planned);
+        let mut running = futures_util::stream::FuturesUnordered::new();
+        let mut next_id = 1;
+        loop {
+            while running.len() < jobs && !self.out_of_time() {
+                let Some(plan) = queue.next() else { break };
+                let schedule = Schedule {
+                    windows: plan.windows.clone(),
+                    ..base.clone()
+                };
+                let job = Job {
+                    id: next_id,
+                    plan,
+                    shrinking: None,
+                    schedule,
+                };
+                next_id += 1;
+                running.push(tokio::spawn(self.shared.clone().trial(
+                    job,
+                    hint.clone(),
+                    baseline.clone(),
+                )));
+            }
+            use futures_util::StreamExt;
+            let Some(done) = running.next().await else {
+                break;
+            };
+            let t = done.context("a trial's task failed")??;
+            self.progress.trial(&t, self.found_so_far(&t));
+            self.trials.push(t);
+        }
+        drop(running);
+        let mut findings = self.group();
+        for f in &mut findings {
+            if self.out_of_time() && self.cfg.time.is_some() {
+                break;
+            }
+            self.shrink(f, &base, &hint, &baseline, &mut next_id)
+                .await?;
+        }
+        let findings = self.out.write_findings(&self.cfg, findings, &self.trials)?;
+        let summary = output::Summary::new(
+            &self.cfg,
+            &findings,
+            &self.trials,
+            self.elapsed(),
+            reference_seconds,
+        );
+        self.out.write_summary(&summary)?;
+        self.progress.say(&summary.terminal(&self.cfg.out));
+        Ok(if findings.is_empty() {
+            Verdict::Clean
+        } else {
+            Verdict::Found
+        })
+    }
+
+    fn out_of_time(&self) -> bool {
+        self.cfg.time.is_some_and(|t| self.started.elapsed() >= t)
+    }
+
+    fn found_so_far(&self, t: &Trial) -> usize {
+        let mut sigs: Vec<Vec<String>> = self
+            .trials
+            .iter()
+            .chain(std::iter::once(t))
+            .filter(|t| t.verdict == "fail")
+            .map(|t| judge::signatures(&t.found))
+            .collect();
+        sigs.sort();
+        sigs.dedup();
+        sigs.len()
+    }
+
+    /// Failing trials with the same signatures are one finding; its plan is the simplest.
+    fn group(&self) -> Vec<Finding> {
+        let mut groups: Vec<(Vec<String>, Vec<&Trial>)> = Vec::new();
+        for t in self.trials.iter().filter(|t| t.verdict == "fail") {
+            let sig = judge::signatures(&t.found);
+            match groups.iter_mut().find(|(s, _)| *s == sig) {
+                Some((_, ts)) => ts.push(t),
+                None => groups.push((sig, vec![t])),
+            }
+        }
+        groups
+            .into_iter()
+            .enumerate()
+            .map(|(i, (signatures, ts))| {
+                // Simplest: fewest windows, then the earliest round (plans are ordered
+                // likeliest and plainest first), then the first tried.
+                let best = ts
+                    .iter()
+                    .min_by_key(|t| (t.schedule.windows.len(), t.round, t.id))
+                    .copied()
+                    .unwrap_or(ts[0]);
+                Finding {
+                    number: i + 1,
+                    title: best.found[0].message.clone(),
+                    signatures,
+                    found: best.found.clone(),
+                    plan: best.plan.clone(),
+                    trial: best.id,
+                    trials: ts.iter().map(|t| t.id).collect(),
+                    schedule_file: String::new(),
+                    reproduce: vec![],
+                    run_exits_1: false,
+                    files: best.files.clone(),
+                    first_seen: ts.iter().map(|t| t.at).fold(f64::MAX, f64::min),
+                }
+            })
+            .collect()
+    }
+
+    /// Make a finding's plan as small as it goes: windows it does not need dropped, then
+    /// each window's duration bisected (at most `--shrink-steps` trials per window).
+    async fn shrink(
+        &mut self,
+        f: &mut Finding,
+        base: &Schedule,
+        hint: &session::Extent,
+        baseline: &Arc<Baseline>,
+        next_id: &mut usize,
+    ) -> Result<()> {
+        let Some(best) = self.trials.iter().find(|t| t.id == f.trial).cloned() else {
+            return Ok(());
+        };
+        let key = f.signatures[0].clone();
+        let mut windows = best.schedule.windows.clone();
+        let mut tries = 0;
+        // Drop windows one at a time.
+        let mut i = 0;
+        while windows.len() > 1 && i < windows.len() && tries < self.cfg.shrink_steps {
+            let mut fewer = windows.clone();
+            fewer.remove(i);
+            let candidate = Schedule {
+                windows: fewer.clone(),
+                ..base.clone()
+            };
+            if !candidate.check("shrink").is_empty() {
+                i += 1;
+                continue;
+            }
+            tries += 1;
+            if self
+                .still_fails(f, candidate, &key, hint, baseline, next_id, &best)
+                .await?
+            {
+                windows = fewer;
+            } else {
+                i += 1;
+            }
+        }
+        // Bisect durations.
+        for w in 0..windows.len() {
+            let Some(d) = windows[w].duration.map(|d| d.0) else {
+                continue;
+            };
+            // Restarts and relists act when they open: their length is not the cause.
+            if windows[w].fault.behaviour().needs_process()
+                || matches!(windows[w].fault, crate::fault::Fault::Relist(_))
+            {
+                continue;
+            }
+            let (mut lo, mut hi) = (Duration::ZERO, d);
+            for _ in 0..self.cfg.shrink_steps {
+                let mid = round10((lo + hi) / 2);
+                if mid <= lo || mid >= hi {
+                    break;
+                }
+                let mut shorter = windows.clone();
+                shorter[w].duration = Some(crate::duration::GoDuration(mid));
+                let candidate = Schedule {
+                    windows: shorter.clone(),
+                    ..base.clone()
+                };
+                if self
+                    .still_fails(f, candidate, &key, hint, baseline, next_id, &best)
+                    .await?
+                {
+                    hi = mid;
+                    windows = shorter;
+                } else {
+                    lo = mid;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn still_fails(
+        &mut self,
+        f: &mut Finding,
+        schedule: Schedule,
+        key: &str,
+        hint: &session::Extent,
+        baseline: &Arc<Baseline>,
+        next_id: &mut usize,
+        best: &Trial,
+    ) -> Result<bool> {
+        let id = *next_id;
+        *next_id += 1;
+        let job = Job {
+            id,
+            plan: Plan {
+                label: format!("{} (shrinking finding {})", best.plan, f.number),
+                slug: best.slug.clone(),
+                round: best.round,
+                windows: schedule.windows.clone(),
+            },
+            shrinking: Some(f.number),
+            schedule,
+        };
+        let t = self
+            .shared
+            .clone()
+            .trial(job, hint.clone(), baseline.clone())
+            .await?;
+        let fails = t.found.iter().any(|x| x.signature == key);
+        self.progress.trial(&t, self.found_so_far(&t));
+        if fails {
+            f.trial = t.id;
+            f.found = t.found.clone();
+            f.files = t.files.clone();
+            f.signatures = judge::signatures(&t.found);
+            if !f.signatures.iter().any(|s| s == key) {
+                f.signatures.insert(0, key.to_string());
+            }
+            let pos = f.signatures.iter().position(|s| s == key).unwrap_or(0);
+            f.signatures.swap(0, pos);
+        }
+        self.trials.push(t);
+        Ok(fails)
+    }
+}
+
+fn round10(d: Duration) -> Duration {
+    Duration::from_millis((d.as_millis() as u64).div_ceil(10) * 10)
+}
+
+/// Progress: a bar on a terminal, a line per trial otherwise.
+struct Progress {
+    bar: Option<indicatif::ProgressBar>,
+    want_bar: bool,
+}
+
+impl Progress {
+    fn new(want_bar: bool) -> Progress {
+        Progress {
+            bar: None,
+            want_bar,
+        }
+    }
+
+    fn start(&mut self, planned: u64) {
+        if self.want_bar {
+            let bar = indicatif::ProgressBar::new(planned);
+            if let Ok(style) = indicatif::ProgressStyle::with_template(
+                "{spinner} trials {pos}/{len} [{bar:30}] {msg} (ETA {eta})",
+            ) {
+                bar.set_style(style.progress_chars("=> "));
+            }
+            bar.set_message("0 findings");
+            bar.enable_steady_tick(Duration::from_millis(200));
+            self.bar = Some(bar);
+        }
+    }
+
+    fn say(&self, line: &str) {
+        match &self.bar {
+            Some(b) => b.println(line),
+            None => eprintln!("{line}"),
+        }
+    }
+
+    fn trial(&self, t: &Trial, findings: usize) {
+        let what = match t.verdict.as_str() {
+            "fail" => format!(
+                "FAIL: {}",
+                t.found.first().map(|f| f.message.as_str()).unwrap_or("")
+            ),
+            "error" => format!("error: {}", t.error.as_deref().unwrap_or("")),
+            v => v.to_string(),
+        };
+        match &self.bar {
+            Some(b) => {
+                if t.shrinking.is_none() {
+                    b.inc(1);
+                }
+                b.set_message(format!(
+                    "{findings} finding{}",
+                    if findings == 1 { "" } else { "s" }
+                ));
+                if t.verdict != "pass" {
+                    b.println(format!("trial {}: {} → {what}", t.id, t.plan));
+                }
+            }
+            None => eprintln!("trial {} ({:.1}s): {} → {what}", t.id, t.seconds, t.plan),
+        }
+    }
+
+    fn finish(&self) {
+        if let Some(b) = &self.bar {
+            b.finish_and_clear();
+        }
+    }
+}

@@ -1,0 +1,407 @@
+//! What `explore` leaves in `--out`: a reproducer schedule per finding with the trace,
+//! reports and controller output of the trial that shows it, `summary.json` and a
+//! self-contained `summary.html` (findings first, then every trial).
+//!
+//! ```text
+//!  DIR/summary.json  DIR/summary.html
+//!  DIR/findings/01-<slug>.json            reproducer: stalemate run --schedule it
+//!  DIR/findings/01-<slug>.trace.jsonl     .report.json .report.html .controller.log
+//!  DIR/trials/trial-007.*                 every failing trial's trace and reports
+//!  DIR/logs/trial-007.log                 every run's controller (and workload) output
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+
+use super::judge::Found;
+use super::{Config, Finding, Trial};
+use crate::session::{Outcome, Upstream};
+
+pub const SCHEMA: &str = "stalemate.explore/v1";
+
+/// The output directory.
+#[derive(Debug, Clone)]
+pub struct Out {
+    pub root: PathBuf,
+    /// Per-run scratch space (kubeconfigs), outside the output: removed when done.
+    scratch: PathBuf,
+}
+
+impl Out {
+    /// Make the directory; what an earlier explore left in it is replaced.
+    pub fn create(root: &Path) -> Result<Out> {
+        for sub in ["findings", "trials", "logs"] {
+            let d = root.join(sub);
+            if d.exists() {
+                std::fs::remove_dir_all(&d)
+                    .with_context(|| format!("--out: clearing {}", d.display()))?;
+            }
+            std::fs::create_dir_all(&d)
+                .with_context(|| format!("--out: creating {}", d.display()))?;
+        }
+        let scratch =
+            std::env::temp_dir().join(format!("stalemate-explore-{}", uuid::Uuid::new_v4()));
+        Ok(Out {
+            root: root.to_path_buf(),
+            scratch,
+        })
+    }
+
+    /// A private directory for one run.
+    pub fn scratch(&self, id: &str) -> Result<PathBuf> {
+        let d = self.scratch.join(id);
+        std::fs::create_dir_all(&d).with_context(|| format!("creating {}", d.display()))?;
+        Ok(d)
+    }
+
+    fn write(&self, rel: &str, bytes: &[u8]) -> Result<String> {
+        let p = self.root.join(rel);
+        std::fs::write(&p, bytes).with_context(|| format!("writing {}", p.display()))?;
+        Ok(rel.to_string())
+    }
+
+    /// A run's trace and reports, as `trials/NAME.*`.
+    pub fn write_run(&self, name: &str, o: &Outcome) -> Result<Vec<String>> {
+        let trace: String = o.trace.iter().map(|s| s.line()).collect();
+        Ok(vec![
+            self.write(&format!("trials/{name}.trace.jsonl"), trace.as_bytes())?,
+            self.write(
+                &format!("trials/{name}.report.json"),
+                (serde_json::to_string_pretty(&o.report)? + "\n").as_bytes(),
+            )?,
+            self.write(
+                &format!("trials/{name}.report.html"),
+                crate::report::html::render(&o.report).as_bytes(),
+            )?,
+        ])
+    }
+
+    /// Each finding's reproducer schedule and its trial's files under `findings/`.
+    pub fn write_findings(
+        &self,
+        cfg: &Config,
+        mut findings: Vec<Finding>,
+        trials: &[Trial],
+    ) -> Result<Vec<Finding>> {
+        for f in &mut findings {
+            let Some(t) = trials.iter().find(|t| t.id == f.trial) else {
+                continue;
+            };
+            let stem = format!("findings/{:02}-{}", f.number, t.slug);
+            let schedule = serde_json::to_string_pretty(&t.schedule)? + "\n";
+            f.schedule_file = self.write(&format!("{stem}.json"), schedule.as_bytes())?;
+            let mut files = vec![f.schedule_file.clone()];
+            for src in &t.files {
+                let from = self.root.join(src);
+                let suffix = if src.starts_with("logs/") {
+                    "controller.log".to_string()
+                } else {
+                    src.rsplit_once('/')
+                        .map(|(_, n)| n)
+                        .unwrap_or(src)
+                        .split_once('.')
+                        .map(|(_, ext)| ext.to_string())
+                        .unwrap_or_default()
+                };
+                let to = format!("{stem}.{suffix}");
+                if std::fs::copy(&from, self.root.join(&to)).is_ok() {
+                    files.push(to);
+                }
+            }
+            f.files = files;
+            f.reproduce = reproduce(cfg, &self.root.join(&f.schedule_file));
+            f.run_exits_1 = f.found.iter().any(|x| {
+                matches!(
+                    x.oracle.as_str(),
+                    "convergence" | "readinessRace" | "hotLoop" | "conflicts"
+                )
+            });
+        }
+        Ok(findings)
+    }
+
+    pub fn write_summary(&self, s: &Summary) -> Result<()> {
+        self.write(
+            "summary.json",
+            (serde_json::to_string_pretty(s)? + "\n").as_bytes(),
+        )?;
+        self.write("summary.html", html(s).as_bytes())?;
+        Ok(())
+    }
+}
+
+impl Drop for Out {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.scratch);
+    }
+}
+
+/// `stalemate run …` that runs a finding's schedule as explore ran it.
+pub fn reproduce(cfg: &Config, schedule: &Path) -> Vec<String> {
+    let abs = |p: &Path| {
+        std::fs::canonicalize(p)
+            .unwrap_or_else(|_| p.to_path_buf())
+            .display()
+            .to_string()
+    };
+    let me = std::env::current_exe()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| "stalemate".into());
+    let mut argv = vec![me, "run".into()];
+    match &cfg.upstream {
+        Upstream::Sim => argv.push("--sim".into()),
+        Upstream::Kubeconfig { path, context } => {
+            if let Some(p) = path {
+                argv.extend(["--upstream-kubeconfig".into(), abs(p)]);
+            }
+            if let Some(c) = context {
+                argv.extend(["--context".into(), c.clone()]);
+            }
+        }
+    }
+    if !cfg.setup_paths.is_empty() {
+        argv.push("--setup".into());
+        argv.extend(cfg.setup_paths.iter().map(|p| abs(p)));
+    }
+    if let Some(w) = &cfg.workload {
+        argv.extend(["--workload".into(), w.clone()]);
+    }
+    argv.extend([
+        "--quiet".into(),
+        format!("{}ms", cfg.quiet.as_millis()),
+        "--max-run".into(),
+        format!("{}ms", cfg.max_run.as_millis()),
+        "--schedule".into(),
+        abs(schedule),
+        "--".into(),
+    ]);
+    argv.extend(cfg.controller.iter().cloned());
+    argv
+}
+
+/// `summary.json`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Summary {
+    pub schema: &'static str,
+    /// clean | findings | fails-without-faults
+    pub verdict: &'static str,
+    pub controller: Vec<String>,
+    pub setup: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workload: Option<String>,
+    /// sim | cluster
+    pub upstream: &'static str,
+    pub seconds: f64,
+    /// How long a fault-free run took to go quiet.
+    pub reference_seconds: f64,
+    pub trials_run: usize,
+    pub trials_per_minute: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_finding_seconds: Option<f64>,
+    pub findings: Vec<Finding>,
+    /// Without faults: what the oracles found in a reference run.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub without_faults: Vec<Found>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub reference_files: Vec<String>,
+    pub trials: Vec<Trial>,
+}
+
+impl Summary {
+    fn base(cfg: &Config, seconds: f64) -> Summary {
+        Summary {
+            schema: SCHEMA,
+            verdict: "clean",
+            controller: cfg.controller.clone(),
+            setup: cfg
+                .setup_paths
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect(),
+            workload: cfg.workload.clone(),
+            upstream: match cfg.upstream {
+                Upstream::Sim => "sim",
+                Upstream::Kubeconfig { .. } => "cluster",
+            },
+            seconds,
+            reference_seconds: 0.0,
+            trials_run: 0,
+            trials_per_minute: 0.0,
+            first_finding_seconds: None,
+            findings: vec![],
+            without_faults: vec![],
+            reference_files: vec![],
+            trials: vec![],
+        }
+    }
+
+    pub fn new(
+        cfg: &Config,
+        findings: &[Finding],
+        trials: &[Trial],
+        seconds: f64,
+        reference_seconds: f64,
+    ) -> Summary {
+        let mut s = Summary::base(cfg, seconds);
+        s.verdict = if findings.is_empty() {
+            "clean"
+        } else {
+            "findings"
+        };
+        s.reference_seconds = reference_seconds;
+        s.trials_run = trials.len();
+        s.trials_per_minute = if seconds > 0.0 {
+            trials.len() as f64 * 60.0 / seconds
+        } else {
+            0.0
+        };
+        s.first_finding_seconds = findings
+            .iter()
+            .map(|f| f.first_seen)
+            .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.min(x))));
+        s.findings = findings.to_vec();
+        s.trials = trials.to_vec();
+        s
+    }
+
+    pub fn fails_without_faults(
+        cfg: &Config,
+        found: Vec<Found>,
+        files: Vec<String>,
+        seconds: f64,
+    ) -> Summary {
+        let mut s = Summary::base(cfg, seconds);
+        s.verdict = "fails-without-faults";
+        s.without_faults = found;
+        s.reference_files = files;
+        s
+    }
+
+    /// What the terminal gets at the end.
+    pub fn terminal(&self, out: &Path) -> String {
+        let mut t = String::new();
+        t.push_str(&format!(
+            "explore: {} trials in {:.0}s ({:.1}/min); {} finding{}\n",
+            self.trials_run,
+            self.seconds,
+            self.trials_per_minute,
+            self.findings.len(),
+            if self.findings.len() == 1 { "" } else { "s" }
+        ));
+        for f in &self.findings {
+            t.push_str(&format!(
+                "\n#{} {}\n   found by: {}\n   oracles: {}\n   reproducer: {}\n   run it: {}\n",
+                f.number,
+                f.title,
+                f.plan,
+                f.found
+                    .iter()
+                    .map(|x| x.oracle.as_str())
+                    .collect::<std::collections::BTreeSet<_>>()
+                    .into_iter()
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                out.join(&f.schedule_file).display(),
+                f.reproduce.join(" "),
+            ));
+            for x in f.found.iter().skip(1).take(4) {
+                t.push_str(&format!("   also: {}\n", x.message));
+            }
+        }
+        t.push_str(&format!(
+            "\nsummary: {}\n",
+            out.join("summary.html").display()
+        ));
+        t
+    }
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// `summary.html`: one file, no scripts.
+pub fn html(s: &Summary) -> String {
+    let mut h = String::from(
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>stalemate explore</title><style>\
+body{font:14px system-ui,sans-serif;margin:2em;max-width:70em}\
+table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ddd;padding:4px 6px;text-align:left;vertical-align:top}\
+.fail{color:#b00}.pass{color:#070}.error{color:#a60}code{font-size:12px}section{margin-bottom:2em}\
+</style></head><body>",
+    );
+    h.push_str(&format!(
+        "<h1>stalemate explore: {}</h1><p><code>{}</code> — {} trials in {:.0}s ({:.1}/min){}</p>",
+        esc(s.verdict),
+        esc(&s.controller.join(" ")),
+        s.trials_run,
+        s.seconds,
+        s.trials_per_minute,
+        s.first_finding_seconds
+            .map(|f| format!("; first finding after {f:.0}s"))
+            .unwrap_or_default()
+    ));
+    if !s.without_faults.is_empty() {
+        h.push_str("<section><h2 class=\"fail\">Fails without any fault</h2><ul>");
+        for f in &s.without_faults {
+            h.push_str(&format!("<li>{}: {}</li>", esc(&f.oracle), esc(&f.message)));
+        }
+        h.push_str("</ul></section>");
+    }
+    h.push_str("<section><h2>Findings</h2>");
+    if s.findings.is_empty() && s.without_faults.is_empty() {
+        h.push_str("<p class=\"pass\">None: every trial ended as the fault-free runs did.</p>");
+    }
+    for f in &s.findings {
+        h.push_str(&format!(
+            "<h3 class=\"fail\">#{} {}</h3><p>Found by: {} (trial {}; {} failing trial{})</p><ul>",
+            f.number,
+            esc(&f.title),
+            esc(&f.plan),
+            f.trial,
+            f.trials.len(),
+            if f.trials.len() == 1 { "" } else { "s" }
+        ));
+        for x in &f.found {
+            h.push_str(&format!(
+                "<li><b>{}</b> {}</li>",
+                esc(&x.oracle),
+                esc(&x.message)
+            ));
+        }
+        h.push_str(&format!(
+            "</ul><p>Reproduce: <code>{}</code></p><p>Files: {}</p>",
+            esc(&f.reproduce.join(" ")),
+            f.files
+                .iter()
+                .map(|p| format!("<a href=\"{0}\">{0}</a>", esc(p)))
+                .collect::<Vec<_>>()
+                .join(" · ")
+        ));
+    }
+    h.push_str("</section><section><h2>Trials</h2><table><tr><th>#</th><th>plan</th><th>verdict</th><th>seconds</th><th>what</th></tr>");
+    for t in &s.trials {
+        h.push_str(&format!(
+            "<tr><td>{}</td><td>{}</td><td class=\"{}\">{}</td><td>{:.1}</td><td>{}</td></tr>",
+            t.id,
+            esc(&t.plan),
+            esc(&t.verdict),
+            esc(&t.verdict),
+            t.seconds,
+            esc(&t
+                .found
+                .iter()
+                .map(|f| f.message.as_str())
+                .chain(t.error.as_deref())
+                .collect::<Vec<_>>()
+                .join("; "))
+        ));
+    }
+    h.push_str("</table></section></body></html>\n");
+    h
+}

@@ -1,0 +1,411 @@
+//! Plans: where to perturb, learnt from a fault-free reference run (Sieve's idea, on the
+//! wire). Every plan is a plain schedule whose windows open on the controller's own
+//! requests — "the 2nd patch of gitrepositories/status" — or on the workload's, so a plan
+//! that finds a bug is already its reproducer.
+//!
+//! ```text
+//!  reference trace ─► anchors (each write, by verb/resource/subresource/count)
+//!                  ─► watched resources, event stretches
+//!                  ─► round 1: freeze 1.5 s, restart, 409s        at every anchor
+//!                      round 2: relist, rewind+restart, 500s, 429s, coalesce stretches
+//!                      round 3: freeze 5 s and 0.5 s
+//!                  ─► drop plans that change nothing on the reference trace
+//! ```
+//!
+//! Rounds are breadth first — every anchor gets the likeliest faults before any anchor
+//! gets the rest — so a small budget covers the whole run thinly rather than its start
+//! thoroughly.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, SystemTime};
+
+use serde_json::json;
+
+use crate::request::Verb;
+use crate::schedule::{Subresource, Window};
+use crate::session::snapshot::{IGNORED, base_resource};
+use crate::session::{CONTROLLER, WORKLOAD};
+use crate::trace::{Record, Stamped};
+
+/// At most this many occurrences of one (client, verb, resource) are anchors: a
+/// controller patching status fifty times is covered by its first few.
+pub const MAX_PER_KIND: u64 = 4;
+
+/// A request of the reference run a window can open on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Anchor {
+    pub client: &'static str,
+    pub verb: Verb,
+    /// The resource (`plural.group`), without subresource.
+    pub resource: String,
+    pub subresource: Option<Subresource>,
+    /// The how-manyth such request it was.
+    pub count: u64,
+    /// When it happened in the reference run.
+    pub at: SystemTime,
+}
+
+impl Anchor {
+    fn trigger(&self) -> serde_json::Value {
+        let mut m = json!({"verb": self.verb, "resource": self.resource, "count": self.count});
+        if let Some(s) = self.subresource {
+            m["subresource"] = json!(s);
+        }
+        if self.client != CONTROLLER {
+            m["client"] = json!(self.client);
+        }
+        json!({"afterRequests": m})
+    }
+
+    /// `the controller's 1st patch of gitrepositories.source.toolkit.fluxcd.io/status`
+    pub fn describe(&self) -> String {
+        let sub = self
+            .subresource
+            .map(|s| format!("/{}", s.as_str()))
+            .unwrap_or_default();
+        format!(
+            "the {}'s {} {} of {}{sub}",
+            self.client,
+            ordinal(self.count),
+            self.verb,
+            self.resource
+        )
+    }
+
+    fn slug(&self) -> String {
+        let short = self.resource.split('.').next().unwrap_or(&self.resource);
+        let sub = self
+            .subresource
+            .map(|s| format!("-{}", s.as_str()))
+            .unwrap_or_default();
+        let who = if self.client == CONTROLLER {
+            String::new()
+        } else {
+            format!("{}-", self.client)
+        };
+        format!("{who}{}-{short}{sub}-{}", self.verb, self.count)
+    }
+}
+
+fn ordinal(n: u64) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
+}
+
+/// One candidate: windows to run a trial with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    /// What it does, for people.
+    pub label: String,
+    /// For file names.
+    pub slug: String,
+    pub round: u8,
+    pub windows: Vec<Window>,
+}
+
+impl Plan {
+    /// How much fault it injects (shorter, fewer windows: simpler).
+    pub fn weight(&self) -> (usize, Duration) {
+        (
+            self.windows.len(),
+            self.windows
+                .iter()
+                .filter_map(|w| w.duration.map(|d| d.0))
+                .sum(),
+        )
+    }
+}
+
+/// What the reference run shows.
+#[derive(Debug, Clone, Default)]
+pub struct Reference {
+    pub anchors: Vec<Anchor>,
+    /// Resources the controller lists or watches.
+    pub watched: BTreeSet<String>,
+    /// Events delivered to the controller: (when, resource, namespace/name, resourceVersion).
+    pub events: Vec<(SystemTime, String, String, String)>,
+}
+
+/// Read a reference run's trace.
+pub fn read(trace: &[Stamped]) -> Reference {
+    let mut r = Reference::default();
+    let mut counts: BTreeMap<(String, Verb, String), u64> = BTreeMap::new();
+    for s in trace {
+        match &s.record {
+            Record::Request {
+                client,
+                verb,
+                resource,
+                ..
+            } if client == CONTROLLER || client == WORKLOAD => {
+                let Some(verb) = Verb::from_name(verb) else {
+                    continue;
+                };
+                let base = base_resource(resource).to_string();
+                if IGNORED.contains(&base.as_str()) || base.is_empty() {
+                    continue;
+                }
+                if matches!(verb, Verb::List | Verb::Watch) && client == CONTROLLER {
+                    r.watched.insert(base.clone());
+                }
+                if !verb.is_write() {
+                    continue;
+                }
+                let n = counts
+                    .entry((client.clone(), verb, resource.clone()))
+                    .or_default();
+                *n += 1;
+                if *n > MAX_PER_KIND {
+                    continue;
+                }
+                let subresource = resource
+                    .split_once('/')
+                    .and_then(|(_, s)| serde_json::from_value(json!(s)).ok());
+                r.anchors.push(Anchor {
+                    client: if client == CONTROLLER {
+                        CONTROLLER
+                    } else {
+                        WORKLOAD
+                    },
+                    verb,
+                    resource: base,
+                    subresource,
+                    count: *n,
+                    at: s.at,
+                });
+            }
+            Record::Event {
+                client,
+                resource,
+                type_,
+                namespace,
+                name,
+                resource_version,
+                ..
+            } if client == CONTROLLER && *type_ != "BOOKMARK" && *type_ != "ERROR" => {
+                r.events.push((
+                    s.at,
+                    resource.clone(),
+                    format!("{namespace}/{name}"),
+                    resource_version.clone(),
+                ));
+            }
+            _ => {}
+        }
+    }
+    r
+}
+
+fn window(
+    name: &str,
+    resources: &[String],
+    fault: serde_json::Value,
+    trigger: serde_json::Value,
+    duration: Option<Duration>,
+) -> Window {
+    let mut w = json!({
+        "name": name,
+        "client": CONTROLLER,
+        "resources": resources,
+        "fault": fault,
+        "trigger": trigger,
+    });
+    if let Some(d) = duration {
+        w["duration"] = json!(format!("{}ms", d.as_millis()));
+    }
+    serde_json::from_value(w).expect("plans build valid windows")
+}
+
+fn secs(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms.is_multiple_of(1000) {
+        format!("{}s", ms / 1000)
+    } else {
+        format!("{}s", d.as_secs_f64())
+    }
+}
+
+/// Every plan, in the order to try them.
+pub fn plans(r: &Reference) -> Vec<Plan> {
+    let mut out = Vec::new();
+    let mut effects = BTreeSet::new();
+    // The events a freeze of `resources` from `at` for `d` would hold on the reference
+    // run: none, and it changes nothing; the same as another's, and it is that one.
+    let held = |resources: &[String], at: SystemTime, d: Duration| -> Vec<String> {
+        r.events
+            .iter()
+            .filter(|(t, res, _, _)| *t >= at && *t <= at + d && resources.iter().any(|x| x == res))
+            .map(|(_, res, obj, rv)| format!("{res} {obj}@{rv}"))
+            .collect()
+    };
+    let freeze = |out: &mut Vec<Plan>,
+                  effects: &mut BTreeSet<String>,
+                  a: &Anchor,
+                  d: Duration,
+                  round: u8| {
+        for res in &r.watched {
+            let resources = vec![res.clone()];
+            let h = held(&resources, a.at, d);
+            if h.is_empty() || !effects.insert(format!("freeze {res} {} {h:?}", d.as_millis())) {
+                continue;
+            }
+            let short = res.split('.').next().unwrap_or(res);
+            out.push(Plan {
+                label: format!("freeze {res} for {} after {}", secs(d), a.describe()),
+                slug: format!("freeze-{short}-{}ms-after-{}", d.as_millis(), a.slug()),
+                round,
+                windows: vec![window(
+                    "freeze",
+                    &resources,
+                    json!({"freeze": {}}),
+                    a.trigger(),
+                    Some(d),
+                )],
+            });
+        }
+    };
+    let watched: Vec<String> = r.watched.iter().cloned().collect();
+    // A restart is of the whole controller, whatever it watches.
+    let everything = vec!["*".to_string()];
+    // Round 1.
+    for a in &r.anchors {
+        freeze(&mut out, &mut effects, a, Duration::from_millis(1500), 1);
+        if a.client == CONTROLLER {
+            out.push(Plan {
+                label: format!("restart the controller right after {}", a.describe()),
+                slug: format!("restart-after-{}", a.slug()),
+                round: 1,
+                windows: vec![window(
+                    "restart",
+                    &everything,
+                    json!({"restart": {}}),
+                    a.trigger(),
+                    None,
+                )],
+            });
+            out.push(errors(a, 409, 1));
+        }
+    }
+    // Round 2.
+    for a in &r.anchors {
+        if !watched.is_empty() {
+            out.push(Plan {
+                label: format!(
+                    "expire the controller's watches (410, relist) at {}",
+                    a.describe()
+                ),
+                slug: format!("relist-at-{}", a.slug()),
+                round: 2,
+                windows: vec![window(
+                    "relist",
+                    &watched,
+                    json!({"relist": {"how": "expired"}}),
+                    a.trigger(),
+                    Some(Duration::from_millis(500)),
+                )],
+            });
+        }
+        if a.client == CONTROLLER {
+            if !watched.is_empty() {
+                out.push(Plan {
+                    label: format!("restart the controller right after {} and give it the cluster as it was then", a.describe()),
+                    slug: format!("rewind-restart-after-{}", a.slug()),
+                    round: 2,
+                    windows: vec![
+                        window("restart", &everything, json!({"restart": {}}), a.trigger(), None),
+                        window("rewind", &watched, json!({"rewind": {"at": "restart"}}), a.trigger(), Some(Duration::from_secs(5))),
+                    ],
+                });
+            }
+            out.push(errors(a, 500, 2));
+            out.push(errors(a, 429, 2));
+        }
+    }
+    for p in coalesce_plans(r) {
+        out.push(p);
+    }
+    // Round 3.
+    for a in &r.anchors {
+        freeze(&mut out, &mut effects, a, Duration::from_secs(5), 3);
+        freeze(&mut out, &mut effects, a, Duration::from_millis(500), 3);
+    }
+    out
+}
+
+fn errors(a: &Anchor, status: u16, round: u8) -> Plan {
+    Plan {
+        label: format!(
+            "answer {status} to the controller's {} of {} for 1.5s from {}",
+            a.verb,
+            a.resource,
+            a.describe()
+        ),
+        slug: format!("errors-{status}-at-{}", a.slug()),
+        round,
+        windows: vec![window(
+            "errors",
+            std::slice::from_ref(&a.resource),
+            json!({"errors": {"verbs": [a.verb], "status": status}}),
+            a.trigger(),
+            Some(Duration::from_millis(1500)),
+        )],
+    }
+}
+
+/// Where an object the controller watches changed twice or more within 2 s: coalesce
+/// from the first of those events until just after the last, so the controller never
+/// sees the states in between.
+fn coalesce_plans(r: &Reference) -> Vec<Plan> {
+    let mut out = Vec::new();
+    let mut index: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut seen = BTreeSet::new();
+    for (i, (t, res, obj, _)) in r.events.iter().enumerate() {
+        let n = {
+            let c = index.entry(res.as_str()).or_default();
+            *c += 1;
+            *c
+        };
+        let later: Vec<&SystemTime> = r.events[i + 1..]
+            .iter()
+            .filter(|(u, r2, o2, _)| {
+                r2 == res
+                    && o2 == obj
+                    && u.duration_since(*t).unwrap_or_default() <= Duration::from_secs(2)
+            })
+            .map(|(u, ..)| u)
+            .collect();
+        let Some(last) = later.last() else { continue };
+        if !seen.insert((res.clone(), obj.clone())) || seen.len() > 16 {
+            continue;
+        }
+        let span = last.duration_since(*t).unwrap_or_default() + Duration::from_millis(300);
+        let short = res.split('.').next().unwrap_or(res);
+        out.push(Plan {
+            label: format!(
+                "coalesce {res} over the {} changes of {obj} from event {n}",
+                later.len() + 1
+            ),
+            slug: format!("coalesce-{short}-from-event-{n}"),
+            round: 2,
+            windows: vec![window(
+                "coalesce",
+                std::slice::from_ref(res),
+                json!({"coalesce": {}}),
+                json!({"afterEvents": {"resource": res, "count": n}}),
+                Some(Duration::from_millis(
+                    span.as_millis().div_ceil(10) as u64 * 10,
+                )),
+            )],
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;
