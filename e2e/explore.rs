@@ -151,7 +151,7 @@ fn finds_f1_with_a_reproducer_and_nothing_on_the_fix() {
         "--setup",
         &setup,
         "--quiet",
-        "1s",
+        "2s",
         "--jobs",
         "2",
         "--budget",
@@ -230,7 +230,7 @@ fn a_hot_loop_fails_without_any_fault() {
     let e = explore(
         dir.path(),
         "hot-loop",
-        &["--setup", &setup, "--quiet", "1s"],
+        &["--setup", &setup, "--quiet", "2s"],
     );
     assert_eq!(e.code, Some(1), "{}", e.stderr);
     assert!(
@@ -270,7 +270,7 @@ fn a_workload_driven_bug_is_found_with_a_workload() {
         "--workload",
         &workload,
         "--quiet",
-        "1s",
+        "2s",
         "--jobs",
         "2",
         "--budget",
@@ -313,7 +313,7 @@ fn duplicate_children_are_found_and_the_fix_is_clean() {
         "--setup",
         &setup,
         "--quiet",
-        "1s",
+        "2s",
         "--jobs",
         "2",
         "--budget",
@@ -330,7 +330,7 @@ fn duplicate_children_are_found_and_the_fix_is_clean() {
     );
     assert!(
         all.iter()
-            .any(|m| m.starts_with("differential : the controller created ")
+            .any(|m| m.starts_with("differential the controller created ")
                 && m.ends_with(" configmaps (1 in the fault-free runs)")),
         "{all:#?}"
     );
@@ -378,7 +378,7 @@ fn explores_a_cluster_and_puts_it_back() {
             "--setup",
             &setup,
             "--quiet",
-            "1s",
+            "2s",
             "--budget",
             "2",
             "--shrink-steps",

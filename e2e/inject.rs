@@ -583,6 +583,7 @@ fn scripts_pass_shellcheck() {
             "bench/run.sh",
             "bench/profile.sh",
             "bench/ab.sh",
+            "bench/explore.sh",
             "bench/lib.sh",
             ".ci/run",
         ])

@@ -174,12 +174,14 @@ async fn ensure_child(
     }))
     .map_err(kube::Error::SerdeError)?;
     if fixed {
-        // One name per Widget: a second create is AlreadyExists, which means done.
+        // One name per Widget: a second create is AlreadyExists, which means done. (Only
+        // AlreadyExists: a 409 Conflict means the create did not happen — explore found
+        // the first version of this fix taking every 409 for done.)
         let child = format!("{name}-child");
         cm.metadata.name = Some(child.clone());
         match api.create(&PostParams::default(), &cm).await {
             Ok(_) => (ctx.log)(format!("{ns}/{name}: created child {child}")),
-            Err(kube::Error::Api(e)) if e.code == 409 => {}
+            Err(kube::Error::Api(e)) if e.code == 409 && e.reason == "AlreadyExists" => {}
             Err(e) => return Err(e),
         }
         Ok(child)

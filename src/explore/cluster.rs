@@ -45,16 +45,19 @@ impl Cluster {
                 kube::Client::try_from(cfg).context("building a kube client")?
             }
         };
+        // creationTimestamp has whole seconds: start on the next one, so everything made
+        // before has an earlier stamp and everything explore makes a later or equal one.
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .unwrap_or_default();
+        let next = Duration::from_secs(now.as_secs() + 1);
+        tokio::time::sleep(next.saturating_sub(now)).await;
         Ok(Cluster {
             client,
             kubeconfig: kubeconfig.map(Path::to_path_buf),
             context: context.map(str::to_string),
             reset,
-            // creationTimestamp has whole seconds.
-            since: UNIX_EPOCH + Duration::from_secs(now.as_secs()),
+            since: UNIX_EPOCH + next,
             created: Mutex::new(Vec::new()),
         })
     }

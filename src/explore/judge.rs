@@ -71,11 +71,23 @@ pub fn counts(o: &Outcome) -> BTreeMap<(String, &'static str), usize> {
 
 /// What two reference runs agree on.
 pub fn baseline(a: &Outcome, b: &Outcome) -> Result<Baseline, differ::Disagreement> {
-    let (sa, sb) = (
+    let (mut sa, sb) = (
         differ::normalize(&a.snapshot),
         differ::normalize(&b.snapshot),
     );
-    let masks = differ::masks(&sa, &sb)?;
+    let extents = [&a.extent, &b.extent];
+    let covered = |run: usize, k: &ObjectRef| {
+        let e = extents[run];
+        e.resources.contains(&k.resource)
+            && (k.namespace.is_empty() || e.namespaces.contains(&k.namespace))
+    };
+    let masks = differ::masks(&sa, &sb, covered)?;
+    // What only the second run looked at is the reference too.
+    for (k, v) in &sb.named {
+        if !covered(0, k) {
+            sa.named.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+    }
     let (ca, cb) = (counts(a), counts(b));
     let counts = ca
         .keys()
