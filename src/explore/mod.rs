@@ -167,9 +167,6 @@ struct Shared {
 /// The state of a search.
 struct Search {
     shared: Arc<Shared>,
-    cfg: Config,
-    started: Instant,
-    out: output::Out,
     trials: Vec<Trial>,
     cluster: bool,
     progress: Progress,
@@ -185,20 +182,16 @@ pub async fn run(cfg: Config) -> Result<Verdict> {
                 .await?,
         ),
     };
-    let started = Instant::now();
     let shared = Arc::new(Shared {
-        cfg: cfg.clone(),
-        started,
-        out: out.clone(),
+        cfg,
+        started: Instant::now(),
+        out,
         cluster,
     });
     let mut s = Search {
-        progress: Progress::new(cfg.progress_bar),
+        progress: Progress::new(shared.cfg.progress_bar),
         cluster: shared.cluster.is_some(),
         shared: shared.clone(),
-        cfg,
-        started,
-        out,
         trials: Vec::new(),
     };
     let r = s.search().await;
@@ -300,14 +293,14 @@ impl Shared {
 
 impl Search {
     fn elapsed(&self) -> f64 {
-        self.started.elapsed().as_secs_f64()
+        self.shared.started.elapsed().as_secs_f64()
     }
 
     async fn search(&mut self) -> Result<Verdict> {
-        let base = base_schedule(&self.cfg);
+        let base = base_schedule(&self.shared.cfg);
         self.progress.say(&format!(
             "explore: 2 fault-free reference runs of {:?}",
-            self.cfg.controller
+            self.shared.cfg.controller
         ));
         let (a, b) = {
             let sh = &self.shared;
@@ -315,7 +308,7 @@ impl Search {
                 sh.options(base.clone(), "reference-1")?,
                 sh.options(base.clone(), "reference-2")?,
             );
-            if !self.cluster && self.cfg.jobs >= 2 {
+            if !self.cluster && self.shared.cfg.jobs >= 2 {
                 let (a, b) = tokio::join!(sh.one(oa), sh.one(ob));
                 (a?, b?)
             } else {
@@ -335,14 +328,15 @@ impl Search {
             if let Some(why) = &r.controller_failed {
                 anyhow::bail!(
                     "the controller failed in fault-free reference run {n}: {why} (its output: {})",
-                    self.out
+                    self.shared
+                        .out
                         .root
                         .join(format!("logs/reference-{n}.log"))
                         .display()
                 );
             }
             if r.report.failed() {
-                let files = self.out.write_run(&format!("reference-{n}"), r)?;
+                let files = self.shared.out.write_run(&format!("reference-{n}"), r)?;
                 let found: Vec<Found> = r
                     .report
                     .verdicts
@@ -357,9 +351,10 @@ impl Search {
                         signature: format!("{} {}", v.oracle, v.resource),
                     })
                     .collect();
-                self.out
+                self.shared
+                    .out
                     .write_summary(&output::Summary::fails_without_faults(
-                        &self.cfg,
+                        &self.shared.cfg,
                         found.clone(),
                         files,
                         self.elapsed(),
@@ -395,13 +390,17 @@ impl Search {
             reference.anchors.len(),
             plans.len()
         ));
-        let planned = self.cfg.budget.map_or(plans.len(), |b| b.min(plans.len()));
+        let planned = self
+            .shared
+            .cfg
+            .budget
+            .map_or(plans.len(), |b| b.min(plans.len()));
         self.progress.start(planned as u64);
         let baseline = Arc::new(baseline);
         let jobs = if self.cluster {
             1
         } else {
-            self.cfg.jobs.max(1)
+            self.shared.cfg.jobs.max(1)
         };
         let mut queue = plans.into_iter().take(planned);
         let mut running = futures_util::stream::FuturesUnordered::new();
@@ -437,22 +436,25 @@ impl Search {
         drop(running);
         let mut findings = self.group();
         for f in &mut findings {
-            if self.out_of_time() && self.cfg.time.is_some() {
+            if self.out_of_time() && self.shared.cfg.time.is_some() {
                 break;
             }
             self.shrink(f, &base, &hint, &baseline, &mut next_id)
                 .await?;
         }
-        let findings = self.out.write_findings(&self.cfg, findings, &self.trials)?;
+        let findings = self
+            .shared
+            .out
+            .write_findings(&self.shared.cfg, findings, &self.trials)?;
         let summary = output::Summary::new(
-            &self.cfg,
+            &self.shared.cfg,
             &findings,
             &self.trials,
             self.elapsed(),
             reference_seconds,
         );
-        self.out.write_summary(&summary)?;
-        self.progress.say(&summary.terminal(&self.cfg.out));
+        self.shared.out.write_summary(&summary)?;
+        self.progress.say(&summary.terminal(&self.shared.cfg.out));
         Ok(if findings.is_empty() {
             Verdict::Clean
         } else {
@@ -461,7 +463,10 @@ impl Search {
     }
 
     fn out_of_time(&self) -> bool {
-        self.cfg.time.is_some_and(|t| self.started.elapsed() >= t)
+        self.shared
+            .cfg
+            .time
+            .is_some_and(|t| self.shared.started.elapsed() >= t)
     }
 
     fn found_so_far(&self, t: &Trial) -> usize {
@@ -534,7 +539,7 @@ impl Search {
         let mut tries = 0;
         // Drop windows one at a time.
         let mut i = 0;
-        while windows.len() > 1 && i < windows.len() && tries < self.cfg.shrink_steps {
+        while windows.len() > 1 && i < windows.len() && tries < self.shared.cfg.shrink_steps {
             let mut fewer = windows.clone();
             fewer.remove(i);
             let candidate = Schedule {
@@ -567,7 +572,7 @@ impl Search {
                 continue;
             }
             let (mut lo, mut hi) = (Duration::ZERO, d);
-            for _ in 0..self.cfg.shrink_steps {
+            for _ in 0..self.shared.cfg.shrink_steps {
                 let mid = round10((lo + hi) / 2);
                 if mid <= lo || mid >= hi {
                     break;

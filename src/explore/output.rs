@@ -30,8 +30,23 @@ pub struct Out {
 }
 
 impl Out {
-    /// Make the directory; what an earlier explore left in it is replaced.
+    /// Make the directory; what an earlier explore left in it is replaced. A directory
+    /// with anything else in it is not explore's: refused, so a mistyped `--out .` never
+    /// deletes anyone's `logs/`.
     pub fn create(root: &Path) -> Result<Out> {
+        const OURS: [&str; 5] = ["findings", "trials", "logs", "summary.json", "summary.html"];
+        if let Ok(entries) = std::fs::read_dir(root) {
+            for e in entries.flatten() {
+                let name = e.file_name();
+                if !OURS.iter().any(|o| name == *o) {
+                    anyhow::bail!(
+                        "--out {}: it holds {:?}, so it is not an earlier explore's output; give a new or empty directory",
+                        root.display(),
+                        name
+                    );
+                }
+            }
+        }
         for sub in ["findings", "trials", "logs"] {
             let d = root.join(sub);
             if d.exists() {
@@ -404,4 +419,35 @@ table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ddd;pad
     }
     h.push_str("</table></section></body></html>\n");
     h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn out_is_explores_own_or_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        // New, then again over what it left.
+        let out = Out::create(&dir.path().join("x")).unwrap();
+        std::fs::write(out.root.join("findings/01-old.json"), "{}").unwrap();
+        std::fs::write(out.root.join("summary.json"), "{}").unwrap();
+        drop(out);
+        let again = Out::create(&dir.path().join("x")).unwrap();
+        assert!(
+            !again.root.join("findings/01-old.json").exists(),
+            "old findings go"
+        );
+        // Somebody else's directory is not touched.
+        std::fs::create_dir_all(dir.path().join("mine/logs")).unwrap();
+        std::fs::write(dir.path().join("mine/notes.txt"), "keep").unwrap();
+        let e = Out::create(&dir.path().join("mine"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("notes.txt") && e.contains("not an earlier explore"),
+            "{e}"
+        );
+        assert!(dir.path().join("mine/logs").exists());
+    }
 }

@@ -525,11 +525,20 @@ impl Oracles {
         self.lock().peaks.clone()
     }
 
-    /// Whether a rate oracle (hot loop, conflicts) has found something — a run that
-    /// cannot go quiet can end early.
+    /// Whether a rate oracle (hot loop, conflicts) is over its limit with every window
+    /// closed, and was after the last one closed — a run that cannot go quiet can end
+    /// early. (A storm inside a window is what the window does; whether it outlives the
+    /// window is the question.)
     pub fn rate_violated(&self) -> bool {
         let s = self.lock();
-        !s.hot.is_empty() || !s.storms.is_empty()
+        if s.windows.iter().any(|w| w.closed_at.is_none()) {
+            return false;
+        }
+        let last_close = s.windows.iter().filter_map(|w| w.closed_at).max();
+        s.hot
+            .values()
+            .chain(s.storms.values())
+            .any(|h| last_close.is_none_or(|c| h.last > c))
     }
 
     /// When `client` last sent a write through the proxy.

@@ -352,3 +352,51 @@ fn deleted_objects_are_pruned_and_the_rest_is_capped() {
     );
     assert_eq!(o.dropped_counter.get(), 20);
 }
+
+/// A run may end early on a rate over its limit only once every window has closed and
+/// the rate was still over it after: a storm inside a window is what the window does.
+#[test]
+fn rates_end_a_run_early_only_when_they_outlive_the_windows() {
+    let o = Oracles::new(
+        config(json!({"hotLoop": {"maxWritesPerObjectPerMinute": 3}})),
+        t(0.0),
+    );
+    o.on_window("w", "errors", true, t(0.0));
+    let write = |at: f64| {
+        o.on_request(
+            "ctl",
+            Verb::Patch,
+            GR,
+            Some("flux-system"),
+            Some("podinfo"),
+            200,
+            t(at),
+        )
+    };
+    for i in 0..5 {
+        write(i as f64 * 0.1);
+    }
+    assert!(!o.rate_violated(), "a window is open");
+    o.on_window("w", "errors", false, t(1.0));
+    assert!(!o.rate_violated(), "the storm ended inside the window");
+    write(1.5);
+    assert!(o.rate_violated(), "still over the limit after the window");
+
+    // No window at all (a reference run): any rate over the limit.
+    let r = Oracles::new(
+        config(json!({"hotLoop": {"maxWritesPerObjectPerMinute": 3}})),
+        t(0.0),
+    );
+    for i in 0..5 {
+        r.on_request(
+            "ctl",
+            Verb::Patch,
+            GR,
+            Some("a"),
+            Some("b"),
+            200,
+            t(i as f64),
+        );
+    }
+    assert!(r.rate_violated());
+}
