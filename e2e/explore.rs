@@ -151,7 +151,7 @@ fn finds_f1_with_a_reproducer_and_nothing_on_the_fix() {
         "--setup",
         &setup,
         "--quiet",
-        "2s",
+        "3s",
         "--jobs",
         "2",
         "--budget",
@@ -415,4 +415,68 @@ fn explores_a_cluster_and_puts_it_back() {
         argv.contains("--upstream-kubeconfig") && !argv.contains("--sim"),
         "{argv}"
     );
+}
+
+/// Ctrl-C (SIGINT) in the middle of a search: every run stops with its controller, the
+/// summary holds what finished, exit 2 — and no controller is left running (they run in
+/// process groups of their own, so only stalemate can stop them).
+#[test]
+fn an_interrupted_search_stops_its_controllers() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let marker = format!("gitrepo-fixed-{}", std::process::id());
+    let mut child = Command::new(BIN)
+        .args([
+            "explore",
+            "--setup",
+            &gitrepo_setup(),
+            "--quiet",
+            "2s",
+            "--jobs",
+            "2",
+        ])
+        .arg("--out")
+        .arg(&out)
+        .arg("--")
+        .args(controller_argv())
+        .env(CONTROLLER_ENV, "gitrepo-fixed")
+        .env("STALEMATE_E2E_MARKER", &marker)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    common::wait_for(
+        "a trial to start",
+        std::time::Duration::from_secs(60),
+        || out.join("logs/trial-001.log").exists().then_some(()),
+    );
+    // SAFETY: kill(2) on the child we spawned.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let status = common::wait_for(
+        "explore to stop",
+        std::time::Duration::from_secs(30),
+        || child.try_wait().unwrap(),
+    );
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert!(err.contains("interrupted"), "{err}");
+    let summary: Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["findings"].as_array().map(Vec::len), Some(0));
+    // Nothing that carries this test's marker is still running.
+    let left: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            std::fs::read(e.path().join("environ")).is_ok_and(|env| {
+                env.split(|b| *b == 0)
+                    .any(|kv| kv == format!("STALEMATE_E2E_MARKER={marker}").as_bytes())
+            })
+        })
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(left.is_empty(), "still running: {left:?}");
 }

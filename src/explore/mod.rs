@@ -158,6 +158,8 @@ pub fn default_oracles(
 
 /// What trials running side by side share.
 struct Shared {
+    /// True once SIGINT or SIGTERM arrived: runs end, no new trial starts.
+    stop: tokio::sync::watch::Receiver<bool>,
     cfg: Config,
     started: Instant,
     out: output::Out,
@@ -182,7 +184,15 @@ pub async fn run(cfg: Config) -> Result<Verdict> {
                 .await?,
         ),
     };
+    // Controllers run in process groups of their own, so a terminal's Ctrl-C reaches
+    // only stalemate: it stops every run (and so every controller) itself.
+    let (stop_tx, stop) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        crate::process::shutdown_signal().await;
+        let _ = stop_tx.send(true);
+    });
     let shared = Arc::new(Shared {
+        stop,
         cfg,
         started: Instant::now(),
         out,
@@ -235,6 +245,7 @@ impl Shared {
         o.output = Some(self.out.root.join(format!("logs/{id}.log")));
         o.threads = 1;
         o.stop_early = Some(Box::new(|oracles| oracles.rate_violated()));
+        o.cancel = Some(self.stop.clone());
         Ok(o)
     }
 
@@ -243,6 +254,9 @@ impl Shared {
             c.reset().await?;
         }
         let outcome = session::run(o).await;
+        if *self.stop.borrow() {
+            anyhow::bail!("interrupted (SIGINT or SIGTERM)");
+        }
         if let (Some(c), Ok(out)) = (&self.cluster, &outcome) {
             c.forget(out);
         }
@@ -436,7 +450,7 @@ impl Search {
         drop(running);
         let mut findings = self.group();
         for f in &mut findings {
-            if self.out_of_time() && self.shared.cfg.time.is_some() {
+            if self.out_of_time() {
                 break;
             }
             self.shrink(f, &base, &hint, &baseline, &mut next_id)
@@ -455,6 +469,11 @@ impl Search {
         );
         self.shared.out.write_summary(&summary)?;
         self.progress.say(&summary.terminal(&self.shared.cfg.out));
+        if *self.shared.stop.borrow() {
+            anyhow::bail!(
+                "interrupted (SIGINT or SIGTERM): the summary holds the trials that finished"
+            );
+        }
         Ok(if findings.is_empty() {
             Verdict::Clean
         } else {
@@ -462,11 +481,14 @@ impl Search {
         })
     }
 
+    /// `--time` is up, or explore was interrupted: no new trial starts.
     fn out_of_time(&self) -> bool {
-        self.shared
-            .cfg
-            .time
-            .is_some_and(|t| self.shared.started.elapsed() >= t)
+        *self.shared.stop.borrow()
+            || self
+                .shared
+                .cfg
+                .time
+                .is_some_and(|t| self.shared.started.elapsed() >= t)
     }
 
     fn found_so_far(&self, t: &Trial) -> usize {

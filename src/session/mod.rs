@@ -94,6 +94,9 @@ pub struct Options {
     pub snapshot: bool,
     /// SIGINT/SIGTERM end the run (`run`); otherwise the caller handles them.
     pub interruptible: bool,
+    /// The caller's own stop (explore's, on SIGINT/SIGTERM): the run ends when it turns
+    /// true, its processes stopped like at any end.
+    pub cancel: Option<tokio::sync::watch::Receiver<bool>>,
     /// End early when the oracles have already seen enough (checked as the run goes).
     pub stop_early: Option<StopEarly>,
     /// Say on stderr where the proxy is and what runs behind it.
@@ -127,6 +130,7 @@ impl Options {
             admin_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             snapshot: false,
             interruptible: false,
+            cancel: None,
             stop_early: None,
             announce: false,
             threads: crate::server::default_threads(),
@@ -326,9 +330,14 @@ async fn with_upstream(
     let mut workload_exit: Option<i32> = None;
     let mut workload_done_at: Option<SystemTime> = None;
     let mut controller_failed = None;
-    let mut interrupted = std::pin::pin!(async {
+    let mut cancel = o.cancel.clone();
+    let mut interrupted = std::pin::pin!(async move {
         if o.interruptible {
             crate::process::shutdown_signal().await
+        } else if let Some(c) = &mut cancel {
+            if c.wait_for(|stop| *stop).await.is_err() {
+                std::future::pending::<()>().await
+            }
         } else {
             std::future::pending().await
         }
