@@ -211,6 +211,8 @@ async fn handle(admin: Arc<Admin>, req: Request<Incoming>) -> Response<Body> {
         }
         (&http::Method::GET, "/metrics") => {
             refresh_lag(&admin);
+            let up = matches!(admin.upstream.probe(Duration::from_secs(2)).await, Ok(c) if c < 500);
+            admin.metrics.upstream_up.set(i64::from(up));
             // Sets stalemate_oracle_violations.
             let _ = admin.oracles.update_gauge(std::time::SystemTime::now());
             text(

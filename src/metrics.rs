@@ -19,6 +19,11 @@ pub struct Metrics {
     pub view_reads: IntCounterVec,
     pub cap_hits: IntCounter,
     pub ungated: IntCounterVec,
+    /// `--max-held-bytes-total`: what `held_bytes` may add up to (the
+    /// `StalemateHeldBytesNearCap` alert compares them).
+    pub held_bytes_limit: prometheus::IntGauge,
+    /// 1 when the last scrape's probe of the upstream got an answer below 500.
+    pub upstream_up: prometheus::IntGauge,
 }
 
 impl Metrics {
@@ -68,6 +73,16 @@ impl Metrics {
                 "Bytes of events held now, by client and resource.",
             ),
             &["client", "resource"],
+        )
+        .expect("static metric definition");
+        let held_bytes_limit = prometheus::IntGauge::new(
+            "held_bytes_limit",
+            "The most bytes of events the proxy holds at once, all streams together (--max-held-bytes-total).",
+        )
+        .expect("static metric definition");
+        let upstream_up = prometheus::IntGauge::new(
+            "upstream_up",
+            "1 if the upstream answered the probe made for this scrape (below 500, within 2s), else 0.",
         )
         .expect("static metric definition");
         let view_lag = GaugeVec::new(
@@ -128,6 +143,8 @@ impl Metrics {
             Box::new(view_reads.clone()),
             Box::new(cap_hits.clone()),
             Box::new(ungated.clone()),
+            Box::new(held_bytes_limit.clone()),
+            Box::new(upstream_up.clone()),
         ] {
             let _ = registry.register(c);
         }
@@ -145,6 +162,8 @@ impl Metrics {
             view_reads,
             cap_hits,
             ungated,
+            held_bytes_limit,
+            upstream_up,
         }
     }
 

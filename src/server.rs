@@ -249,11 +249,14 @@ pub async fn start(o: Options) -> Result<Running> {
     for c in [
         Box::new(engine.opened_total.clone()) as Box<dyn prometheus::core::Collector>,
         Box::new(engine.window_active.clone()),
+        Box::new(engine.window_opened.clone()),
+        Box::new(engine.window_planned.clone()),
         Box::new(oracles.violations_gauge.clone()),
         Box::new(oracles.dropped_counter.clone()),
     ] {
         let _ = metrics.registry.register(c);
     }
+    metrics.held_bytes_limit.set(o.max_held_bytes_total as i64);
     let watched = oracles.config.watched_resources();
     let truth = if watched.is_empty() {
         vec![]

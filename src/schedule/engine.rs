@@ -74,6 +74,11 @@ pub struct Engine {
     changes: watch::Sender<u64>,
     pub opened_total: prometheus::IntCounter,
     pub window_active: prometheus::IntGaugeVec,
+    /// When each window last opened (unix seconds), and how long it was to stay open (0:
+    /// until closed over the control API) — together they tell a window open longer than
+    /// planned (the `StalemateWindowOverdue` alert).
+    pub window_opened: prometheus::GaugeVec,
+    pub window_planned: prometheus::GaugeVec,
 }
 
 impl Random for Engine {
@@ -119,6 +124,22 @@ impl Engine {
                 .expect("static metric definition"),
             window_active: prometheus::IntGaugeVec::new(
                 prometheus::Opts::new("window_active", "1 while a window is open."),
+                &["window"],
+            )
+            .expect("static metric definition"),
+            window_opened: prometheus::GaugeVec::new(
+                prometheus::Opts::new(
+                    "window_opened_timestamp_seconds",
+                    "When the window last opened (unix time).",
+                ),
+                &["window"],
+            )
+            .expect("static metric definition"),
+            window_planned: prometheus::GaugeVec::new(
+                prometheus::Opts::new(
+                    "window_planned_seconds",
+                    "How long the window was to stay open when it last opened (0: until closed over the control API).",
+                ),
                 &["window"],
             )
             .expect("static metric definition"),
@@ -431,6 +452,14 @@ impl Engine {
         );
         self.opened_total.inc();
         self.window_active.with_label_values(&[&name]).set(1);
+        self.window_opened.with_label_values(&[&name]).set(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64()),
+        );
+        self.window_planned
+            .with_label_values(&[&name])
+            .set(duration.map_or(0.0, |d| d.as_secs_f64()));
         tracing::info!(window = %name, fault, ?duration, "window opened");
         self.bump();
         if let Some(d) = duration {
