@@ -35,12 +35,58 @@ fn demo_reports_the_stuck_object_and_the_fix_converges() {
     let d = dir.path().to_path_buf();
     let fixed = std::thread::spawn(move || demo(&d, "fixed", &["--fixed", "--settle", "3s"]));
     let trace = dir.path().join("trace.jsonl");
+    let live_html = dir.path().join("live.html");
     let stuck = demo(
         dir.path(),
         "stuck",
-        &["--settle", "3s", "--trace", trace.to_str().unwrap()],
+        &[
+            "--settle",
+            "3s",
+            "--trace",
+            trace.to_str().unwrap(),
+            "--report-html",
+            live_html.to_str().unwrap(),
+        ],
     );
     assert_eq!(stuck["schema"], "stalemate.report/v1");
+    // Staleness, recorded: ground truth of the GitRepository as it changed, and what the
+    // controller was given — its own patch's event held by the freeze, then released.
+    let truth = stuck["truth"].as_array().expect("truth marks");
+    assert!(
+        truth.iter().any(|t| t["name"] == "podinfo"
+            && t["status"] == "InProgress"
+            && t["observedGeneration"] == 0
+            && t["generation"] == 1),
+        "{truth:?}"
+    );
+    let fates: Vec<&str> = stuck["deliveries"]
+        .as_array()
+        .expect("delivery marks")
+        .iter()
+        .filter(|d| d["client"] == "gitrepo-controller" && d["name"] == "podinfo")
+        .map(|d| d["fate"].as_str().unwrap())
+        .collect();
+    assert!(
+        fates.contains(&"held") && fates.contains(&"released"),
+        "{fates:?}"
+    );
+    // Drawn: a truth row, the client's row with the held and released event, and the
+    // gap between them shaded — in a real browser.
+    let dom = browser_dom(&live_html);
+    assert!(
+        dom.contains("class=\"truth\" data-status=\"InProgress\""),
+        "{dom}"
+    );
+    assert!(
+        dom.contains("class=\"gap\" data-client=\"gitrepo-controller\""),
+        "{dom}"
+    );
+    assert!(
+        dom.contains("class=\"held\"") && dom.contains("class=\"released\""),
+        "{dom}"
+    );
+    assert!(dom.contains("seen by gitrepo-controller"), "{dom}");
+    assert!(!dom.contains("<script"), "no scripts");
     assert_eq!(
         (stuck["verdict"].as_str(), stuck["judged"].as_bool()),
         (Some("fail"), Some(true))
@@ -117,6 +163,8 @@ fn demo_reports_the_stuck_object_and_the_fix_converges() {
     );
     assert_eq!(dom.matches("class=\"conflict\"").count(), 5);
     assert!(dom.contains("id=\"verdict\">FAIL"), "{dom}");
+    // The trace has no ground truth, but it has what the controller was given.
+    assert!(dom.contains("class=\"held\""), "{dom}");
 }
 
 /// The DOM chromium renders for a file (headless, no network, no sandbox in containers).

@@ -16,6 +16,7 @@
 //! tested without a clock; [`Oracles::evaluate`] turns it into verdicts.
 
 pub mod kstatus;
+pub mod staleness;
 pub mod truth;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -203,6 +204,12 @@ pub struct Verdicts {
     pub recoveries: Vec<Recovery>,
     pub objects: Vec<ObjectStatus>,
     pub timeline: Vec<Mark>,
+    /// Ground truth of each watched object as it changed (the report's truth lanes).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub truth: Vec<staleness::TruthMark>,
+    /// What each client was given of those objects (the report's delivery lanes).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deliveries: Vec<staleness::DeliveryMark>,
 }
 
 pub(crate) mod rfc3339 {
@@ -295,6 +302,8 @@ struct State {
     settled: Vec<Violation>,
     /// The highest rates seen, over the limit or not (`explore` compares runs by them).
     peaks: BTreeMap<(String, ObjectRef), Peak>,
+    /// What was true and what clients saw, per object (bounded by itself).
+    lanes: staleness::Record,
     /// Entries dropped at a cap.
     dropped: u64,
 }
@@ -541,6 +550,45 @@ impl Oracles {
             .any(|h| last_close.is_none_or(|c| h.last > c))
     }
 
+    /// Whether the delivery lanes record `resource`'s events (the resources the oracles
+    /// watch in ground truth: the others have no truth lane to compare with).
+    pub fn keeps_lanes_for(&self, resource: &str) -> bool {
+        self.config.watched_resources().contains(resource)
+    }
+
+    /// What the proxy did with one watch event of one object for one client.
+    #[allow(clippy::too_many_arguments)]
+    pub fn on_delivery(
+        &self,
+        client: &str,
+        resource: &str,
+        namespace: &str,
+        name: &str,
+        resource_version: &str,
+        type_: &str,
+        fate: &str,
+        at: SystemTime,
+    ) {
+        let key = ObjectRef {
+            resource: resource.to_string(),
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+        };
+        self.lock().lanes.delivery(
+            &key,
+            staleness::DeliveryMark {
+                at,
+                client: client.to_string(),
+                resource: key.resource.clone(),
+                namespace: key.namespace.clone(),
+                name: key.name.clone(),
+                resource_version: resource_version.to_string(),
+                type_: type_.to_string(),
+                fate: fate.to_string(),
+            },
+        );
+    }
+
     /// When `client` last sent a write through the proxy.
     pub fn last_write(&self, client: &str) -> Option<SystemTime> {
         self.last_writes
@@ -573,12 +621,26 @@ impl Oracles {
             name: obj["metadata"]["name"].as_str().unwrap_or("").to_string(),
         };
         let verdict = kstatus::compute(obj);
+        let mark = staleness::TruthMark {
+            at,
+            resource: key.resource.clone(),
+            namespace: key.namespace.clone(),
+            name: key.name.clone(),
+            resource_version: obj["metadata"]["resourceVersion"]
+                .as_str()
+                .unwrap_or("")
+                .to_string(),
+            generation: obj["metadata"]["generation"].as_i64(),
+            observed_generation: obj["status"]["observedGeneration"].as_i64(),
+            status: format!("{:?}", verdict.status),
+        };
         let readiness = self
             .config
             .readiness_race
             .as_ref()
             .is_some_and(|c| c.resources.iter().any(|r| r == resource));
         let mut s = self.lock();
+        s.lanes.truth(&key, mark);
         let o = s.objects.entry(key.clone()).or_insert_with(|| Obj {
             seen: at,
             verdict: None,
@@ -630,13 +692,26 @@ impl Oracles {
     }
 
     /// Ground truth: the object is gone.
-    pub fn on_delete(&self, resource: &str, namespace: &str, name: &str, _at: SystemTime) {
+    pub fn on_delete(&self, resource: &str, namespace: &str, name: &str, at: SystemTime) {
         let key = ObjectRef {
             resource: resource.to_string(),
             namespace: namespace.to_string(),
             name: name.to_string(),
         };
         let mut s = self.lock();
+        s.lanes.truth(
+            &key,
+            staleness::TruthMark {
+                at,
+                resource: key.resource.clone(),
+                namespace: key.namespace.clone(),
+                name: key.name.clone(),
+                resource_version: String::new(),
+                generation: None,
+                observed_generation: None,
+                status: "Deleted".into(),
+            },
+        );
         self.prune(&mut s, &key);
     }
 
@@ -797,6 +872,8 @@ impl Oracles {
                 })
                 .collect(),
             timeline: s.marks.iter().cloned().collect(),
+            truth: s.lanes.truth_marks(),
+            deliveries: s.lanes.delivery_marks(),
         }
     }
 

@@ -157,8 +157,29 @@ pub struct Target {
     pub rewind: Option<crate::watch::view::Rewind>,
 }
 
-fn trace_notes(trace: &Trace, t: &Target, gate: &mut Gate) {
+/// Every event's fate goes to the trace, and — for the resources the oracles watch — to
+/// the oracles' delivery lanes (the report draws them against ground truth).
+fn trace_notes(trace: &Trace, lanes: Option<&crate::oracle::Oracles>, t: &Target, gate: &mut Gate) {
     for n in gate.take_notes() {
+        if let Some(o) = lanes
+            && let Some(kind) = n.meta.type_.filter(|k| {
+                !matches!(
+                    k,
+                    crate::watch::EventType::Bookmark | crate::watch::EventType::Error
+                )
+            })
+        {
+            o.on_delivery(
+                &t.client,
+                &t.resource,
+                &n.meta.namespace,
+                &n.meta.name,
+                &n.meta.resource_version,
+                kind.as_str(),
+                n.fate.as_str(),
+                std::time::SystemTime::now(),
+            );
+        }
         trace.record(Record::Event {
             client: t.client.clone(),
             resource: t.resource.clone(),
@@ -210,8 +231,13 @@ where
             target: target.clone(),
             stream_id,
         };
+        let lanes = gates
+            .engine
+            .oracles()
+            .filter(|o| o.keeps_lanes_for(&target.resource))
+            .cloned();
         let mut gate = Gate::new(gates.max_held_bytes).with_budget(gates.budget.clone());
-        gate.record = gates.trace.enabled();
+        gate.record = gates.trace.enabled() || lanes.is_some();
         let mut changes = engine.changes();
         // A relist window ends the streams open when it opens, once; a stream started
         // while it is open (the client's relist) is left alone, or it would loop.
@@ -262,7 +288,7 @@ where
                     .inc_by(gate.stats.cap_hits - cap_hits);
                 cap_hits = gate.stats.cap_hits;
             }
-            trace_notes(&gates.trace, &target, &mut gate);
+            trace_notes(&gates.trace, lanes.as_deref(), &target, &mut gate);
             let since = gate.oldest_held_since();
             if since != last_since {
                 views.set_held_since(&target.client, &target.label, stream_id, since);

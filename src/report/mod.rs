@@ -203,6 +203,7 @@ impl Report {
         let mut restarts: Vec<RestartMark> = Vec::new();
         let mut violations: Vec<Violation> = Vec::new();
         let mut judgement: Option<(bool, Option<String>)> = None;
+        let mut lanes = crate::oracle::staleness::Record::default();
         for (i, line) in text.lines().enumerate() {
             if line.trim().is_empty() {
                 continue;
@@ -269,7 +270,32 @@ impl Report {
                     at: ts,
                     down_seconds: v["downMs"].as_f64().unwrap_or(0.0) / 1000.0,
                 }),
-                Some("event" | "dropped") => {}
+                Some("event") => {
+                    let (fate, type_) = (s("fate"), s("type"));
+                    if matches!(fate.as_str(), "delivered" | "held" | "released" | "dropped")
+                        && matches!(type_.as_str(), "ADDED" | "MODIFIED" | "DELETED")
+                    {
+                        let key = crate::oracle::ObjectRef {
+                            resource: s("resource"),
+                            namespace: s("namespace"),
+                            name: s("name"),
+                        };
+                        lanes.delivery(
+                            &key,
+                            crate::oracle::staleness::DeliveryMark {
+                                at: ts,
+                                client: s("client"),
+                                resource: key.resource.clone(),
+                                namespace: key.namespace.clone(),
+                                name: key.name.clone(),
+                                resource_version: s("resourceVersion"),
+                                type_,
+                                fate,
+                            },
+                        );
+                    }
+                }
+                Some("dropped") => {}
                 Some(k) => return Err(format!("line {n}: unknown record kind {k:?}")),
                 None => return Err(format!("line {n}: no \"kind\"")),
             }
@@ -293,6 +319,9 @@ impl Report {
                 recoveries: vec![],
                 objects: vec![],
                 timeline,
+                // The trace has no ground truth: only what clients were given.
+                truth: vec![],
+                deliveries: lanes.delivery_marks(),
             },
         ))
     }

@@ -336,6 +336,11 @@ impl Engine {
         let _ = self.trace.set(t);
     }
 
+    /// The oracles, once set.
+    pub fn oracles(&self) -> Option<&Arc<crate::oracle::Oracles>> {
+        self.oracles.get()
+    }
+
     /// Tell the oracles when windows open and close.
     pub fn set_oracles(&self, o: Arc<crate::oracle::Oracles>) {
         let _ = self.oracles.set(o);
