@@ -136,16 +136,18 @@ fn kopf_converges_through_a_freeze() {
         && r["resource"] == format!("{WIDGETS}/status")));
 }
 
-/// kopf's watches expired (410) right after its first patch: it relists, converges, and
-/// when the workload deletes the Widget, kopf's delete handler runs and its finalizer
-/// comes off (the delete completes through the proxy).
+/// kopf's watches expired (410) right after its first patch: it relists and converges
+/// (the convergence oracle calls its Widget Current). And its finalizer works through the
+/// proxy: the workload adds a second Widget, waits until kopf calls it Ready, deletes it —
+/// kopf's delete handler runs, its finalizer comes off, the delete completes.
 #[test]
 fn kopf_relists_and_releases_its_finalizer() {
     let dir = tempfile::tempdir().unwrap();
     let cache = dir.path().join("kubectl-cache");
+    let k = format!("kubectl --cache-dir {} -n demo", cache.display());
     let workload = format!(
-        "kubectl --cache-dir {} delete widgets.demo.stalemate.dev w1 -n demo --wait=true --timeout=30s",
-        cache.display()
+        "{k} create -f {w2} && {k} wait --for=condition=Ready widgets.demo.stalemate.dev/w2 --timeout=30s && {k} delete widgets.demo.stalemate.dev w2 --wait=true --timeout=30s",
+        w2 = repo("examples/widgets/w2.yaml").display()
     );
     let (code, report, trace, log) = run_kopf(
         dir.path(),
@@ -156,6 +158,13 @@ fn kopf_relists_and_releases_its_finalizer() {
     );
     assert_eq!(code, Some(0), "{log}");
     assert_eq!(report["verdict"], "pass", "{report}");
+    let w1 = report["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["name"] == "w1")
+        .unwrap_or_else(|| panic!("{report}"));
+    assert_eq!(w1["status"], "Current", "{report}");
     assert!(
         trace
             .iter()
@@ -180,7 +189,7 @@ fn kopf_relists_and_releases_its_finalizer() {
         && r["client"] == "workload"
         && r["verb"] == "delete"
         && r["code"] == 200));
-    assert!(log.contains("released w1"), "{log}");
+    assert!(log.contains("released w2"), "{log}");
     assert!(
         log.contains("deleted"),
         "kubectl waited for the Widget to go: {log}"

@@ -152,8 +152,14 @@ fn a_real_prometheus_records_a_freeze() {
     let schedule = dir.path().join("schedule.json");
     std::fs::write(
         &schedule,
-        json!({"oracles": {"hotLoop": {"maxWritesPerObjectPerMinute": 3, "resources": ["configmaps"]}}})
-            .to_string(),
+        // A freeze of configmaps for 20 s from the first write through the proxy, and a
+        // hot-loop oracle a few writes in a row will trip.
+        json!({
+            "windows": [{"name": "freeze-configmaps", "resources": ["configmaps"], "fault": {"freeze": {}},
+                         "trigger": {"afterRequests": {"verb": "patch", "resource": "configmaps"}}, "duration": "20s"}],
+            "oracles": {"hotLoop": {"maxWritesPerObjectPerMinute": 3, "resources": ["configmaps"]}}
+        })
+        .to_string(),
     )
     .unwrap();
     let proxy = Proxy::start(&sim, &["--schedule", schedule.to_str().unwrap()]);
@@ -207,15 +213,9 @@ fn a_real_prometheus_records_a_freeze() {
             .any(|l| l.starts_with("stalemate_watch_streams{") && l.ends_with(" 1"))
             .then_some(())
     });
-    let (code, body) = proxy.admin_call(
-        None,
-        "POST",
-        "/v1/windows",
-        Some(&json!({"name": "freeze-configmaps", "resources": ["configmaps"], "fault": {"freeze": {}}, "duration": "20s"})),
-    );
-    assert!(code < 300, "{code} {body}");
     for i in 0..5 {
-        // Held from the watch; and, through the proxy, five writes in a row: a hot loop.
+        // A change made directly (from the second on, the frozen watch holds it), then a
+        // write through the proxy: five in a row are a hot loop; the first opens the freeze.
         sim.kubectl_ok(&[
             "label",
             "--overwrite",
