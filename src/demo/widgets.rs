@@ -80,6 +80,33 @@ struct Ctx {
     log: Log,
 }
 
+/// The `main` of `examples/child-creator.rs` and `examples/orphan-cleaner.rs`: `--fixed`
+/// or nothing as the only argument, the kubeconfig from `KUBECONFIG`, a line per step on
+/// stdout, until SIGINT/SIGTERM.
+pub async fn example_main(program: &str, kind: fn(bool) -> Kind) -> std::process::ExitCode {
+    let fixed = match std::env::args().nth(1).as_deref() {
+        None => false,
+        Some("--fixed") => true,
+        Some(other) => {
+            eprintln!("{program}: unknown argument {other:?} (use --fixed)");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    let client = match kube::Client::try_default().await {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("{program}: no usable kubeconfig: {e}");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    let log: Log = Arc::new(|line| println!("{line}"));
+    tokio::select! {
+        _ = run(client, kind(fixed), log) => {}
+        _ = crate::process::shutdown_signal() => {}
+    }
+    std::process::ExitCode::SUCCESS
+}
+
 /// Run until the future is dropped.
 pub async fn run(client: kube::Client, kind: Kind, log: Log) {
     let ar = api_resource();

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use crate::oracle::ObjectRef;
+use crate::oracle::{ObjectRef, segment};
 use crate::session::Snapshot;
 
 /// An object's key for comparison: generated names (`generateName`) fold into one group
@@ -154,17 +154,6 @@ pub fn differences(a: &Value, b: &Value) -> Vec<(String, Value, Value)> {
     let mut out = Vec::new();
     walk("", a, b, &mut out, 0);
     out
-}
-
-fn segment(k: &str) -> String {
-    if !k.is_empty()
-        && k.chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-    {
-        format!(".{k}")
-    } else {
-        format!("[{}]", Value::String(k.to_string()))
-    }
 }
 
 /// Two references: the fields they disagree on become masks; objects one has and the

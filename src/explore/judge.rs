@@ -239,38 +239,29 @@ pub fn judge(o: &Outcome, base: &Baseline) -> Vec<Found> {
             &d.what,
         ));
     }
+    // Creates and deletes per resource: where the references agree, and where they had
+    // none at all.
     let here = counts(o);
-    for ((resource, what), n) in &base.counts {
-        let Some(n) = n else { continue };
-        let h = here.get(&(resource.clone(), *what)).copied().unwrap_or(0);
-        if h != *n {
-            let obj = ObjectRef {
-                resource: resource.clone(),
-                namespace: String::new(),
-                name: String::new(),
-            };
-            out.push(found(
-                "differential",
-                &obj,
-                format!("the controller {what} {h} {resource} ({n} in the fault-free runs)"),
-                what,
-            ));
-        }
-    }
-    for ((resource, what), h) in &here {
-        if !base.counts.contains_key(&(resource.clone(), *what)) && *h > 0 {
-            let obj = ObjectRef {
-                resource: resource.clone(),
-                namespace: String::new(),
-                name: String::new(),
-            };
-            out.push(found(
-                "differential",
-                &obj,
-                format!("the controller {what} {h} {resource} (none in the fault-free runs)"),
-                what,
-            ));
-        }
+    let keys: std::collections::BTreeSet<&(String, &'static str)> =
+        base.counts.keys().chain(here.keys()).collect();
+    for key @ (resource, what) in keys {
+        let h = here.get(key).copied().unwrap_or(0);
+        let reference = match base.counts.get(key) {
+            Some(Some(n)) if *n != h => n.to_string(),
+            None if h > 0 => "none".to_string(),
+            _ => continue,
+        };
+        let obj = ObjectRef {
+            resource: resource.clone(),
+            namespace: String::new(),
+            name: String::new(),
+        };
+        out.push(found(
+            "differential",
+            &obj,
+            format!("the controller {what} {h} {resource} ({reference} in the fault-free runs)"),
+            what,
+        ));
     }
     out
 }

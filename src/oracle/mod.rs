@@ -367,7 +367,7 @@ fn note_hit(
 }
 
 /// A JSON path segment: `.name`, or `["a.b/c"]` when the key is not a plain word.
-fn segment(k: &str) -> String {
+pub(crate) fn segment(k: &str) -> String {
     if !k.is_empty()
         && k.chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
