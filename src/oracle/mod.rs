@@ -550,6 +550,15 @@ impl Oracles {
             .any(|h| last_close.is_none_or(|c| h.last > c))
     }
 
+    /// Whether ground truth has reported this object yet.
+    pub fn has_seen(&self, resource: &str, namespace: &str, name: &str) -> bool {
+        self.lock().objects.contains_key(&ObjectRef {
+            resource: resource.to_string(),
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+        })
+    }
+
     /// Whether the delivery lanes record `resource`'s events (the resources the oracles
     /// watch in ground truth: the others have no truth lane to compare with).
     pub fn keeps_lanes_for(&self, resource: &str) -> bool {
@@ -1009,12 +1018,25 @@ fn hot_violation(
     }) {
         return None;
     }
-    let churn: BTreeSet<String> = match diffs.split_first() {
-        Some((first, rest)) => rest.iter().fold((*first).clone(), |acc, d| {
-            acc.intersection(d).cloned().collect()
-        }),
-        None => BTreeSet::new(),
+    // A field churns when every write changed it — or changed a whole object above it
+    // (the first stamp adds `metadata.annotations` itself, the next ones one key in it).
+    let covers = |q: &str, p: &str| {
+        p == q
+            || p.strip_prefix(q)
+                .is_some_and(|rest| rest.starts_with('.') || rest.starts_with('['))
     };
+    let churn: BTreeSet<String> = diffs
+        .iter()
+        .flat_map(|d| d.iter())
+        .filter(|p| diffs.iter().all(|d| d.iter().any(|q| covers(q, p))))
+        .cloned()
+        .collect();
+    // Name the deepest: drop a path another churning one is below.
+    let churn: BTreeSet<String> = churn
+        .iter()
+        .filter(|p| !churn.iter().any(|c| c != *p && covers(p, c)))
+        .cloned()
+        .collect();
     let fields = if churn.is_empty() {
         "(fields unknown: the object is not watched; add its resource to hotLoop.resources)"
             .to_string()

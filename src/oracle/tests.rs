@@ -111,14 +111,19 @@ fn hot_loop_names_the_field_that_changes_on_every_write() {
             200,
             at,
         );
-        o.on_object(
-            "widgets.example.com",
-            &json!({"metadata": {"name": "w1", "namespace": "default", "resourceVersion": i.to_string(),
-                "annotations": {"example.com/last-reconciled": format!("2026-11-22T10:00:{i:02}Z"), "stable": "x"},
-                "managedFields": [{"time": format!("{i}")}]},
-                "spec": {"size": 3}}),
-            at,
-        );
+        // The first write adds the annotations (the diff names `metadata.annotations`
+        // whole), the others change one key in them: the key is what churns.
+        let mut obj = json!({"metadata": {"name": "w1", "namespace": "default", "resourceVersion": i.to_string(),
+            "annotations": {"example.com/last-reconciled": format!("2026-11-22T10:00:{i:02}Z"), "stable": "x"},
+            "managedFields": [{"time": format!("{i}")}]},
+            "spec": {"size": 3}});
+        if i == 0 {
+            obj["metadata"]
+                .as_object_mut()
+                .unwrap()
+                .remove("annotations");
+        }
+        o.on_object("widgets.example.com", &obj, at);
         // A different client's reads and an unnamed write do not count.
         o.on_request(
             "operator",

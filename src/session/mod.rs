@@ -31,6 +31,9 @@ use crate::trace::{Record, Stamped};
 
 pub use snapshot::{Extent, Snapshot};
 
+/// How long a run goes on after `stop_early` first says it may end.
+const EARLY_GRACE: Duration = Duration::from_secs(1);
+
 /// The listener (and client) names a session gives its two processes.
 pub const CONTROLLER: &str = "controller";
 pub const WORKLOAD: &str = "workload";
@@ -263,6 +266,17 @@ async fn with_upstream(
             return Err(e.context("applying --setup"));
         }
     };
+    // The oracles judge from ground truth: the controller starts once ground truth has
+    // the setup's objects (a hot loop in its first 100 ms is then judged with the fields
+    // it churns, a convergence from the object's first state).
+    let watched = running.oracles.config.watched_resources();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    for a in applied.iter().filter(|a| watched.contains(&a.resource)) {
+        let ns = a.namespace.as_deref().unwrap_or("");
+        while !running.oracles.has_seen(&a.resource, ns, &a.name) && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
     let kubeconfig_for = |name: &str| -> Result<PathBuf> {
         let path = o.dir.join(format!("{name}.kubeconfig"));
         crate::kubeconfig::write(
@@ -330,6 +344,7 @@ async fn with_upstream(
     let mut workload_exit: Option<i32> = None;
     let mut workload_done_at: Option<SystemTime> = None;
     let mut controller_failed = None;
+    let mut early: Option<Instant> = None;
     let mut cancel = o.cancel.clone();
     let mut interrupted = std::pin::pin!(async move {
         if o.interruptible {
@@ -389,10 +404,16 @@ async fn with_upstream(
                 continue;
             }
         }
+        // Stop early a second after `stop_early` first says so: ground truth, a watch
+        // behind a write storm, catches up with the writes it judges (the hot loop's
+        // churning fields come from it).
         if let Some(stop) = &o.stop_early
             && stop(&running.oracles)
         {
-            break Ended::Early;
+            let since = *early.get_or_insert_with(Instant::now);
+            if since.elapsed() >= EARLY_GRACE {
+                break Ended::Early;
+            }
         }
         match o.end {
             End::After(d) if clock.elapsed() >= d => break Ended::Duration,
