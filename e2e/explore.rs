@@ -15,17 +15,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Mutex;
 
-use common::{BIN, Sim};
+use common::{BIN, Sim, repo};
 use serde_json::Value;
 
 const GR: &str = "gitrepositories.source.toolkit.fluxcd.io";
 const CONTROLLER_ENV: &str = "STALEMATE_E2E_EXPLORE_CONTROLLER";
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-fn repo(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
-}
 
 /// Run as a controller when explore starts this binary again.
 #[test]
@@ -346,18 +342,7 @@ fn explores_a_cluster_and_puts_it_back() {
     let sim = Sim::start();
     let dir = tempfile::tempdir().unwrap();
     // Something of the user's that the controller reconciles too: explore must leave it.
-    let crd = sim.kubectl_stdin(&["apply", "-f", "-"], stalemate::demo::controller::CRD);
-    assert!(
-        crd.status.success(),
-        "{}",
-        String::from_utf8_lossy(&crd.stderr)
-    );
-    sim.kubectl_ok(&[
-        "wait",
-        "--for",
-        "condition=established",
-        &format!("crd/{GR}"),
-    ]);
+    common::install_demo_crd(&sim);
     sim.kubectl_ok(&["create", "namespace", "other"]);
     sim.kubectl_stdin(
         &["apply", "-f", "-"],

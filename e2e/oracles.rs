@@ -266,13 +266,7 @@ fn run_returns_1_when_the_controller_is_stuck_and_0_when_fixed() {
     .unwrap();
     let go = |fixed: bool| {
         let sim = Sim::start();
-        sim.kubectl_stdin(&["apply", "-f", "-"], stalemate::demo::controller::CRD);
-        sim.kubectl_ok(&[
-            "wait",
-            "--for",
-            "condition=established",
-            &format!("crd/{GR}"),
-        ]);
+        common::install_demo_crd(&sim);
         let repo = r#"{"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
             "metadata": {"name": "podinfo", "namespace": "default"}, "spec": {"url": "https://example.com/podinfo"}}"#;
         let out = sim.kubectl_stdin(&["create", "-f", "-"], repo);
@@ -357,13 +351,7 @@ fn run_restarts_the_controller_and_judges_its_recovery() {
     )
     .unwrap();
     let sim = Sim::start();
-    sim.kubectl_stdin(&["apply", "-f", "-"], stalemate::demo::controller::CRD);
-    sim.kubectl_ok(&[
-        "wait",
-        "--for",
-        "condition=established",
-        &format!("crd/{GR}"),
-    ]);
+    common::install_demo_crd(&sim);
     let repo = r#"{"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
         "metadata": {"name": "podinfo", "namespace": "default"}, "spec": {"url": "https://example.com/podinfo"}}"#;
     assert!(

@@ -6,16 +6,12 @@
 #[path = "common/mod.rs"]
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{Proxy, Sim, wait_for};
+use common::{KillOnDrop, Proxy, Sim, repo, wait_for};
 use serde_json::{Value, json};
-
-fn repo(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
-}
 
 fn promtool(args: &[&str], dir: &Path) -> (bool, String) {
     let out = Command::new("promtool")
@@ -113,16 +109,6 @@ fn free_port() -> u16 {
         .port()
 }
 
-/// A child process killed when dropped.
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 fn query(prom: &str, q: &str) -> Vec<Value> {
     let out = Command::new("curl")
         .args(["-sf", "--get", "--data-urlencode"])
@@ -173,7 +159,7 @@ fn a_real_prometheus_records_a_freeze() {
         ),
     )
     .unwrap();
-    let _prometheus = Killed(
+    let _prometheus = KillOnDrop(
         Command::new("prometheus")
             .arg(format!(
                 "--config.file={}",
@@ -199,7 +185,7 @@ fn a_real_prometheus_records_a_freeze() {
 
     sim.kubectl_ok(&["create", "configmap", "watched", "-n", "default"]);
     // A watch through the proxy, then a freeze on configmaps for 20 s.
-    let _watch = Killed(
+    let _watch = KillOnDrop(
         common::kubectl_cmd(&proxy.kubeconfig, &dir.path().join("kubectl-cache"))
             .args(["get", "configmaps", "-n", "default", "-w", "-o", "name"])
             .stdout(Stdio::null())

@@ -9,6 +9,11 @@ use std::time::{Duration, Instant};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_stalemate");
 
+/// A path in the repository (examples, deploy files, e2e clients).
+pub fn repo(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
+}
+
 /// A running `stalemate sim`, killed when dropped.
 pub struct Sim {
     child: Child,
@@ -302,6 +307,23 @@ pub fn install_gitrepo_crd(sim: &Sim) {
         "--for",
         "condition=established",
         "crd/gitrepositories.source.testbed.example.com",
+    ]);
+}
+
+/// Install the demo controller's GitRepository CRD (`source.toolkit.fluxcd.io`), and wait
+/// until it is established.
+pub fn install_demo_crd(sim: &Sim) {
+    let out = sim.kubectl_stdin(&["apply", "-f", "-"], stalemate::demo::controller::CRD);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    sim.kubectl_ok(&[
+        "wait",
+        "--for",
+        "condition=established",
+        "crd/gitrepositories.source.toolkit.fluxcd.io",
     ]);
 }
 

@@ -37,15 +37,8 @@ controller output; summary.json and summary.html.
 Exit status: 0 nothing found, 1 findings (or the controller fails without any fault),
 2 explore itself failed.")]
 pub struct ExploreArgs {
-    /// Manifests applied before every run (YAML or JSON; CRDs first, waited for).
-    #[arg(long, value_name = "FILE", num_args = 1..)]
-    pub setup: Vec<PathBuf>,
-
-    /// What a user does while the controller runs: a shell command started once the
-    /// controller has settled, with its own KUBECONFIG (a second client; windows can open
-    /// on its requests).
-    #[arg(long, value_name = "CMD")]
-    pub workload: Option<String>,
+    #[command(flatten)]
+    pub world: super::run::WorldArgs,
 
     /// Explore on this cluster instead of the embedded simulator (trials run one at a
     /// time; what they create is deleted between them).
@@ -108,7 +101,7 @@ pub struct ExploreArgs {
 }
 
 pub async fn run(args: ExploreArgs) -> Result<ExitCode> {
-    let setup = crate::setup::load(&args.setup)?;
+    let setup = crate::setup::load(&args.world.setup)?;
     let oracles = match &args.oracles {
         Some(p) => {
             let text =
@@ -123,9 +116,9 @@ pub async fn run(args: ExploreArgs) -> Result<ExitCode> {
     let cluster = args.upstream_kubeconfig.is_some();
     let cfg = Config {
         controller: args.cmd,
-        setup_paths: args.setup,
+        setup_paths: args.world.setup,
         setup,
-        workload: args.workload,
+        workload: args.world.workload,
         upstream: match args.upstream_kubeconfig {
             Some(path) => Upstream::Kubeconfig {
                 path: Some(path),

@@ -48,16 +48,8 @@ pub struct RunArgs {
     #[arg(long, conflicts_with_all = ["upstream_kubeconfig", "context"])]
     pub sim: bool,
 
-    /// Manifests (YAML or JSON, several documents each) applied before CMD starts: CRDs
-    /// first, waited for until served, then namespaces, then the rest.
-    #[arg(long, value_name = "FILE", num_args = 1..)]
-    pub setup: Vec<PathBuf>,
-
-    /// A shell command run once CMD has settled, with its own KUBECONFIG through a second
-    /// listener of the proxy (the client `{"listener": "workload"}`; CMD's is
-    /// `{"listener": "controller"}`).
-    #[arg(long, value_name = "CMD")]
-    pub workload: Option<String>,
+    #[command(flatten)]
+    pub world: WorldArgs,
 
     /// Upstream kubeconfig (default: $KUBECONFIG, then ~/.kube/config).
     #[arg(long, value_name = "FILE")]
@@ -88,9 +80,25 @@ pub struct RunArgs {
     pub cmd: Vec<String>,
 }
 
+/// What a run starts from and what happens during it — `run` and `explore` take the same.
+#[derive(Debug, Args)]
+pub struct WorldArgs {
+    /// Manifests (YAML or JSON, several documents each) applied before CMD starts (before
+    /// every run, for explore): CRDs first, waited for until served, then namespaces, then
+    /// the rest.
+    #[arg(long, value_name = "FILE", num_args = 1..)]
+    pub setup: Vec<PathBuf>,
+
+    /// What a user does while CMD runs: a shell command started once CMD has settled, with
+    /// its own KUBECONFIG through a second listener of the proxy — another client (`{"listener":
+    /// "workload"}`; CMD's is `{"listener": "controller"}`) whose requests windows can open on.
+    #[arg(long, value_name = "CMD")]
+    pub workload: Option<String>,
+}
+
 pub async fn run(args: RunArgs) -> Result<ExitCode> {
     let schedule = super::check::load(&args.schedule)?;
-    let setup = crate::setup::load(&args.setup)?;
+    let setup = crate::setup::load(&args.world.setup)?;
     let dir = std::env::temp_dir().join(format!("stalemate-run-{}", uuid::Uuid::new_v4()));
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let upstream = if args.sim {
@@ -103,7 +111,7 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
     };
     let mut o = Options::new(upstream, schedule, args.cmd.clone(), dir.clone());
     o.setup = setup;
-    o.workload = args.workload.clone();
+    o.workload = args.world.workload.clone();
     o.end = match (args.quiet, args.duration) {
         (Some(quiet), cap) => End::Quiet {
             quiet,

@@ -19,6 +19,8 @@ pub mod differ;
 pub mod judge;
 pub mod output;
 pub mod plan;
+mod progress;
+mod shrink;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -32,6 +34,7 @@ use crate::schedule::Schedule;
 use crate::session::{self, End, Ended, Outcome, TraceTo, Upstream};
 use judge::{Baseline, Found};
 use plan::Plan;
+use progress::Progress;
 
 /// Everything `explore` was asked.
 #[derive(Debug, Clone)]
@@ -170,7 +173,6 @@ struct Shared {
 struct Search {
     shared: Arc<Shared>,
     trials: Vec<Trial>,
-    cluster: bool,
     progress: Progress,
 }
 
@@ -200,7 +202,6 @@ pub async fn run(cfg: Config) -> Result<Verdict> {
     });
     let mut s = Search {
         progress: Progress::new(shared.cfg.progress_bar),
-        cluster: shared.cluster.is_some(),
         shared: shared.clone(),
         trials: Vec::new(),
     };
@@ -322,7 +323,7 @@ impl Search {
                 sh.options(base.clone(), "reference-1")?,
                 sh.options(base.clone(), "reference-2")?,
             );
-            if !self.cluster && self.shared.cfg.jobs >= 2 {
+            if self.shared.cluster.is_none() && self.shared.cfg.jobs >= 2 {
                 let (a, b) = tokio::join!(sh.one(oa), sh.one(ob));
                 (a?, b?)
             } else {
@@ -411,7 +412,7 @@ impl Search {
             .map_or(plans.len(), |b| b.min(plans.len()));
         self.progress.start(planned as u64);
         let baseline = Arc::new(baseline);
-        let jobs = if self.cluster {
+        let jobs = if self.shared.cluster.is_some() {
             1
         } else {
             self.shared.cfg.jobs.max(1)
@@ -541,199 +542,5 @@ impl Search {
                 }
             })
             .collect()
-    }
-
-    /// Make a finding's plan as small as it goes: windows it does not need dropped, then
-    /// each window's duration bisected (at most `--shrink-steps` trials per window).
-    async fn shrink(
-        &mut self,
-        f: &mut Finding,
-        base: &Schedule,
-        hint: &session::Extent,
-        baseline: &Arc<Baseline>,
-        next_id: &mut usize,
-    ) -> Result<()> {
-        let Some(best) = self.trials.iter().find(|t| t.id == f.trial).cloned() else {
-            return Ok(());
-        };
-        let key = f.signatures[0].clone();
-        let mut windows = best.schedule.windows.clone();
-        let mut tries = 0;
-        // Drop windows one at a time.
-        let mut i = 0;
-        while windows.len() > 1 && i < windows.len() && tries < self.shared.cfg.shrink_steps {
-            let mut fewer = windows.clone();
-            fewer.remove(i);
-            let candidate = Schedule {
-                windows: fewer.clone(),
-                ..base.clone()
-            };
-            if !candidate.check("shrink").is_empty() {
-                i += 1;
-                continue;
-            }
-            tries += 1;
-            if self
-                .still_fails(f, candidate, &key, hint, baseline, next_id, &best)
-                .await?
-            {
-                windows = fewer;
-            } else {
-                i += 1;
-            }
-        }
-        // Bisect durations.
-        for w in 0..windows.len() {
-            let Some(d) = windows[w].duration.map(|d| d.0) else {
-                continue;
-            };
-            // Restarts and relists act when they open: their length is not the cause.
-            if windows[w].fault.behaviour().needs_process()
-                || matches!(windows[w].fault, crate::fault::Fault::Relist(_))
-            {
-                continue;
-            }
-            let (mut lo, mut hi) = (Duration::ZERO, d);
-            for _ in 0..self.shared.cfg.shrink_steps {
-                let mid = round10((lo + hi) / 2);
-                if mid <= lo || mid >= hi {
-                    break;
-                }
-                let mut shorter = windows.clone();
-                shorter[w].duration = Some(crate::duration::GoDuration(mid));
-                let candidate = Schedule {
-                    windows: shorter.clone(),
-                    ..base.clone()
-                };
-                if self
-                    .still_fails(f, candidate, &key, hint, baseline, next_id, &best)
-                    .await?
-                {
-                    hi = mid;
-                    windows = shorter;
-                } else {
-                    lo = mid;
-                }
-            }
-        }
-        Ok(())
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    async fn still_fails(
-        &mut self,
-        f: &mut Finding,
-        schedule: Schedule,
-        key: &str,
-        hint: &session::Extent,
-        baseline: &Arc<Baseline>,
-        next_id: &mut usize,
-        best: &Trial,
-    ) -> Result<bool> {
-        let id = *next_id;
-        *next_id += 1;
-        let job = Job {
-            id,
-            plan: Plan {
-                label: format!("{} (shrinking finding {})", best.plan, f.number),
-                slug: best.slug.clone(),
-                round: best.round,
-                windows: schedule.windows.clone(),
-            },
-            shrinking: Some(f.number),
-            schedule,
-        };
-        let t = self
-            .shared
-            .clone()
-            .trial(job, hint.clone(), baseline.clone())
-            .await?;
-        let fails = t.found.iter().any(|x| x.signature == key);
-        self.progress.trial(&t, self.found_so_far(&t));
-        if fails {
-            f.trial = t.id;
-            f.found = t.found.clone();
-            f.files = t.files.clone();
-            f.signatures = judge::signatures(&t.found);
-            if !f.signatures.iter().any(|s| s == key) {
-                f.signatures.insert(0, key.to_string());
-            }
-            let pos = f.signatures.iter().position(|s| s == key).unwrap_or(0);
-            f.signatures.swap(0, pos);
-        }
-        self.trials.push(t);
-        Ok(fails)
-    }
-}
-
-fn round10(d: Duration) -> Duration {
-    Duration::from_millis((d.as_millis() as u64).div_ceil(10) * 10)
-}
-
-/// Progress: a bar on a terminal, a line per trial otherwise.
-struct Progress {
-    bar: Option<indicatif::ProgressBar>,
-    want_bar: bool,
-}
-
-impl Progress {
-    fn new(want_bar: bool) -> Progress {
-        Progress {
-            bar: None,
-            want_bar,
-        }
-    }
-
-    fn start(&mut self, planned: u64) {
-        if self.want_bar {
-            let bar = indicatif::ProgressBar::new(planned);
-            if let Ok(style) = indicatif::ProgressStyle::with_template(
-                "{spinner} trials {pos}/{len} [{bar:30}] {msg} (ETA {eta})",
-            ) {
-                bar.set_style(style.progress_chars("=> "));
-            }
-            bar.set_message("0 findings");
-            bar.enable_steady_tick(Duration::from_millis(200));
-            self.bar = Some(bar);
-        }
-    }
-
-    fn say(&self, line: &str) {
-        match &self.bar {
-            Some(b) => b.println(line),
-            None => eprintln!("{line}"),
-        }
-    }
-
-    fn trial(&self, t: &Trial, findings: usize) {
-        let what = match t.verdict.as_str() {
-            "fail" => format!(
-                "FAIL: {}",
-                t.found.first().map(|f| f.message.as_str()).unwrap_or("")
-            ),
-            "error" => format!("error: {}", t.error.as_deref().unwrap_or("")),
-            v => v.to_string(),
-        };
-        match &self.bar {
-            Some(b) => {
-                if t.shrinking.is_none() {
-                    b.inc(1);
-                }
-                b.set_message(format!(
-                    "{findings} finding{}",
-                    if findings == 1 { "" } else { "s" }
-                ));
-                if t.verdict != "pass" {
-                    b.println(format!("trial {}: {} → {what}", t.id, t.plan));
-                }
-            }
-            None => eprintln!("trial {} ({:.1}s): {} → {what}", t.id, t.seconds, t.plan),
-        }
-    }
-
-    fn finish(&self) {
-        if let Some(b) = &self.bar {
-            b.finish_and_clear();
-        }
     }
 }

@@ -17,6 +17,7 @@ use serde::Serialize;
 
 use super::judge::Found;
 use super::{Config, Finding, Trial};
+use crate::report::html::esc;
 use crate::session::{Outcome, Upstream};
 
 pub const SCHEMA: &str = "stalemate.explore/v1";
@@ -332,13 +333,6 @@ impl Summary {
         ));
         t
     }
-}
-
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }
 
 /// `summary.html`: one file, no scripts.

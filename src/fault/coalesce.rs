@@ -27,16 +27,7 @@ impl Behaviour for Coalesce {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    struct NoDraw;
-    impl Random for NoDraw {
-        fn uniform(&self, lo: f64, _hi: f64) -> f64 {
-            lo
-        }
-        fn chance(&self, _p: f64) -> bool {
-            false
-        }
-    }
+    use crate::fault::NoDraw;
 
     #[test]
     fn holds_to_replace_and_reads_from_the_view() {

@@ -28,16 +28,7 @@ impl Behaviour for Freeze {
 mod tests {
     use super::*;
     use crate::fault::Fault;
-
-    struct NoDraw;
-    impl Random for NoDraw {
-        fn uniform(&self, lo: f64, _hi: f64) -> f64 {
-            lo
-        }
-        fn chance(&self, _p: f64) -> bool {
-            false
-        }
-    }
+    use crate::fault::NoDraw;
 
     #[test]
     fn holds_everything_and_reads_from_the_view() {

@@ -33,17 +33,8 @@ impl Behaviour for Latency {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fault::NoDraw;
     use std::time::Duration;
-
-    struct NoDraw;
-    impl Random for NoDraw {
-        fn uniform(&self, lo: f64, _hi: f64) -> f64 {
-            lo
-        }
-        fn chance(&self, _p: f64) -> bool {
-            false
-        }
-    }
 
     #[test]
     fn delays_the_verbs_it_names() {

@@ -205,6 +205,20 @@ pub fn combined_hold(holds: impl IntoIterator<Item = HoldMode>) -> Option<HoldMo
     mode
 }
 
+/// Tests' randomness that never draws: the low end, never by chance.
+#[cfg(test)]
+pub(crate) struct NoDraw;
+
+#[cfg(test)]
+impl Random for NoDraw {
+    fn uniform(&self, lo: f64, _hi: f64) -> f64 {
+        lo
+    }
+    fn chance(&self, _p: f64) -> bool {
+        false
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -337,6 +337,8 @@ pub struct Oracles {
     /// When each client last wrote (successfully or not): how `explore` tells a quiet
     /// controller.
     last_writes: Mutex<std::collections::HashMap<String, SystemTime>>,
+    /// `config.watched_resources()`, asked at every watch stream's start.
+    watched: BTreeSet<String>,
 }
 
 /// Count `at` in a one-minute sliding window; returns the count.
@@ -415,6 +417,7 @@ pub fn changed_paths(a: &Value, b: &Value) -> BTreeSet<String> {
 impl Oracles {
     pub fn new(config: OracleConfig, started: SystemTime) -> Oracles {
         Oracles {
+            watched: config.watched_resources(),
             config,
             started,
             state: Mutex::new(State::default()),
@@ -562,7 +565,7 @@ impl Oracles {
     /// Whether the delivery lanes record `resource`'s events (the resources the oracles
     /// watch in ground truth: the others have no truth lane to compare with).
     pub fn keeps_lanes_for(&self, resource: &str) -> bool {
-        self.config.watched_resources().contains(resource)
+        self.watched.contains(resource)
     }
 
     /// What the proxy did with one watch event of one object for one client.

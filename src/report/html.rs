@@ -10,7 +10,8 @@ use std::fmt::Write as _;
 use super::Report;
 use crate::oracle::staleness::{DeliveryMark, TruthMark, gaps};
 
-fn esc(s: &str) -> String {
+/// Escape text for HTML (element content and quoted attributes).
+pub fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
@@ -226,14 +227,7 @@ pub fn render(r: &Report) -> String {
                 m.code
             ));
             if m.code == 409 {
-                let _ = write!(
-                    svg,
-                    r##"<path class="conflict" d="M{a:.1} {b:.1} L{c:.1} {d:.1} M{a:.1} {d:.1} L{c:.1} {b:.1}" stroke="#c53030" stroke-width="2"><title>{title}</title></path>"##,
-                    a = mx - 4.0,
-                    b = y - 4.0,
-                    c = mx + 4.0,
-                    d = y + 4.0,
-                );
+                cross(&mut svg, "conflict", mx, y, 4.0, "#c53030", 2.0, &title);
             } else {
                 let _ = write!(
                     svg,
@@ -325,6 +319,25 @@ table {{ border-collapse: collapse; }} td, th {{ border: 1px solid #e2e8f0; padd
         secs = total,
         vcls = r.verdict.replace(' ', "-"),
     )
+}
+
+/// An ✕ of half-size `r` at (x, y), with a tooltip (`title` already escaped).
+#[allow(clippy::too_many_arguments)]
+fn cross(
+    svg: &mut String,
+    class: &str,
+    x: f64,
+    y: f64,
+    r: f64,
+    stroke: &str,
+    width: f64,
+    title: &str,
+) {
+    let (a, b, c, d) = (x - r, y - r, x + r, y + r);
+    let _ = write!(
+        svg,
+        r##"<path class="{class}" d="M{a:.1} {b:.1} L{c:.1} {d:.1} M{a:.1} {d:.1} L{c:.1} {b:.1}" stroke="{stroke}" stroke-width="{width}"><title>{title}</title></path>"##,
+    );
 }
 
 /// An object's truth row and one row per client, the gap between them shaded.
@@ -452,14 +465,7 @@ fn staleness_rows(
                     );
                 }
                 "dropped" => {
-                    let _ = write!(
-                        svg,
-                        r##"<path class="dropped" d="M{a:.1} {b:.1} L{c:.1} {e:.1} M{a:.1} {e:.1} L{c:.1} {b:.1}" stroke="#718096" stroke-width="1.5"><title>{title}</title></path>"##,
-                        a = dx - 3.0,
-                        b = cy - 3.0,
-                        c = dx + 3.0,
-                        e = cy + 3.0,
-                    );
+                    cross(svg, "dropped", dx, cy, 3.0, "#718096", 1.5, &title);
                 }
                 _ => {
                     let _ = write!(

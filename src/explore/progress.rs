@@ -1,0 +1,74 @@
+//! Progress: a bar on a terminal (trials done of planned, findings so far, ETA), a line
+//! per trial otherwise.
+
+use std::time::Duration;
+
+use super::Trial;
+
+/// Progress: a bar on a terminal, a line per trial otherwise.
+pub(super) struct Progress {
+    bar: Option<indicatif::ProgressBar>,
+    want_bar: bool,
+}
+
+impl Progress {
+    pub(super) fn new(want_bar: bool) -> Progress {
+        Progress {
+            bar: None,
+            want_bar,
+        }
+    }
+
+    pub(super) fn start(&mut self, planned: u64) {
+        if self.want_bar {
+            let bar = indicatif::ProgressBar::new(planned);
+            if let Ok(style) = indicatif::ProgressStyle::with_template(
+                "{spinner} trials {pos}/{len} [{bar:30}] {msg} (ETA {eta})",
+            ) {
+                bar.set_style(style.progress_chars("=> "));
+            }
+            bar.set_message("0 findings");
+            bar.enable_steady_tick(Duration::from_millis(200));
+            self.bar = Some(bar);
+        }
+    }
+
+    pub(super) fn say(&self, line: &str) {
+        match &self.bar {
+            Some(b) => b.println(line),
+            None => eprintln!("{line}"),
+        }
+    }
+
+    pub(super) fn trial(&self, t: &Trial, findings: usize) {
+        let what = match t.verdict.as_str() {
+            "fail" => format!(
+                "FAIL: {}",
+                t.found.first().map(|f| f.message.as_str()).unwrap_or("")
+            ),
+            "error" => format!("error: {}", t.error.as_deref().unwrap_or("")),
+            v => v.to_string(),
+        };
+        match &self.bar {
+            Some(b) => {
+                if t.shrinking.is_none() {
+                    b.inc(1);
+                }
+                b.set_message(format!(
+                    "{findings} finding{}",
+                    if findings == 1 { "" } else { "s" }
+                ));
+                if t.verdict != "pass" {
+                    b.println(format!("trial {}: {} → {what}", t.id, t.plan));
+                }
+            }
+            None => eprintln!("trial {} ({:.1}s): {} → {what}", t.id, t.seconds, t.plan),
+        }
+    }
+
+    pub(super) fn finish(&self) {
+        if let Some(b) = &self.bar {
+            b.finish_and_clear();
+        }
+    }
+}

@@ -1,0 +1,143 @@
+//! Shrinking a finding: the simplest plan that still shows it. Windows the finding does
+//! not need are dropped, then each window's duration is bisected — `--shrink-steps`
+//! trials per window, rounded to 10 ms — keeping the shortest that still fails with the
+//! finding's first signature.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Result;
+
+use super::judge::{self, Baseline};
+use super::plan::Plan;
+use super::{Finding, Job, Search, Trial};
+use crate::schedule::Schedule;
+use crate::session;
+
+impl Search {
+    /// Make a finding's plan as small as it goes: windows it does not need dropped, then
+    /// each window's duration bisected (at most `--shrink-steps` trials per window).
+    pub(super) async fn shrink(
+        &mut self,
+        f: &mut Finding,
+        base: &Schedule,
+        hint: &session::Extent,
+        baseline: &Arc<Baseline>,
+        next_id: &mut usize,
+    ) -> Result<()> {
+        let Some(best) = self.trials.iter().find(|t| t.id == f.trial).cloned() else {
+            return Ok(());
+        };
+        let key = f.signatures[0].clone();
+        let mut windows = best.schedule.windows.clone();
+        let mut tries = 0;
+        // Drop windows one at a time.
+        let mut i = 0;
+        while windows.len() > 1 && i < windows.len() && tries < self.shared.cfg.shrink_steps {
+            let mut fewer = windows.clone();
+            fewer.remove(i);
+            let candidate = Schedule {
+                windows: fewer.clone(),
+                ..base.clone()
+            };
+            if !candidate.check("shrink").is_empty() {
+                i += 1;
+                continue;
+            }
+            tries += 1;
+            if self
+                .still_fails(f, candidate, &key, hint, baseline, next_id, &best)
+                .await?
+            {
+                windows = fewer;
+            } else {
+                i += 1;
+            }
+        }
+        // Bisect durations.
+        for w in 0..windows.len() {
+            let Some(d) = windows[w].duration.map(|d| d.0) else {
+                continue;
+            };
+            // Restarts and relists act when they open: their length is not the cause.
+            if windows[w].fault.behaviour().needs_process()
+                || matches!(windows[w].fault, crate::fault::Fault::Relist(_))
+            {
+                continue;
+            }
+            let (mut lo, mut hi) = (Duration::ZERO, d);
+            for _ in 0..self.shared.cfg.shrink_steps {
+                let mid = round10((lo + hi) / 2);
+                if mid <= lo || mid >= hi {
+                    break;
+                }
+                let mut shorter = windows.clone();
+                shorter[w].duration = Some(crate::duration::GoDuration(mid));
+                let candidate = Schedule {
+                    windows: shorter.clone(),
+                    ..base.clone()
+                };
+                if self
+                    .still_fails(f, candidate, &key, hint, baseline, next_id, &best)
+                    .await?
+                {
+                    hi = mid;
+                    windows = shorter;
+                } else {
+                    lo = mid;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn still_fails(
+        &mut self,
+        f: &mut Finding,
+        schedule: Schedule,
+        key: &str,
+        hint: &session::Extent,
+        baseline: &Arc<Baseline>,
+        next_id: &mut usize,
+        best: &Trial,
+    ) -> Result<bool> {
+        let id = *next_id;
+        *next_id += 1;
+        let job = Job {
+            id,
+            plan: Plan {
+                label: format!("{} (shrinking finding {})", best.plan, f.number),
+                slug: best.slug.clone(),
+                round: best.round,
+                windows: schedule.windows.clone(),
+            },
+            shrinking: Some(f.number),
+            schedule,
+        };
+        let t = self
+            .shared
+            .clone()
+            .trial(job, hint.clone(), baseline.clone())
+            .await?;
+        let fails = t.found.iter().any(|x| x.signature == key);
+        self.progress.trial(&t, self.found_so_far(&t));
+        if fails {
+            f.trial = t.id;
+            f.found = t.found.clone();
+            f.files = t.files.clone();
+            f.signatures = judge::signatures(&t.found);
+            if !f.signatures.iter().any(|s| s == key) {
+                f.signatures.insert(0, key.to_string());
+            }
+            let pos = f.signatures.iter().position(|s| s == key).unwrap_or(0);
+            f.signatures.swap(0, pos);
+        }
+        self.trials.push(t);
+        Ok(fails)
+    }
+}
+
+fn round10(d: Duration) -> Duration {
+    Duration::from_millis((d.as_millis() as u64).div_ceil(10) * 10)
+}
