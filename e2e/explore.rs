@@ -74,16 +74,19 @@ struct Explored {
 
 fn explore(dir: &Path, controller: &str, args: &[&str]) -> Explored {
     let out_dir = dir.join(format!("out-{controller}"));
-    let out = Command::new(BIN)
-        .arg("explore")
-        .args(args)
-        .arg("--out")
-        .arg(&out_dir)
-        .arg("--")
-        .args(controller_argv())
-        .env(CONTROLLER_ENV, controller)
-        .output()
-        .unwrap();
+    // In a process group of its own: an --envtest control plane shares it, and is killed
+    // with it whatever happens.
+    let out = common::envtest::output_in_group(
+        Command::new(BIN)
+            .arg("explore")
+            .args(args)
+            .arg("--out")
+            .arg(&out_dir)
+            .arg("--")
+            .args(controller_argv())
+            .env(CONTROLLER_ENV, controller)
+            .env("STALEMATE_E2E_MARKER", marker(controller)),
+    );
     let summary = std::fs::read(out_dir.join("summary.json"))
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok())
@@ -94,6 +97,29 @@ fn explore(dir: &Path, controller: &str, args: &[&str]) -> Explored {
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
         out: out_dir,
     }
+}
+
+/// What every process an explore of `controller` starts carries in its environment
+/// (its controllers, and an --envtest control plane's etcd and apiservers).
+fn marker(controller: &str) -> String {
+    format!("{controller}-{}", std::process::id())
+}
+
+/// The processes still running with `marker` in their environment.
+fn running_with(marker: &str) -> Vec<String> {
+    let want = format!("STALEMATE_E2E_MARKER={marker}");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            std::fs::read(e.path().join("environ"))
+                .is_ok_and(|env| env.split(|b| *b == 0).any(|kv| kv == want.as_bytes()))
+        })
+        .map(|e| {
+            let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+            String::from_utf8_lossy(&cmd).replace('\0', " ")
+        })
+        .collect()
 }
 
 /// Every message of every finding.
@@ -120,11 +146,11 @@ fn run_reproducer(finding: &Value, controller: &str) -> Output {
         .iter()
         .map(|a| a.as_str().unwrap().to_string())
         .collect();
-    Command::new(&argv[0])
-        .args(&argv[1..])
-        .env(CONTROLLER_ENV, controller)
-        .output()
-        .unwrap()
+    common::envtest::output_in_group(
+        Command::new(&argv[0])
+            .args(&argv[1..])
+            .env(CONTROLLER_ENV, controller),
+    )
 }
 
 fn gitrepo_setup() -> String {
@@ -334,6 +360,73 @@ fn duplicate_children_are_found_and_the_fix_is_clean() {
     assert_eq!(fixed.code, Some(0), "{}\n{}", fixed.stderr, fixed.summary);
 }
 
+/// On a real kube-apiserver (`--envtest`: a control plane of its own per run, side by
+/// side): F1 found, its reproducer — `stalemate run --envtest` — fails, the fix is clean,
+/// and no etcd or apiserver is left running afterwards.
+#[test]
+fn finds_f1_on_a_real_apiserver() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let setup = gitrepo_setup();
+    let assets = common::envtest::assets().display().to_string();
+    let args = [
+        "--envtest",
+        &assets,
+        "--setup",
+        &setup,
+        "--quiet",
+        "3s",
+        "--jobs",
+        "2",
+        "--budget",
+        "4",
+        "--shrink-steps",
+        "1",
+    ];
+    let e = explore(dir.path(), "gitrepo", &args);
+    assert_eq!(e.code, Some(1), "{}", e.stderr);
+    assert_eq!(e.summary["upstream"], "envtest");
+    let all = messages(&e.summary);
+    assert!(
+        all.iter().any(|m| m
+            == &format!("convergence {GR} demo/podinfo: InProgress: status.observedGeneration (0) != metadata.generation (1)")),
+        "{all:#?}"
+    );
+    let f = e.summary["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| {
+            f["runExits1"] == true && f["title"].as_str().unwrap().contains("observedGeneration")
+        })
+        .expect("F1, judged by stalemate run by itself");
+    let argv = f["reproduce"].to_string();
+    assert!(
+        argv.contains("\"--envtest\"") && !argv.contains("--sim"),
+        "{argv}"
+    );
+    let r = run_reproducer(f, "gitrepo");
+    assert_eq!(
+        r.status.code(),
+        Some(1),
+        "{}\n{}",
+        String::from_utf8_lossy(&r.stdout),
+        String::from_utf8_lossy(&r.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&r.stderr).contains("in front of a real kube-apiserver"),
+        "{}",
+        String::from_utf8_lossy(&r.stderr)
+    );
+    assert_eq!(running_with(&marker("gitrepo")), Vec::<String>::new());
+
+    let fixed = explore(dir.path(), "gitrepo-fixed", &args);
+    assert_eq!(fixed.code, Some(0), "{}\n{}", fixed.stderr, fixed.summary);
+    assert_eq!(fixed.summary["verdict"], "clean");
+    assert_eq!(fixed.summary["trialsRun"], 4);
+    assert_eq!(running_with(&marker("gitrepo-fixed")), Vec::<String>::new());
+}
+
 /// On a cluster: trials one at a time, `--reset` before each, what explore created
 /// deleted between trials and after the last. Nothing that was there before is touched.
 #[test]
@@ -452,16 +545,6 @@ fn an_interrupted_search_stops_its_controllers() {
         serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
     assert_eq!(summary["findings"].as_array().map(Vec::len), Some(0));
     // Nothing that carries this test's marker is still running.
-    let left: Vec<String> = std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter(|e| {
-            std::fs::read(e.path().join("environ")).is_ok_and(|env| {
-                env.split(|b| *b == 0)
-                    .any(|kv| kv == format!("STALEMATE_E2E_MARKER={marker}").as_bytes())
-            })
-        })
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
+    let left = running_with(&marker);
     assert!(left.is_empty(), "still running: {left:?}");
 }

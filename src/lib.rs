@@ -4,7 +4,8 @@
 //! Layout (README "Layout"): `proxy/` a request's stages; `fault/` one file per fault;
 //! `schedule/` which windows are open for whom; `watch/` codecs, the gate and views;
 //! `server` the in-process proxy; `session/` one run of a controller behind it (`run`,
-//! `explore`'s trials); `explore/` the search for bugs; `setup` the manifests a run
+//! `explore`'s trials), on an upstream of one of the kinds in `session/upstream/`;
+//! `envtest/` a real control plane on loopback; `explore/` the search for bugs; `setup` the manifests a run
 //! starts from; `upstream/` the real apiserver; `listen/` the rustls +
 //! hyper server; `oracle/` and `report/` the verdicts; `sim/` the embedded simulator;
 //! `cli/` one file per verb.
@@ -14,6 +15,7 @@ pub mod certs;
 pub mod cli;
 pub mod demo;
 pub mod duration;
+pub mod envtest;
 pub mod explore;
 pub mod fault;
 pub mod identity;

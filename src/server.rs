@@ -135,32 +135,92 @@ impl Running {
     }
 }
 
-/// Start a proxy in this process.
-pub async fn start(o: Options) -> Result<Running> {
+/// Start a proxy in this process: a short pipeline of the steps below.
+pub async fn start(mut o: Options) -> Result<Running> {
     if o.insecure_skip_upstream_verify {
         tracing::warn!(
             "--insecure-skip-upstream-verify: the upstream's certificate is NOT verified; anyone on the path can read and alter the traffic, credentials included"
         );
     }
-    let schedule = o.schedule;
-    if !o.controller_process
-        && let Some((i, w)) = schedule
-            .windows
-            .iter()
-            .enumerate()
-            .find(|(_, w)| w.fault.behaviour().needs_process())
-    {
-        anyhow::bail!(
-            "the schedule's windows[{i}] ({:?}) is a `{}` window: it needs a controller process stalemate owns (`stalemate run` or `explore`); `serve` has none to restart",
-            w.name,
-            w.fault.name()
-        );
-    }
-    let engine = crate::schedule::engine::Engine::new(&schedule);
+    refuse_process_windows(&o)?;
+    let tls = crate::listen::tls::server_config(&o.cert, &o.key, "the serving certificate")?;
+    let engine = crate::schedule::engine::Engine::new(&o.schedule);
     if o.controller_process {
         engine.expect_process();
     }
-    let upstream = Upstream::connect(
+    let upstream = connect_upstream(&o).await?;
+    let listeners = Listeners::bind(&o, &engine).await?;
+    let (trace, trace_writer) = open_trace(o.trace.as_deref(), o.trace_sink.take()).await?;
+    engine.set_trace(trace.clone());
+    let oracles = Arc::new(crate::oracle::Oracles::new(
+        o.schedule.oracles.clone().unwrap_or_default(),
+        std::time::SystemTime::now(),
+    ));
+    engine.set_oracles(oracles.clone());
+    let metrics = Arc::new(crate::metrics::Metrics::new());
+    register_metrics(&metrics, &engine, &oracles, o.max_held_bytes_total);
+    let gates = gates(&o, &engine, &metrics, &trace);
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let proxy = proxy(&o, &upstream, &metrics, &gates, &oracles, stop_rx.clone());
+    let truth = ground_truth(&upstream, &oracles)?;
+    engine.start(&o.schedule);
+    let admin = crate::admin::Admin {
+        metrics,
+        upstream: upstream.clone(),
+        gates,
+        token: o.admin_token.clone(),
+        oracles: oracles.clone(),
+    };
+    tracing::info!(url = %listeners.url, upstream = %upstream.base, admin = %listeners.admin_addr, upstream_credentials = upstream.has_credentials, "proxy serving");
+    let admin_task = serve_admin(listeners.admin, admin, stop_rx.clone());
+    let serve_task = match serve(&o, tls, listeners.main, listeners.extra, proxy, stop_rx) {
+        Ok(t) => t,
+        Err(e) => {
+            let _ = stop_tx.send(true);
+            truth.iter().for_each(|t| t.abort());
+            return Err(e);
+        }
+    };
+    Ok(Running {
+        url: listeners.url,
+        urls: listeners.urls,
+        admin: listeners.admin_addr,
+        ca: o.ca,
+        upstream,
+        oracles,
+        engine,
+        trace,
+        trace_writer,
+        stop_tx,
+        serve_task,
+        admin_task,
+        truth,
+    })
+}
+
+/// `restart` windows need a controller process stalemate owns; `serve` has none.
+fn refuse_process_windows(o: &Options) -> Result<()> {
+    if o.controller_process {
+        return Ok(());
+    }
+    match o
+        .schedule
+        .windows
+        .iter()
+        .enumerate()
+        .find(|(_, w)| w.fault.behaviour().needs_process())
+    {
+        Some((i, w)) => anyhow::bail!(
+            "the schedule's windows[{i}] ({:?}) is a `{}` window: it needs a controller process stalemate owns (`stalemate run` or `explore`); `serve` has none to restart",
+            w.name,
+            w.fault.name()
+        ),
+        None => Ok(()),
+    }
+}
+
+async fn connect_upstream(o: &Options) -> Result<Upstream> {
+    Upstream::connect(
         &o.source,
         &TransportOptions {
             insecure_skip_verify: o.insecure_skip_upstream_verify,
@@ -169,35 +229,63 @@ pub async fn start(o: Options) -> Result<Running> {
             lanes: o.threads.max(1) + 1,
         },
     )
-    .await?;
-    let tls = crate::listen::tls::server_config(&o.cert, &o.key, "the serving certificate")?;
-    let listener = tokio::net::TcpListener::bind(o.listen)
-        .await
-        .with_context(|| format!("--listen {}: cannot bind", o.listen))?;
-    let addr = listener.local_addr()?;
-    let admin_listener = tokio::net::TcpListener::bind(o.admin_listen)
-        .await
-        .with_context(|| format!("--admin-listen {}: cannot bind", o.admin_listen))?;
-    let admin_addr = admin_listener.local_addr()?;
-    let url = crate::listen::https_url(addr);
-    let mut urls = std::collections::BTreeMap::new();
-    if let Some(name) = &o.listen_name {
-        engine.name_listener(addr, name);
-        urls.insert(name.clone(), url.clone());
-    }
-    let mut extra = Vec::new();
-    for (name, at) in &o.named_listeners {
-        let l = tokio::net::TcpListener::bind(at)
+    .await
+}
+
+/// The proxy's sockets, bound (so a port in use is an error before anything runs).
+struct Listeners {
+    main: tokio::net::TcpListener,
+    url: String,
+    /// The named ones (the main one too, if named), by name.
+    urls: std::collections::BTreeMap<String, String>,
+    extra: Vec<tokio::net::TcpListener>,
+    admin: tokio::net::TcpListener,
+    admin_addr: SocketAddr,
+}
+
+impl Listeners {
+    async fn bind(o: &Options, engine: &crate::schedule::engine::Engine) -> Result<Listeners> {
+        let main = tokio::net::TcpListener::bind(o.listen)
             .await
-            .with_context(|| format!("listener {name:?} on {at}: cannot bind"))?;
-        let a = l.local_addr()?;
-        engine.name_listener(a, name);
-        urls.insert(name.clone(), crate::listen::https_url(a));
-        extra.push(l);
+            .with_context(|| format!("--listen {}: cannot bind", o.listen))?;
+        let addr = main.local_addr()?;
+        let admin = tokio::net::TcpListener::bind(o.admin_listen)
+            .await
+            .with_context(|| format!("--admin-listen {}: cannot bind", o.admin_listen))?;
+        let admin_addr = admin.local_addr()?;
+        let url = crate::listen::https_url(addr);
+        let mut urls = std::collections::BTreeMap::new();
+        if let Some(name) = &o.listen_name {
+            engine.name_listener(addr, name);
+            urls.insert(name.clone(), url.clone());
+        }
+        let mut extra = Vec::new();
+        for (name, at) in &o.named_listeners {
+            let l = tokio::net::TcpListener::bind(at)
+                .await
+                .with_context(|| format!("listener {name:?} on {at}: cannot bind"))?;
+            let a = l.local_addr()?;
+            engine.name_listener(a, name);
+            urls.insert(name.clone(), crate::listen::https_url(a));
+            extra.push(l);
+        }
+        Ok(Listeners {
+            main,
+            url,
+            urls,
+            extra,
+            admin,
+            admin_addr,
+        })
     }
-    let metrics = Arc::new(crate::metrics::Metrics::new());
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let (trace, trace_writer) = match (&o.trace, o.trace_sink) {
+}
+
+/// The trace: the caller's sink (explore's, in memory), a file, or off.
+async fn open_trace(
+    path: Option<&Path>,
+    sink: Option<crate::trace::Trace>,
+) -> Result<(crate::trace::Trace, Option<crate::trace::TraceWriter>)> {
+    Ok(match (path, sink) {
         (_, Some(sink)) => (sink, None),
         (Some(path), None) => {
             let (t, w) = crate::trace::Trace::to_file(path)
@@ -206,46 +294,15 @@ pub async fn start(o: Options) -> Result<Running> {
             (t, Some(w))
         }
         (None, None) => (crate::trace::Trace::off(), None),
-    };
-    engine.set_trace(trace.clone());
-    let oracles = Arc::new(crate::oracle::Oracles::new(
-        schedule.oracles.clone().unwrap_or_default(),
-        std::time::SystemTime::now(),
-    ));
-    engine.set_oracles(oracles.clone());
-    let views = Arc::new(crate::watch::view::Views::with_mode(
-        o.max_view_bytes,
-        o.views,
-    ));
-    views.keep_history_for({
-        let engine = engine.clone();
-        move |resource| engine.may_rewind(resource)
-    });
-    let gates = Arc::new(crate::proxy::gated::Gates {
-        engine: engine.clone(),
-        metrics: metrics.clone(),
-        views,
-        trace: trace.clone(),
-        budget: crate::watch::gate::HeldBudget::new(o.max_held_bytes_total),
-        max_held_bytes: o.max_held_bytes,
-    });
-    let known = Arc::new(crate::upstream::discovery::KnownResources::new(
-        upstream.kube_client().ok(),
-    ));
-    tokio::spawn({
-        let known = known.clone();
-        async move { known.discover().await }
-    });
-    let proxy = Arc::new(crate::proxy::Proxy {
-        upstream: upstream.clone(),
-        metrics: metrics.clone(),
-        header_timeout: o.upstream_timeout,
-        shutdown: stop_rx.clone(),
-        gates: gates.clone(),
-        oracles: oracles.clone(),
-        ungated_seen: Default::default(),
-        known: known.clone(),
-    });
+    })
+}
+
+fn register_metrics(
+    metrics: &crate::metrics::Metrics,
+    engine: &crate::schedule::engine::Engine,
+    oracles: &crate::oracle::Oracles,
+    max_held_bytes_total: usize,
+) {
     for c in [
         Box::new(engine.opened_total.clone()) as Box<dyn prometheus::core::Collector>,
         Box::new(engine.window_active.clone()),
@@ -256,28 +313,100 @@ pub async fn start(o: Options) -> Result<Running> {
     ] {
         let _ = metrics.registry.register(c);
     }
-    metrics.held_bytes_limit.set(o.max_held_bytes_total as i64);
-    let watched = oracles.config.watched_resources();
-    let truth = if watched.is_empty() {
-        vec![]
-    } else {
-        crate::oracle::truth::spawn(upstream.kube_client()?, watched, oracles.clone())
-    };
-    engine.start(&schedule);
-    let admin = Arc::new(crate::admin::Admin {
-        metrics,
-        upstream: upstream.clone(),
-        gates,
-        token: o.admin_token.clone(),
-        oracles: oracles.clone(),
+    metrics.held_bytes_limit.set(max_held_bytes_total as i64);
+}
+
+/// What gated watch streams and view reads share: the windows, the views, the budget
+/// of held bytes.
+fn gates(
+    o: &Options,
+    engine: &Arc<crate::schedule::engine::Engine>,
+    metrics: &Arc<crate::metrics::Metrics>,
+    trace: &crate::trace::Trace,
+) -> Arc<crate::proxy::gated::Gates> {
+    let views = Arc::new(crate::watch::view::Views::with_mode(
+        o.max_view_bytes,
+        o.views,
+    ));
+    views.keep_history_for({
+        let engine = engine.clone();
+        move |resource| engine.may_rewind(resource)
     });
-    tracing::info!(%url, upstream = %upstream.base, admin = %admin_addr, upstream_credentials = upstream.has_credentials, "proxy serving");
-    let admin_task = tokio::spawn(crate::admin::serve(admin_listener, admin, {
-        let mut rx = stop_rx.clone();
-        async move {
-            let _ = rx.wait_for(|s| *s).await;
-        }
-    }));
+    Arc::new(crate::proxy::gated::Gates {
+        engine: engine.clone(),
+        metrics: metrics.clone(),
+        views,
+        trace: trace.clone(),
+        budget: crate::watch::gate::HeldBudget::new(o.max_held_bytes_total),
+        max_held_bytes: o.max_held_bytes,
+    })
+}
+
+/// The request handler's shared state; starts discovering the upstream's resources (the
+/// metrics' `resource` label is bounded by them).
+fn proxy(
+    o: &Options,
+    upstream: &Upstream,
+    metrics: &Arc<crate::metrics::Metrics>,
+    gates: &Arc<crate::proxy::gated::Gates>,
+    oracles: &Arc<crate::oracle::Oracles>,
+    shutdown: tokio::sync::watch::Receiver<bool>,
+) -> Arc<crate::proxy::Proxy> {
+    let known = Arc::new(crate::upstream::discovery::KnownResources::new(
+        upstream.kube_client().ok(),
+    ));
+    tokio::spawn({
+        let known = known.clone();
+        async move { known.discover().await }
+    });
+    Arc::new(crate::proxy::Proxy {
+        upstream: upstream.clone(),
+        metrics: metrics.clone(),
+        header_timeout: o.upstream_timeout,
+        shutdown,
+        gates: gates.clone(),
+        oracles: oracles.clone(),
+        ungated_seen: Default::default(),
+        known,
+    })
+}
+
+/// The oracles' own watches of the upstream, for what they judge.
+fn ground_truth(
+    upstream: &Upstream,
+    oracles: &Arc<crate::oracle::Oracles>,
+) -> Result<Vec<tokio::task::JoinHandle<()>>> {
+    let watched = oracles.config.watched_resources();
+    if watched.is_empty() {
+        return Ok(vec![]);
+    }
+    Ok(crate::oracle::truth::spawn(
+        upstream.kube_client()?,
+        watched,
+        oracles.clone(),
+    ))
+}
+
+/// The admin listener (metrics, probes, control API) until the proxy stops.
+fn serve_admin(
+    listener: tokio::net::TcpListener,
+    admin: crate::admin::Admin,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(crate::admin::serve(listener, Arc::new(admin), async move {
+        let _ = stop.wait_for(|s| *s).await;
+    }))
+}
+
+/// The serving threads of the main listener, one each for the named ones.
+fn serve(
+    o: &Options,
+    tls: Arc<rustls::ServerConfig>,
+    main: tokio::net::TcpListener,
+    extra: Vec<tokio::net::TcpListener>,
+    proxy: Arc<crate::proxy::Proxy>,
+    stop_rx: tokio::sync::watch::Receiver<bool>,
+) -> Result<tokio::task::JoinHandle<()>> {
     // Boxed: hyper keeps a stream's task — sized for the handler's future — for as long
     // as the stream lives, so an open watch would carry the whole (finished) handler
     // future; boxed, it carries a pointer and the future is freed when it completes.
@@ -301,35 +430,20 @@ pub async fn start(o: Options) -> Result<Running> {
     }
     let serving = crate::listen::serve_on_threads(
         o.threads,
-        listener,
+        main,
         tls,
         handler,
-        stop_rx.clone(),
+        stop_rx,
         o.drain_timeout,
         kill_rx,
         // Serving thread i sends its requests over upstream lane i + 1.
         |i| crate::upstream::use_lane(i + 1),
     )
     .context("starting the serving threads")?;
-    let serve_task = tokio::spawn(async move {
+    Ok(tokio::spawn(async move {
         futures_util::future::join(serving, futures_util::future::join_all(others)).await;
         drop(kill_tx);
-    });
-    Ok(Running {
-        url,
-        urls,
-        admin: admin_addr,
-        ca: o.ca,
-        upstream,
-        oracles,
-        engine,
-        trace,
-        trace_writer,
-        stop_tx,
-        serve_task,
-        admin_task,
-        truth,
-    })
+    }))
 }
 
 /// Write the report files asked for.

@@ -2,6 +2,9 @@
 //! it with real clients (kubectl, kube-rs, curl) over real TLS on loopback.
 #![allow(dead_code)]
 
+pub mod envtest;
+pub mod watch_stream;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};

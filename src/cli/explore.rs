@@ -13,7 +13,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 
 use crate::explore::{self, Config, Verdict};
-use crate::session::Upstream;
+use crate::session::upstream::Choice;
 
 #[derive(Debug, Args)]
 #[command(after_help = "\
@@ -40,9 +40,12 @@ pub struct ExploreArgs {
     #[command(flatten)]
     pub world: super::run::WorldArgs,
 
+    #[command(flatten)]
+    pub envtest: super::run::EnvtestArgs,
+
     /// Explore on this cluster instead of the embedded simulator (trials run one at a
     /// time; what they create is deleted between them).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "envtest")]
     pub upstream_kubeconfig: Option<PathBuf>,
 
     /// Context of --upstream-kubeconfig.
@@ -53,7 +56,7 @@ pub struct ExploreArgs {
     #[arg(long, value_name = "CMD", requires = "upstream_kubeconfig")]
     pub reset: Option<String>,
 
-    /// Trials run side by side on the simulator (default: one per CPU).
+    /// Trials run side by side on the simulator or --envtest (default: one per CPU).
     #[arg(long, value_name = "N")]
     pub jobs: Option<usize>,
 
@@ -113,25 +116,27 @@ pub async fn run(args: ExploreArgs) -> Result<ExitCode> {
         }
         None => explore::default_oracles(&setup, &args.converge, args.quiet),
     };
-    let cluster = args.upstream_kubeconfig.is_some();
+    let choice = match (args.envtest.choice(), args.upstream_kubeconfig) {
+        (Some(c), _) => c,
+        (None, Some(path)) => Choice::Cluster {
+            kubeconfig: Some(path),
+            context: args.context,
+            reset: args.reset,
+        },
+        (None, None) => Choice::Sim,
+    };
+    let upstream = choice.for_explore().await?;
     let cfg = Config {
         controller: args.cmd,
         setup_paths: args.world.setup,
         setup,
         workload: args.world.workload,
-        upstream: match args.upstream_kubeconfig {
-            Some(path) => Upstream::Kubeconfig {
-                path: Some(path),
-                context: args.context,
-            },
-            None => Upstream::Sim,
-        },
-        reset: args.reset,
-        jobs: if cluster {
-            1
-        } else {
+        jobs: if upstream.side_by_side() {
             args.jobs.unwrap_or_else(crate::server::default_threads)
+        } else {
+            1
         },
+        upstream,
         budget: args.budget,
         time: args.time,
         seed: args.seed,

@@ -3,6 +3,7 @@
 pub mod certs;
 pub mod check;
 pub mod ctl;
+pub mod envtest;
 pub mod explore;
 pub mod inject;
 pub mod kubeconfig;
@@ -50,6 +51,9 @@ pub enum Command {
     Serve(serve::ServeArgs),
     /// Run the built-in Kubernetes API simulator (an in-memory apiserver over HTTPS).
     Sim(sim::SimArgs),
+    /// Start a real control plane on loopback (etcd + kube-apiserver from
+    /// $KUBEBUILDER_ASSETS, optionally kube-controller-manager, kube-scheduler, kwok).
+    Envtest(envtest::EnvtestArgs),
     /// Write a kubeconfig for clients of a running proxy.
     Kubeconfig(kubeconfig::KubeconfigArgs),
     /// Generate a CA and a serving certificate for the proxy or a sidecar.
@@ -133,6 +137,7 @@ async fn verb(command: Command) -> anyhow::Result<()> {
         Command::Run(_) | Command::Explore(_) => Ok(()),
         Command::Serve(args) => serve::run(args).await,
         Command::Sim(args) => sim::run(args).await,
+        Command::Envtest(args) => envtest::run(args).await,
         Command::Kubeconfig(args) => kubeconfig::run(args),
         Command::Certs(args) => certs::run(args),
         Command::Check(args) => check::run(args),

@@ -12,7 +12,8 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::Args;
 
-use crate::session::{End, Ended, Options, TraceTo, Upstream};
+use crate::session::upstream::Choice;
+use crate::session::{End, Ended, Options, TraceTo};
 
 #[derive(Debug, Args)]
 #[command(after_help = "\
@@ -45,14 +46,17 @@ pub struct RunArgs {
     pub max_run: Duration,
 
     /// Run against a fresh embedded simulator instead of a cluster (what `explore` does).
-    #[arg(long, conflicts_with_all = ["upstream_kubeconfig", "context"])]
+    #[arg(long, conflicts_with_all = ["upstream_kubeconfig", "context", "envtest"])]
     pub sim: bool,
+
+    #[command(flatten)]
+    pub envtest: EnvtestArgs,
 
     #[command(flatten)]
     pub world: WorldArgs,
 
     /// Upstream kubeconfig (default: $KUBECONFIG, then ~/.kube/config).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "envtest")]
     pub upstream_kubeconfig: Option<PathBuf>,
 
     /// Context of the upstream kubeconfig (default: its current context).
@@ -80,6 +84,35 @@ pub struct RunArgs {
     pub cmd: Vec<String>,
 }
 
+/// A real control plane of its own for each run — `run` and `explore` take the same.
+#[derive(Debug, Args)]
+pub struct EnvtestArgs {
+    /// Run against a real control plane of its own, started on loopback and torn down at
+    /// the end: etcd and kube-apiserver from DIR (default: $KUBEBUILDER_ASSETS, the
+    /// envtest convention; `bash e2e/assets/build.sh` builds one). The controller's
+    /// environment gets STALEMATE_CONTROL_PLANE (a directory with ca.crt, ca.key, sa.key,
+    /// sa.pub, admin.kubeconfig) and KUBEBUILDER_ASSETS.
+    #[arg(long, value_name = "DIR", num_args = 0..=1)]
+    #[allow(clippy::option_option)]
+    pub envtest: Option<Option<PathBuf>>,
+
+    /// With --envtest: also start these, comma-separated: kube-controller-manager (the
+    /// built-in controllers: Deployments make ReplicaSets make Pods), kube-scheduler,
+    /// kwok (a fake node whose pods run; brings kube-scheduler).
+    #[arg(long, value_name = "COMPONENTS", requires = "envtest", value_parser = crate::envtest::With::parse)]
+    pub with: Option<crate::envtest::With>,
+}
+
+impl EnvtestArgs {
+    /// The upstream these flags choose, if any.
+    pub fn choice(&self) -> Option<Choice> {
+        self.envtest.as_ref().map(|dir| Choice::Envtest {
+            assets: dir.clone(),
+            with: self.with.clone().unwrap_or_default(),
+        })
+    }
+}
+
 /// What a run starts from and what happens during it — `run` and `explore` take the same.
 #[derive(Debug, Args)]
 pub struct WorldArgs {
@@ -101,15 +134,17 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
     let setup = crate::setup::load(&args.world.setup)?;
     let dir = std::env::temp_dir().join(format!("stalemate-run-{}", uuid::Uuid::new_v4()));
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    let upstream = if args.sim {
-        Upstream::Sim
-    } else {
-        Upstream::Kubeconfig {
-            path: args.upstream_kubeconfig.clone(),
+    let choice = match args.envtest.choice() {
+        Some(c) => c,
+        None if args.sim => Choice::Sim,
+        None => Choice::Cluster {
+            kubeconfig: args.upstream_kubeconfig.clone(),
             context: args.context.clone(),
-        }
+            reset: None,
+        },
     };
-    let mut o = Options::new(upstream, schedule, args.cmd.clone(), dir.clone());
+    let upstream = choice.for_run().await?;
+    let mut o = Options::new(upstream.clone(), schedule, args.cmd.clone(), dir.clone());
     o.setup = setup;
     o.workload = args.world.workload.clone();
     o.end = match (args.quiet, args.duration) {
@@ -131,6 +166,9 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
     o.interruptible = true;
     o.announce = true;
     let outcome = crate::session::run(o).await;
+    if let Err(e) = upstream.finish().await {
+        tracing::warn!(error = %format!("{e:#}"), "stopping the upstream");
+    }
     let _ = std::fs::remove_dir_all(&dir);
     let outcome = outcome?;
     let report = &outcome.report;

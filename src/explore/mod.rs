@@ -10,11 +10,11 @@
 //!  failing trials grouped by signature ─► simplest plan ─► shrunk ─► findings/NN-*.json
 //! ```
 //!
-//! Every trial is a [`crate::session`]: on the simulator, trials run side by side
-//! (`--jobs`), each with its own simulator; on a real cluster one at a time, the cluster
-//! put back between them (`cluster.rs`).
+//! Every trial is a [`crate::session`] on an upstream of the kind chosen
+//! (`session/upstream/`): on the simulator or a real control plane (`--envtest`), trials
+//! run side by side (`--jobs`), each with an upstream of its own; on a cluster one at a
+//! time, the cluster put back between them.
 
-pub mod cluster;
 pub mod differ;
 pub mod judge;
 pub mod output;
@@ -31,7 +31,7 @@ use serde::Serialize;
 
 use crate::oracle::OracleConfig;
 use crate::schedule::Schedule;
-use crate::session::{self, End, Ended, Outcome, TraceTo, Upstream};
+use crate::session::{self, End, Ended, Outcome, TraceTo};
 use judge::{Baseline, Found};
 use plan::Plan;
 use progress::Progress;
@@ -43,9 +43,8 @@ pub struct Config {
     pub setup_paths: Vec<PathBuf>,
     pub setup: Vec<crate::setup::Manifest>,
     pub workload: Option<String>,
-    pub upstream: Upstream,
-    /// On a real cluster: run before each run to put it back.
-    pub reset: Option<String>,
+    /// Where each run's cluster comes from.
+    pub upstream: Arc<dyn session::Kind>,
     pub jobs: usize,
     pub budget: Option<usize>,
     pub time: Option<Duration>,
@@ -166,7 +165,6 @@ struct Shared {
     cfg: Config,
     started: Instant,
     out: output::Out,
-    cluster: Option<cluster::Cluster>,
 }
 
 /// The state of a search.
@@ -179,13 +177,6 @@ struct Search {
 /// Run the search.
 pub async fn run(cfg: Config) -> Result<Verdict> {
     let out = output::Out::create(&cfg.out)?;
-    let cluster = match &cfg.upstream {
-        Upstream::Sim => None,
-        Upstream::Kubeconfig { path, context } => Some(
-            cluster::Cluster::connect(path.as_deref(), context.as_deref(), cfg.reset.clone())
-                .await?,
-        ),
-    };
     // Controllers run in process groups of their own, so a terminal's Ctrl-C reaches
     // only stalemate: it stops every run (and so every controller) itself.
     let (stop_tx, stop) = tokio::sync::watch::channel(false);
@@ -198,7 +189,6 @@ pub async fn run(cfg: Config) -> Result<Verdict> {
         cfg,
         started: Instant::now(),
         out,
-        cluster,
     });
     let mut s = Search {
         progress: Progress::new(shared.cfg.progress_bar),
@@ -206,11 +196,11 @@ pub async fn run(cfg: Config) -> Result<Verdict> {
         trials: Vec::new(),
     };
     let r = s.search().await;
-    if let Some(c) = &shared.cluster {
-        c.clean().await?;
-    }
+    let finished = shared.cfg.upstream.finish().await;
     s.progress.finish();
-    r
+    let r = r?;
+    finished?;
+    Ok(r)
 }
 
 /// What one trial is given.
@@ -251,17 +241,23 @@ impl Shared {
     }
 
     async fn one(&self, o: session::Options) -> Result<Outcome> {
-        if let Some(c) = &self.cluster {
-            c.reset().await?;
-        }
         let outcome = session::run(o).await;
         if *self.stop.borrow() {
             anyhow::bail!("interrupted (SIGINT or SIGTERM)");
         }
-        if let (Some(c), Ok(out)) = (&self.cluster, &outcome) {
-            c.forget(out);
+        if let Ok(out) = &outcome {
+            self.cfg.upstream.ran(out);
         }
         outcome
+    }
+
+    /// How many runs may go at once.
+    fn jobs(&self) -> usize {
+        if self.cfg.upstream.side_by_side() {
+            self.cfg.jobs.max(1)
+        } else {
+            1
+        }
     }
 
     /// Run one trial and judge it; failing trials' traces and reports are kept.
@@ -323,7 +319,7 @@ impl Search {
                 sh.options(base.clone(), "reference-1")?,
                 sh.options(base.clone(), "reference-2")?,
             );
-            if self.shared.cluster.is_none() && self.shared.cfg.jobs >= 2 {
+            if sh.jobs() >= 2 {
                 let (a, b) = tokio::join!(sh.one(oa), sh.one(ob));
                 (a?, b?)
             } else {
@@ -412,11 +408,7 @@ impl Search {
             .map_or(plans.len(), |b| b.min(plans.len()));
         self.progress.start(planned as u64);
         let baseline = Arc::new(baseline);
-        let jobs = if self.shared.cluster.is_some() {
-            1
-        } else {
-            self.shared.cfg.jobs.max(1)
-        };
+        let jobs = self.shared.jobs();
         let mut queue = plans.into_iter().take(planned);
         let mut running = futures_util::stream::FuturesUnordered::new();
         let mut next_id = 1;

@@ -18,7 +18,7 @@ use serde::Serialize;
 use super::judge::Found;
 use super::{Config, Finding, Trial};
 use crate::report::html::esc;
-use crate::session::{Outcome, Upstream};
+use crate::session::Outcome;
 
 pub const SCHEMA: &str = "stalemate.explore/v1";
 
@@ -166,17 +166,7 @@ pub fn reproduce(cfg: &Config, schedule: &Path) -> Vec<String> {
         .map(|p| p.display().to_string())
         .unwrap_or_else(|_| "stalemate".into());
     let mut argv = vec![me, "run".into()];
-    match &cfg.upstream {
-        Upstream::Sim => argv.push("--sim".into()),
-        Upstream::Kubeconfig { path, context } => {
-            if let Some(p) = path {
-                argv.extend(["--upstream-kubeconfig".into(), abs(p)]);
-            }
-            if let Some(c) = context {
-                argv.extend(["--context".into(), c.clone()]);
-            }
-        }
-    }
+    argv.extend(cfg.upstream.run_flags());
     if !cfg.setup_paths.is_empty() {
         argv.push("--setup".into());
         argv.extend(cfg.setup_paths.iter().map(|p| abs(p)));
@@ -208,7 +198,7 @@ pub struct Summary {
     pub setup: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub workload: Option<String>,
-    /// sim | cluster
+    /// sim | envtest | cluster
     pub upstream: &'static str,
     pub seconds: f64,
     /// How long a fault-free run took to go quiet.
@@ -238,10 +228,7 @@ impl Summary {
                 .map(|p| p.display().to_string())
                 .collect(),
             workload: cfg.workload.clone(),
-            upstream: match cfg.upstream {
-                Upstream::Sim => "sim",
-                Upstream::Kubeconfig { .. } => "cluster",
-            },
+            upstream: cfg.upstream.name(),
             seconds,
             reference_seconds: 0.0,
             trials_run: 0,

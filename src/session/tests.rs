@@ -1,6 +1,7 @@
 //! Sessions against a fresh simulator, with kubectl as the controller and the workload.
 
 use super::*;
+use std::path::Path;
 
 fn setup() -> Vec<crate::setup::Manifest> {
     crate::setup::parse(
@@ -48,7 +49,7 @@ async fn ends_when_quiet_with_a_trace_and_the_end_state() {
         "kubectl create configmap made -n demo --from-literal=k=v && exec sleep 60",
     );
     let mut o = Options::new(
-        Upstream::Sim,
+        std::sync::Arc::new(upstream::sim::Sim),
         Default::default(),
         controller,
         dir.path().to_path_buf(),
@@ -91,7 +92,7 @@ async fn ends_when_quiet_with_a_trace_and_the_end_state() {
 async fn the_workload_is_another_client_and_the_run_waits_for_it() {
     let dir = tempfile::tempdir().unwrap();
     let mut o = Options::new(
-        Upstream::Sim,
+        std::sync::Arc::new(upstream::sim::Sim),
         Default::default(),
         sh(dir.path(), "exec sleep 60"),
         dir.path().to_path_buf(),
@@ -147,7 +148,7 @@ async fn a_busy_controller_is_cut_and_a_bad_setup_is_an_error() {
         "while true; do kubectl annotate --overwrite namespace demo at=$(date +%s%N) >/dev/null; done",
     );
     let mut o = Options::new(
-        Upstream::Sim,
+        std::sync::Arc::new(upstream::sim::Sim),
         Default::default(),
         busy.clone(),
         dir.path().to_path_buf(),
@@ -161,7 +162,7 @@ async fn a_busy_controller_is_cut_and_a_bad_setup_is_an_error() {
     assert_eq!(out.ended, Ended::MaxRun);
 
     let mut o = Options::new(
-        Upstream::Sim,
+        std::sync::Arc::new(upstream::sim::Sim),
         Default::default(),
         busy,
         dir.path().to_path_buf(),

@@ -1,0 +1,398 @@
+//! `stalemate run --envtest`: a controller behind the proxy in front of a real control
+//! plane of its own (etcd and kube-apiserver v1.33 built from the Go module proxy,
+//! `e2e/assets/build.sh`). The demo controller's F1 on the real apiserver and its fix;
+//! what the controller's environment is told; kube-controller-manager itself as the
+//! controller under test, with kwok's fake node running its pods; and bad input — a
+//! missing directory, a wrong binary, an apiserver that fails or never gets ready — each
+//! a clear error with nothing left running.
+
+#[path = "common/mod.rs"]
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::envtest::{assets, output_in_group, processes_mentioning};
+use common::{BIN, repo};
+use serde_json::Value;
+
+const CONTROLLER_ENV: &str = "STALEMATE_E2E_ENVTEST_CONTROLLER";
+const GR: &str = "gitrepositories.source.toolkit.fluxcd.io";
+
+/// Run as the demo controller when `stalemate run` starts this binary again.
+#[test]
+fn controller_process() {
+    use stalemate::demo::controller::{self, Behaviour};
+    let Ok(which) = std::env::var(CONTROLLER_ENV) else {
+        return;
+    };
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let client = kube::Client::try_default()
+            .await
+            .expect("KUBECONFIG from stalemate");
+        let log: controller::Log = std::sync::Arc::new(|l| println!("{l}"));
+        match which.as_str() {
+            "gitrepo" => controller::run(client, Behaviour::Buggy, log).await,
+            "gitrepo-fixed" => controller::run(client, Behaviour::Fixed, log).await,
+            other => panic!("no controller {other:?}"),
+        }
+    });
+}
+
+fn controller_argv() -> Vec<String> {
+    vec![
+        std::env::current_exe().unwrap().display().to_string(),
+        "controller_process".into(),
+        "--exact".into(),
+        "--nocapture".into(),
+    ]
+}
+
+/// The window behind F1 (`config/flux-f1.json`, for any client): the GitRepository's
+/// watch frozen 1.5 s after the controller's first status patch, judged 3 s after.
+const F1: &str = r#"{
+  "windows": [{
+    "name": "f1", "resources": ["gitrepositories.source.toolkit.fluxcd.io"],
+    "fault": {"freeze": {}}, "duration": "1500ms",
+    "trigger": {"afterRequests": {"verb": "patch", "subresource": "status", "count": 1}}
+  }],
+  "oracles": {"convergence": {"resources": ["gitrepositories.source.toolkit.fluxcd.io"], "settle": "3s"}}
+}"#;
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn stalemate(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut c = Command::new(BIN);
+    c.args(args).env("RUST_LOG", "warn,rustls=error");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    output_in_group(&mut c)
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// F1 on the real thing: the demo controller, with Flux's patch pattern, against a real
+/// kube-apiserver — its optimistic-lock conditions patch gets the real server's 409s
+/// while its view is frozen, and the GitRepository is left stuck. The fixed controller,
+/// through the same window, converges. The run says what it ran against.
+#[test]
+fn f1_on_a_real_apiserver_and_the_fix_converges() {
+    let dir = tempfile::tempdir().unwrap();
+    let schedule = write(dir.path(), "f1.json", F1);
+    let assets = assets();
+    let setup = repo("examples/gitrepo/setup.yaml");
+    let argv = |_: &str| -> Vec<String> {
+        let mut a: Vec<String> = [
+            "run",
+            "--envtest",
+            assets.to_str().unwrap(),
+            "--setup",
+            setup.to_str().unwrap(),
+            "--quiet",
+            "3s",
+            "--max-run",
+            "120s",
+            "--schedule",
+            schedule.to_str().unwrap(),
+            "--",
+        ]
+        .map(String::from)
+        .to_vec();
+        a.extend(controller_argv());
+        a
+    };
+    let args = argv("");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let buggy = stalemate(&args, &[(CONTROLLER_ENV, "gitrepo")]);
+    assert_eq!(buggy.status.code(), Some(1), "{}", text(&buggy));
+    let out = String::from_utf8_lossy(&buggy.stdout);
+    assert!(
+        out.contains(&format!(
+            "convergence {GR} demo/podinfo: InProgress: status.observedGeneration (0) != metadata.generation (1)"
+        )) || out.contains("status.observedGeneration (0) != metadata.generation (1)"),
+        "{}",
+        text(&buggy)
+    );
+    // The real server's 409s, not injected ones: the conditions patch's optimistic lock.
+    assert!(
+        String::from_utf8_lossy(&buggy.stdout).contains("409 Conflict"),
+        "{}",
+        text(&buggy)
+    );
+    let said = String::from_utf8_lossy(&buggy.stderr);
+    assert!(
+        said.contains("in front of a real kube-apiserver (Kubernetes v1.33."),
+        "{said}"
+    );
+    let fixed = stalemate(&args, &[(CONTROLLER_ENV, "gitrepo-fixed")]);
+    assert_eq!(fixed.status.code(), Some(0), "{}", text(&fixed));
+}
+
+/// The controller is told where its control plane is: `STALEMATE_CONTROL_PLANE` holds
+/// the CA, the service-account keys and an admin kubeconfig that reaches the apiserver
+/// directly; `KUBEBUILDER_ASSETS` the binaries. (The controller here is a shell that
+/// checks them; a failing check makes the run exit 2, "the controller failed".)
+#[test]
+fn the_controller_is_told_where_its_control_plane_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let schedule = write(dir.path(), "none.json", "{}");
+    let cache = dir.path().join("kubectl-cache");
+    let script = format!(
+        r#"set -e
+for f in ca.crt ca.key sa.key sa.pub admin.kubeconfig; do test -s "$STALEMATE_CONTROL_PLANE/$f"; done
+"$KUBEBUILDER_ASSETS/kube-apiserver" --version | grep -q 'Kubernetes v1.33'
+# Direct, as the admin: the real server says who that is.
+kubectl --cache-dir {cache} --kubeconfig "$STALEMATE_CONTROL_PLANE/admin.kubeconfig" auth whoami -o jsonpath='{{.status.userInfo.username}}' | grep -qx 'stalemate:envtest-admin'
+# Through the proxy: the controller's own KUBECONFIG reaches the same cluster.
+kubectl --cache-dir {cache} get namespace kube-system -o name | grep -qx namespace/kube-system
+echo control-plane-ok"#,
+        cache = cache.display()
+    );
+    let assets = assets();
+    let out = stalemate(
+        &[
+            "run",
+            "--envtest",
+            assets.to_str().unwrap(),
+            "--schedule",
+            schedule.to_str().unwrap(),
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("control-plane-ok"),
+        "{}",
+        text(&out)
+    );
+}
+
+const DEPLOYMENT: &str = r#"apiVersion: v1
+kind: Namespace
+metadata: {name: demo}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: demo}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: web, image: registry.example/web:1}]
+"#;
+
+/// kube-controller-manager itself as the controller under test, handed its control
+/// plane's CA and service-account key from the environment, with `--with kwok` (a fake
+/// node, and kube-scheduler putting pods on it): the Deployment of the setup gets a
+/// ReplicaSet and 3 running pods, and scaled by the workload to 5 it gets 5 — each
+/// ReplicaSet and pod created by the controller through the proxy.
+#[test]
+fn kube_controller_manager_under_test_runs_pods_on_kwok() {
+    let dir = tempfile::tempdir().unwrap();
+    let schedule = write(dir.path(), "none.json", "{}");
+    let setup = write(dir.path(), "deployment.yaml", DEPLOYMENT);
+    let trace = dir.path().join("trace.jsonl");
+    let cache = dir.path().join("kubectl-cache");
+    let kcm = r#"exec "$KUBEBUILDER_ASSETS/kube-controller-manager" --kubeconfig="$KUBECONFIG" \
+        --root-ca-file="$STALEMATE_CONTROL_PLANE/ca.crt" \
+        --service-account-private-key-file="$STALEMATE_CONTROL_PLANE/sa.key" \
+        --controllers=deployment,replicaset,serviceaccount --leader-elect=false --secure-port=0"#;
+    let ready = |n: u32| {
+        format!(
+            "kubectl --cache-dir {} -n demo wait --for=jsonpath='{{.status.readyReplicas}}'={n} deployment/web --timeout=120s",
+            cache.display()
+        )
+    };
+    let workload = format!(
+        "{} && kubectl --cache-dir {} -n demo scale deployment web --replicas=5 && {}",
+        ready(3),
+        cache.display(),
+        ready(5)
+    );
+    let assets = assets();
+    let out = stalemate(
+        &[
+            "run",
+            "--envtest",
+            assets.to_str().unwrap(),
+            "--with",
+            "kwok",
+            "--setup",
+            setup.to_str().unwrap(),
+            "--workload",
+            &workload,
+            "--quiet",
+            "3s",
+            "--max-run",
+            "240s",
+            "--trace",
+            trace.to_str().unwrap(),
+            "--schedule",
+            schedule.to_str().unwrap(),
+            "--",
+            "sh",
+            "-c",
+            kcm,
+        ],
+        &[],
+    );
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    assert!(
+        !said.contains("the workload exited with status"),
+        "the Deployment never became ready: {said}"
+    );
+    let created = |resource: &str| {
+        std::fs::read_to_string(&trace)
+            .unwrap()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|r| {
+                r["kind"] == "request"
+                    && r["client"] == "controller"
+                    && r["verb"] == "create"
+                    && r["resource"] == resource
+                    && r["code"] == 201
+            })
+            .count()
+    };
+    assert_eq!(created("replicasets.apps"), 1, "{said}");
+    assert_eq!(created("pods"), 5, "{said}");
+}
+
+/// A directory of fake binaries: the real etcd, and a `kube-apiserver` that is `script`.
+fn fake_assets(dir: &Path, script: &str) -> PathBuf {
+    let fake = dir.join("assets");
+    std::fs::create_dir_all(&fake).unwrap();
+    std::os::unix::fs::symlink(assets().join("etcd"), fake.join("etcd")).unwrap();
+    let api = fake.join("kube-apiserver");
+    std::fs::write(&api, format!("#!/bin/sh\n{script}\n")).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&api, std::fs::Permissions::from_mode(0o755)).unwrap();
+    fake
+}
+
+const ANSWERS_VERSION: &str =
+    r#"if [ "$1" = --version ]; then echo "Kubernetes v1.33.13"; exit 0; fi"#;
+
+/// Bad input is a clear error (exit 2) naming what is wrong, and leaves nothing running:
+/// no directory; a binary that is not what its name says; an apiserver that exits at
+/// once (its log's end in the message); one whose port is always taken (tried again,
+/// then called a port clash); one that never gets ready; `--with` something unknown, or
+/// without `--envtest`.
+#[test]
+fn bad_input_is_named_and_nothing_is_left_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let schedule = write(dir.path(), "none.json", "{}");
+    let run = |envtest: &str| {
+        stalemate(
+            &[
+                "run",
+                "--envtest",
+                envtest,
+                "--schedule",
+                schedule.to_str().unwrap(),
+                "--",
+                "true",
+            ],
+            &[],
+        )
+    };
+    let expect = |out: &Output, says: &str| {
+        assert_eq!(out.status.code(), Some(2), "{}", text(out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(says), "expected {says:?} in: {}", text(out));
+    };
+
+    expect(
+        &run("/nonexistent/assets"),
+        "--envtest /nonexistent/assets: not a directory",
+    );
+
+    let wrong = tempfile::tempdir().unwrap();
+    let fake = fake_assets(wrong.path(), "echo 'etcd Version: 3.5.21'");
+    expect(&run(fake.to_str().unwrap()), "not kube-apiserver");
+
+    let exits = tempfile::tempdir().unwrap();
+    let fake = fake_assets(
+        exits.path(),
+        &format!("{ANSWERS_VERSION}\necho 'Error: unknown flag: --frobnicate' >&2\nexit 1"),
+    );
+    let out = run(fake.to_str().unwrap());
+    expect(&out, "kube-apiserver exited with exit status: 1");
+    expect(&out, "unknown flag: --frobnicate");
+    assert_eq!(
+        processes_mentioning(&fake),
+        Vec::<String>::new(),
+        "its etcd is gone"
+    );
+
+    let clash = tempfile::tempdir().unwrap();
+    let fake = fake_assets(
+        clash.path(),
+        &format!(
+            "{ANSWERS_VERSION}\necho 'E1124 failed to listen on 127.0.0.1:1: listen tcp 127.0.0.1:1: bind: address already in use' >&2\nexit 1"
+        ),
+    );
+    let out = run(fake.to_str().unwrap());
+    expect(&out, "port clash");
+    assert_eq!(processes_mentioning(&fake), Vec::<String>::new());
+
+    let hangs = tempfile::tempdir().unwrap();
+    let fake = fake_assets(hangs.path(), &format!("{ANSWERS_VERSION}\nexec sleep 600"));
+    let out = stalemate(
+        &[
+            "envtest",
+            "--assets",
+            fake.to_str().unwrap(),
+            "--ready-timeout",
+            "3s",
+        ],
+        &[],
+    );
+    expect(&out, "kube-apiserver did not get ready within 3s");
+    assert_eq!(
+        processes_mentioning(&fake),
+        Vec::<String>::new(),
+        "the apiserver that never got ready, and its etcd, are gone"
+    );
+
+    let out = stalemate(
+        &[
+            "run",
+            "--envtest",
+            "--with",
+            "kube-proxy",
+            "--schedule",
+            "x",
+            "--",
+            "true",
+        ],
+        &[],
+    );
+    expect(&out, "\"kube-proxy\" is not a component");
+    let out = stalemate(
+        &["run", "--with", "kwok", "--schedule", "x", "--", "true"],
+        &[],
+    );
+    expect(&out, "--envtest");
+}

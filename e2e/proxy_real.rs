@@ -1,0 +1,784 @@
+//! `stalemate serve` in front of a REAL control plane (etcd + kube-apiserver v1.33, from
+//! `stalemate envtest`): the same requests direct and through the proxy are answered the
+//! same, identities survive a client-certificate upstream kubeconfig, windows gate real
+//! watch streams, and protobuf watch frames pass through untouched.
+//!
+//! Direct requests carry the envtest admin's client certificate; proxied ones carry no
+//! credentials, so the proxy adds the upstream kubeconfig's (that same certificate): both
+//! paths are the same user, and any difference between them is the proxy's doing.
+
+#[path = "common/mod.rs"]
+mod common;
+
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use common::envtest::RealApiserver;
+use common::watch_stream::{Stream, frame_json, frame_len, split_frames};
+use common::{Proxy, Response, kubectl_cmd, wait_for};
+use serde_json::{Value, json};
+
+/// How long anything may take on a busy 2-core machine before a test gives up.
+const WAIT: Duration = Duration::from_secs(60);
+const JSON: &str = "application/json";
+const PROTOBUF_WATCH: &str = "application/vnd.kubernetes.protobuf;stream=watch";
+const MERGE: &str = "application/merge-patch+json";
+
+const WIDGET_CRD: &str = r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.e2e.stalemate.dev}
+spec:
+  group: e2e.stalemate.dev
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, properties: {size: {type: integer, minimum: 0}}}
+          status: {type: object, x-kubernetes-preserve-unknown-fields: true}
+"#;
+
+fn start() -> (RealApiserver, Proxy, Endpoint, Endpoint) {
+    let api = RealApiserver::start();
+    let kc = api.kubeconfig.display().to_string();
+    let proxy = Proxy::start_raw(&["--upstream-kubeconfig", &kc]);
+    let (direct, proxied) = (Endpoint::direct(&api), Endpoint::proxied(&proxy));
+    (api, proxy, direct, proxied)
+}
+
+fn rv(obj: &Value) -> String {
+    let rv = &obj["metadata"]["resourceVersion"];
+    rv.as_str().unwrap_or_default().into()
+}
+
+/// `kubectl apply` a manifest, direct.
+fn apply(api: &RealApiserver, manifest: &str) {
+    let out = api.kubectl_stdin(&["apply", "-f", "-"], manifest);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+}
+
+/// The same answer direct and through the proxy, with this status (and a non-2xx
+/// status's Status reason).
+fn same(a: Response, b: Response, status: u16, reason: &str) {
+    assert_eq!((a.status, b.status), (status, status), "{}", b.text());
+    if status >= 300 {
+        assert_eq!(b.json()["reason"], reason, "{}", b.text());
+        assert_eq!(a.json(), b.json());
+    }
+}
+
+/// Each event as "TYPE name", or "ERROR code reason".
+fn seq(events: &[Value]) -> Vec<String> {
+    let s = |v: &Value| v.as_str().map_or_else(|| v.to_string(), str::to_string);
+    let one = |e: &Value| match (&e["type"], &e["object"]) {
+        (t, o) if t == "ERROR" => format!("ERROR {} {}", s(&o["code"]), s(&o["reason"])),
+        (t, o) => format!("{} {}", s(t), s(&o["metadata"]["name"])),
+    };
+    events.iter().map(one).collect()
+}
+
+// ---------------------------------------------------------------------------------------
+// Two ways to the same apiserver.
+
+/// One way to reach the real apiserver, with curl and kubectl.
+#[derive(Clone)]
+struct Endpoint {
+    name: &'static str,
+    base: String,
+    ca: PathBuf,
+    /// curl flags carrying the credentials: a client certificate, a bearer token, none.
+    auth: Vec<String>,
+    kubeconfig: PathBuf,
+    cache: PathBuf,
+}
+
+impl Endpoint {
+    /// Straight to the apiserver, as the envtest admin (client certificate).
+    fn direct(api: &RealApiserver) -> Endpoint {
+        let (crt, key) = api.admin_cert();
+        let auth = [
+            "--cert".into(),
+            crt.display().to_string(),
+            "--key".into(),
+            key.display().to_string(),
+        ];
+        Endpoint {
+            name: "direct",
+            base: api.url.clone(),
+            ca: api.ca(),
+            auth: auth.to_vec(),
+            kubeconfig: api.kubeconfig.clone(),
+            cache: api.cache_dir(),
+        }
+    }
+
+    /// Through the proxy, without credentials: the proxy uses the upstream kubeconfig's.
+    fn proxied(proxy: &Proxy) -> Endpoint {
+        Endpoint {
+            name: "proxied",
+            base: proxy.url.clone(),
+            ca: proxy.ca(),
+            auth: Vec::new(),
+            kubeconfig: proxy.kubeconfig.clone(),
+            cache: proxy.dir.path().join("kubectl-cache"),
+        }
+    }
+
+    /// The same way in, with this bearer token as the only credential.
+    fn bearer(&self, token: &str) -> Endpoint {
+        let auth = vec!["-H".into(), format!("Authorization: Bearer {token}")];
+        Endpoint {
+            auth,
+            ..self.clone()
+        }
+    }
+
+    /// A request; an empty `body` sends none.
+    fn call(&self, method: &str, path: &str, hdr: &[(&str, &str)], body: &str) -> Response {
+        let mut flags: Vec<&str> = self.auth.iter().map(String::as_str).collect();
+        flags.extend(["--max-time", "60"]);
+        let body = Some(body.as_bytes()).filter(|b| !b.is_empty());
+        common::curl(&self.ca, &self.base, method, path, hdr, body, &flags)
+    }
+
+    fn get(&self, path: &str) -> Response {
+        self.call("GET", path, &[], "")
+    }
+
+    fn kubectl(&self, args: &[&str], stdin: &str) -> Output {
+        use std::io::Write;
+        let mut child = kubectl_cmd(&self.kubeconfig, &self.cache)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run kubectl");
+        let mut input = child.stdin.take().expect("stdin");
+        input
+            .write_all(stdin.as_bytes())
+            .expect("write kubectl's stdin");
+        drop(input);
+        child.wait_with_output().expect("kubectl output")
+    }
+
+    /// Open a watch and read it as it streams (curl -N, the body on a pipe).
+    fn stream(&self, path: &str, accept: &str) -> Stream {
+        let child = Command::new("curl")
+            .args(["-sS", "-N", "--http1.1", "--cacert"])
+            .arg(&self.ca)
+            .args(&self.auth)
+            .args(["-H", &format!("Accept: {accept}")])
+            .arg(format!("{}{path}", self.base))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn curl");
+        Stream::read(child, WAIT)
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// 1. A script of API steps, run direct and through the proxy.
+
+/// The script: one step a line — `name | expected answer | request` — and its body, if
+/// any, on the indented lines after it. Answers: a status code, then the Status reason
+/// and/or checks on the body (`.path=JSON`, `.path!=JSON`); `ok`/`fails` for kubectl; for
+/// a `WATCH` (replayed from a resourceVersion, ended by the server after 2 s), the events
+/// in the indented lines. Requests end with the patch type (`merge`, `json`,
+/// `strategic`, `apply`) or the watch's encoding. Placeholders: `{ns}` the run's
+/// namespace, `{cm}` `{deploy}` `{widget}` its collections, `{rv@STEP}`
+/// `{continue@STEP}` `{name@STEP}` from an earlier step's answer.
+const SCRIPT: &str = r#"
+create the namespace | 201 | POST /api/v1/namespaces
+    {"metadata": {"name": "{ns}"}}
+create configmap c1 | 201 .data.a="1" | POST {cm}
+    {"metadata": {"name": "c1", "labels": {"app": "e2e"}}, "data": {"a": "1"}}
+create c1 again | 409 AlreadyExists | POST {cm}
+    {"metadata": {"name": "c1"}}
+get c1 | 200 | GET {cm}/c1
+get a missing configmap | 404 NotFound | GET {cm}/nope
+create an invalid name | 422 Invalid | POST {cm}
+    {"metadata": {"name": "Bad_Name"}}
+update c1 | 200 .metadata.resourceVersion!="{rv@get c1}" | PUT {cm}/c1
+    {"metadata": {"name": "c1", "labels": {"app": "e2e"}, "resourceVersion": "{rv@get c1}"},
+     "data": {"a": "2"}}
+update c1 with a stale resourceVersion | 409 Conflict | PUT {cm}/c1
+    {"metadata": {"name": "c1", "resourceVersion": "{rv@get c1}"}, "data": {"a": "3"}}
+no-op update of c1 | 200 .metadata.resourceVersion="{rv@update c1}" | PUT {cm}/c1
+    {"metadata": {"name": "c1", "labels": {"app": "e2e"}, "resourceVersion": "{rv@update c1}"},
+     "data": {"a": "2"}}
+merge patch c1 | 200 .data.b="2" | PATCH {cm}/c1 merge
+    {"data": {"b": "2"}}
+JSON patch c1 | 200 .data.c="3" | PATCH {cm}/c1 json
+    [{"op": "add", "path": "/data/c", "value": "3"}]
+JSON patch whose test fails | 422 Invalid | PATCH {cm}/c1 json
+    [{"op": "test", "path": "/data/a", "value": "x"}]
+create deployment d1 | 201 .metadata.generation=1 | POST {deploy}
+    {"metadata": {"name": "d1"}, "spec": {"selector": {"matchLabels": {"app": "d1"}},
+     "template": {"metadata": {"labels": {"app": "d1"}}, "spec": {"containers": [
+       {"name": "app", "image": "busybox:1"}, {"name": "sidecar", "image": "busybox:1"}]}}}}
+strategic merge patch d1 | 200 .metadata.generation=2 .spec.template.spec.containers.0.image="busybox:2" .spec.template.spec.containers.1.name="sidecar" | PATCH {deploy}/d1 strategic
+    {"spec": {"template": {"spec": {"containers": [{"name": "app", "image": "busybox:2"}]}}}}
+server-side apply (create) | 201 | PATCH {cm}/applied?fieldManager=e2e-a apply
+    {apiVersion: v1, kind: ConfigMap, metadata: {name: applied}, data: {k: "one"}}
+server-side apply by another manager | 409 Conflict | PATCH {cm}/applied?fieldManager=e2e-b apply
+    {apiVersion: v1, kind: ConfigMap, metadata: {name: applied}, data: {k: "two"}}
+server-side apply, forced | 200 .data.k="two" | PATCH {cm}/applied?fieldManager=e2e-b&force=true apply
+    {apiVersion: v1, kind: ConfigMap, metadata: {name: applied}, data: {k: "two"}}
+unknown field, fieldValidation=Warn | 201 | POST {cm}?fieldValidation=Warn
+    {"metadata": {"name": "warned"}, "bogus": 1}
+unknown field, fieldValidation=Strict | 400 BadRequest | POST {cm}?fieldValidation=Strict
+    {"metadata": {"name": "strict"}, "bogus": 1}
+dry run | 201 .metadata.name="dry" | POST {cm}?dryRun=All
+    {"metadata": {"name": "dry"}}
+get the dry run's object | 404 NotFound | GET {cm}/dry
+list by label | 200 | GET {cm}?labelSelector=app%3De2e
+list, first page | 200 .metadata.remainingItemCount=2 | GET {cm}?limit=1
+list, second page | 200 .metadata.remainingItemCount=1 | GET {cm}?limit=1&continue={continue@list, first page}
+generateName | 201 | POST {cm}
+    {"metadata": {"generateName": "gen-"}}
+get the generated name | 200 | GET {cm}/{name@generateName}
+list widgets | 200 | GET {widget}
+create widget w1 | 201 .metadata.generation=1 | POST {widget}
+    {"apiVersion": "e2e.stalemate.dev/v1", "kind": "Widget", "metadata": {"name": "w1"},
+     "spec": {"size": 1}}
+create a widget the schema rejects | 422 Invalid | POST {widget}
+    {"apiVersion": "e2e.stalemate.dev/v1", "kind": "Widget", "metadata": {"name": "w-bad"},
+     "spec": {"size": -1}}
+update w1/status, spec ignored | 200 .spec.size=1 .metadata.generation=1 .status.phase="Ready" | PUT {widget}/w1/status
+    {"apiVersion": "e2e.stalemate.dev/v1", "kind": "Widget",
+     "metadata": {"name": "w1", "resourceVersion": "{rv@create widget w1}"},
+     "spec": {"size": 99}, "status": {"phase": "Ready"}}
+merge patch w1, status ignored | 200 .spec.size=2 .metadata.generation=2 .status.phase="Ready" | PATCH {widget}/w1 merge
+    {"spec": {"size": 2}, "status": {"phase": "Ignored"}}
+merge patch w1/status | 200 .metadata.generation=2 .status.observedGeneration=2 | PATCH {widget}/w1/status merge
+    {"status": {"observedGeneration": 2}}
+create w2 with a finalizer | 201 | POST {widget}
+    {"apiVersion": "e2e.stalemate.dev/v1", "kind": "Widget", "spec": {"size": 1},
+     "metadata": {"name": "w2", "finalizers": ["e2e.stalemate.dev/hold"]}}
+delete w2: its finalizer holds it | 200 .metadata.generation=2 .metadata.deletionTimestamp!=null | DELETE {widget}/w2
+get w2 while it terminates | 200 .metadata.deletionTimestamp!=null | GET {widget}/w2
+remove w2's finalizer | 200 | PATCH {widget}/w2 json
+    [{"op": "remove", "path": "/metadata/finalizers"}]
+get w2 once gone | 404 NotFound | GET {widget}/w2
+delete c1 | 200 .status="Success" | DELETE {cm}/c1
+delete c1 again | 404 NotFound | DELETE {cm}/c1
+kubectl apply k1 | ok | kubectl -n {ns} apply -f -
+    {apiVersion: v1, kind: ConfigMap, metadata: {name: k1}, data: {v: "1"}}
+kubectl apply k1 changed | ok | kubectl -n {ns} apply -f -
+    {apiVersion: v1, kind: ConfigMap, metadata: {name: k1}, data: {v: "2"}}
+kubectl get k1 | ok | kubectl -n {ns} get configmap k1 -o json
+kubectl get a missing configmap | fails | kubectl -n {ns} get configmap nope
+kubectl patch d1 | ok | kubectl -n {ns} patch deployment d1 -p {"spec":{"replicas":3}}
+kubectl delete k1 | ok | kubectl -n {ns} delete configmap k1
+watch configmaps (JSON) | 200 | WATCH {cm}?resourceVersion={rv@create the namespace} json
+    ADDED c1, MODIFIED c1, MODIFIED c1, MODIFIED c1, ADDED applied, MODIFIED applied,
+    ADDED warned, ADDED {name@generateName}, DELETED c1, ADDED k1, MODIFIED k1, DELETED k1
+watch configmaps (protobuf) | 200 | WATCH {cm}?resourceVersion={rv@create the namespace} protobuf
+    ADDED c1, MODIFIED c1, MODIFIED c1, MODIFIED c1, ADDED applied, MODIFIED applied,
+    ADDED warned, ADDED {name@generateName}, DELETED c1, ADDED k1, MODIFIED k1, DELETED k1
+watch widgets | 200 | WATCH {widget}?resourceVersion={rv@list widgets} json
+    ADDED w1, MODIFIED w1, MODIFIED w1, MODIFIED w1, ADDED w2, MODIFIED w2, DELETED w2
+watch with resourceVersionMatch | 422 Invalid | GET {cm}?watch=1&resourceVersionMatch=NotOlderThan
+too-old watch (JSON) | 200 | WATCH {cm}?resourceVersion=1 json
+    ERROR 410 Expired
+too-old watch (protobuf) | 200 | WATCH {cm}?resourceVersion=1 protobuf
+    ERROR 410 Expired
+"#;
+
+/// One run of the script on one endpoint, in a namespace of its own. It records what each
+/// step observed, without what legitimately differs between two runs: uids, timestamps,
+/// the namespace, generated names, list resourceVersions and continue tokens. An object's
+/// resourceVersion becomes its rank among those seen ("rv#3"): whether it moved shows.
+struct Run<'a> {
+    ep: &'a Endpoint,
+    ns: String,
+    rvs: Vec<String>,
+    generated: Vec<String>,
+}
+
+impl Run<'_> {
+    /// Run the script; what each step observed.
+    fn run(ep: &Endpoint, ns: &str) -> Vec<(String, Value)> {
+        let mut steps: Vec<(&str, &str, &str, String)> = Vec::new();
+        for line in SCRIPT.lines().filter(|l| !l.trim().is_empty()) {
+            match (line.strip_prefix("    "), steps.last_mut()) {
+                (Some(more), Some(step)) => step.3 = format!("{}\n{more}", step.3),
+                _ => match line.split(" | ").collect::<Vec<_>>()[..] {
+                    [name, expect, request] => steps.push((name, expect, request, String::new())),
+                    _ => panic!("not a step: {line}"),
+                },
+            }
+        }
+        let (ns, rvs, generated) = (ns.to_string(), Vec::new(), Vec::new());
+        let mut r = Run {
+            ep,
+            ns,
+            rvs,
+            generated,
+        };
+        let (mut seen, mut answers) = (Vec::new(), Vec::new());
+        for (name, expect, request, body) in steps {
+            let fill = |s: &str| r.fill(s, &answers);
+            let (expect, request, body) = (fill(expect), fill(request), fill(&body));
+            let words: Vec<&str> = request.split_whitespace().collect();
+            let what = format!("step {name:?} ({}): {request}", ep.name);
+            let (observed, answer) = match words[..] {
+                ["kubectl", ref args @ ..] => r.kubectl(&what, &expect, args, body.trim()),
+                ["WATCH", path, encoding] => r.watch(&what, path, encoding, &body),
+                _ => r.request(&what, &expect, &words, &body),
+            };
+            seen.push((name.to_string(), observed));
+            answers.push((name, answer));
+        }
+        seen
+    }
+
+    /// The placeholders filled in.
+    fn fill(&self, s: &str, answers: &[(&str, Value)]) -> String {
+        let re = regex::Regex::new(r"\{(rv|continue|name)@([^}]+)\}").unwrap();
+        let s = re.replace_all(s, |c: &regex::Captures| {
+            let step = answers.iter().find(|a| a.0 == &c[2]);
+            let answer = &step.expect("an earlier step").1;
+            let key = match &c[1] {
+                "rv" => "resourceVersion",
+                key => key,
+            };
+            let v = answer["metadata"][key].as_str().expect("a value");
+            form_urlencoded::byte_serialize(v.as_bytes()).collect::<String>()
+        });
+        let cr = "/apis/e2e.stalemate.dev/v1/namespaces/{ns}/widgets";
+        s.replace("{cm}", "/api/v1/namespaces/{ns}/configmaps")
+            .replace("{deploy}", "/apis/apps/v1/namespaces/{ns}/deployments")
+            .replace("{widget}", cr)
+            .replace("{ns}", &self.ns)
+    }
+
+    /// METHOD PATH [patch type]: the answer must be `expect`.
+    fn request(&mut self, what: &str, expect: &str, words: &[&str], body: &str) -> (Value, Value) {
+        let ctype = match words[2..] {
+            ["merge"] => MERGE,
+            ["json"] => "application/json-patch+json",
+            ["strategic"] => "application/strategic-merge-patch+json",
+            ["apply"] => "application/apply-patch+yaml",
+            _ => JSON,
+        };
+        let headers = [("Content-Type", ctype), ("Accept", JSON)];
+        let r = self.ep.call(words[0], words[1], &headers, body);
+        let v: Value = serde_json::from_slice(&r.body).unwrap_or_else(|_| json!(r.text()));
+        let mut expect = expect.split(' ');
+        let code = r.status.to_string();
+        assert_eq!(expect.next(), Some(code.as_str()), "{what}: {v}");
+        for check in expect {
+            let Some((path, want)) = check.split_once('=') else {
+                assert_eq!(v["reason"], check, "{what}: {v}");
+                continue;
+            };
+            let (path, differs) = path.strip_suffix('!').map_or((path, false), |p| (p, true));
+            let want: Value = serde_json::from_str(want).expect("a JSON value");
+            let got = v.pointer(&path.replace('.', "/")).unwrap_or(&Value::Null);
+            assert!((*got == want) != differs, "{what}: {check}; {got}");
+        }
+        let (warning, ctype) = (r.header("warning"), r.header("content-type"));
+        let answer = json!({"code": r.status, "warning": warning, "contentType": ctype});
+        let body = self.normalise(v.clone());
+        (json!({"answer": answer, "body": body}), v)
+    }
+
+    fn kubectl(&mut self, what: &str, expect: &str, args: &[&str], stdin: &str) -> (Value, Value) {
+        let out = self.ep.kubectl(args, stdin);
+        let stderr = self.scrub(&String::from_utf8_lossy(&out.stderr));
+        assert_eq!(out.status.success(), expect == "ok", "{what}: {stderr}");
+        let stdout = serde_json::from_slice::<Value>(&out.stdout);
+        let stdout = stdout.unwrap_or_else(|_| json!(String::from_utf8_lossy(&out.stdout)));
+        let ok = out.status.success();
+        let observed = json!({"ok": ok, "stdout": self.normalise(stdout), "stderr": stderr});
+        (observed, Value::Null)
+    }
+
+    /// A watch from a resourceVersion, which the server ends after 2 s.
+    fn watch(&mut self, what: &str, path: &str, encoding: &str, expect: &str) -> (Value, Value) {
+        let protobuf = encoding == "protobuf";
+        let accept = [("Accept", if protobuf { PROTOBUF_WATCH } else { JSON })];
+        let path = format!("{path}&watch=1&timeoutSeconds=2");
+        let r = self.ep.call("GET", &path, &accept, "");
+        assert_eq!(r.status, 200, "{what}: {}", r.text());
+        let ctype = r.header("content-type").unwrap_or_default().to_string();
+        assert_eq!(ctype.contains("protobuf"), protobuf, "{what}: {ctype}");
+        let events: Vec<Value> = if protobuf {
+            split_frames(&r.body)
+                .iter()
+                .map(Vec::as_slice)
+                .map(frame_json)
+                .collect()
+        } else {
+            let lines: Result<_, _> = r.text().lines().map(serde_json::from_str).collect();
+            lines.expect("JSON events")
+        };
+        let expect: Vec<&str> = expect.split(',').map(str::trim).collect();
+        assert_eq!(seq(&events), expect, "{what}");
+        let events = self.normalise(json!(events));
+        (json!({"contentType": ctype, "events": events}), Value::Null)
+    }
+
+    fn normalise(&mut self, mut v: Value) -> Value {
+        if v["kind"].as_str().is_some_and(|k| k.ends_with("List")) {
+            v["metadata"]["resourceVersion"] = json!("<list>");
+            let token = v["metadata"]["continue"].as_str();
+            if token.is_some_and(|c| !c.is_empty()) {
+                v["metadata"]["continue"] = json!("<continue>");
+            }
+        }
+        self.walk(&mut v);
+        v
+    }
+
+    fn walk(&mut self, v: &mut Value) {
+        match v {
+            Value::Object(m) => {
+                if let (Some(_), Some(Value::String(name))) = (m.get("generateName"), m.get("name"))
+                    && !self.generated.contains(name)
+                {
+                    self.generated.push(name.clone());
+                }
+                for (k, x) in m.iter_mut() {
+                    match (k.as_str(), x.as_str()) {
+                        ("uid" | "creationTimestamp" | "deletionTimestamp" | "time", Some(_)) => {
+                            *x = json!("<set>")
+                        }
+                        ("resourceVersion", Some(s)) if s != "<list>" => {
+                            if !self.rvs.iter().any(|r| r == s) {
+                                self.rvs.push(s.to_string());
+                            }
+                            let rank = self.rvs.iter().position(|r| r == s).unwrap();
+                            *x = json!(format!("rv#{rank}"));
+                        }
+                        _ => self.walk(x),
+                    }
+                }
+            }
+            Value::Array(a) => a.iter_mut().for_each(|x| self.walk(x)),
+            Value::String(s) => *s = self.scrub(s),
+            _ => {}
+        }
+    }
+
+    fn scrub(&self, s: &str) -> String {
+        let mut s = s.to_string();
+        for (i, g) in self.generated.iter().enumerate() {
+            s = s.replace(g, &format!("<generated-{i}>"));
+        }
+        s.replace(&self.ns, "<ns>")
+    }
+}
+
+/// (1) The same script, run direct and through the proxy on one real apiserver, observes
+/// the same at every step: status codes, Status reasons and bodies (normalised as `Run`
+/// says, so whether generation and resourceVersion moved shows), Warning headers,
+/// kubectl's output, and the events of JSON and protobuf watches — down to the real
+/// apiserver's ERROR 410 for a too-old watch. The script's own checks make sure each
+/// step did what it is there for, so it cannot pass by both paths failing alike.
+#[test]
+fn a_script_observes_the_same_direct_and_through_the_proxy() {
+    let (api, _proxy, direct, proxied) = start();
+    apply(&api, WIDGET_CRD);
+    let crd = "crd/widgets.e2e.stalemate.dev";
+    api.kubectl_ok(&["wait", "--for", "condition=established", crd]);
+    // A custom resource's watch cache starts at its first request: a watch from a
+    // resourceVersion before that is "too old". Start it before the runs.
+    wait_for("the widgets' watch cache", WAIT, || {
+        let widgets = "/apis/e2e.stalemate.dev/v1/widgets";
+        let rv = rv(&direct.get(widgets).json());
+        let w = format!("{widgets}?watch=1&resourceVersion={rv}&timeoutSeconds=1");
+        let w = direct.get(&w);
+        (w.status == 200 && !w.text().contains("ERROR")).then_some(())
+    });
+    let d = Run::run(&direct, "script-direct");
+    let p = Run::run(&proxied, "script-proxied");
+    assert_eq!(d.len(), p.len());
+    for ((step, a), (_, b)) in d.iter().zip(&p) {
+        let show = |v| serde_json::to_string_pretty(v).unwrap();
+        assert!(
+            a == b,
+            "step {step:?}: direct {}\nproxied {}",
+            show(a),
+            show(b)
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// 2. Identity.
+
+/// A SelfSubjectReview made with these credentials (and impersonating `user`).
+fn who_as(ep: &Endpoint, user: &str) -> (u16, Value) {
+    let review = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"});
+    let path = "/apis/authentication.k8s.io/v1/selfsubjectreviews";
+    let mut headers = vec![("Content-Type", JSON)];
+    headers.extend(Some(("Impersonate-User", user)).filter(|_| !user.is_empty()));
+    let r = ep.call("POST", path, &headers, &review.to_string());
+    (r.status, r.json())
+}
+
+fn who(ep: &Endpoint) -> (u16, Value) {
+    who_as(ep, "")
+}
+
+const ROBOT_RBAC: &str = r#"apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: read-configmaps, namespace: idns}
+rules: [{apiGroups: [""], resources: [configmaps], verbs: [get, list, watch]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: robot-reads, namespace: idns}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: read-configmaps}
+subjects: [{kind: ServiceAccount, name: robot, namespace: idns}]
+"#;
+
+/// (2) Identity with a client-certificate upstream kubeconfig (what kind and kubeadm
+/// write). kube-apiserver checks a TLS client certificate before any bearer token, so a
+/// proxy presenting the certificate on every upstream connection would make every client
+/// the admin. Through the proxy, a client's own service-account token makes it that
+/// service account (whoami, and what RBAC lets it read and watch — as direct); a garbage
+/// token gets the real 401, as direct; only a client without credentials is the admin.
+/// Impersonation headers pass through, judged by the real RBAC.
+#[test]
+fn identities_survive_a_client_certificate_upstream() {
+    let (api, proxy, direct, proxied) = start();
+    let token = api.sa_token("idns", "robot");
+    apply(&api, ROBOT_RBAC);
+    let (sa_direct, sa_proxied) = (direct.bearer(&token), proxied.bearer(&token));
+
+    // kubectl with its own token through the proxy is the service account, with the
+    // userInfo (uid, groups, extra: the credential id) the token gets direct.
+    let whoami = |out: Output| {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()["status"]["userInfo"].clone()
+    };
+    let user = whoami(proxy.kubectl(&["--token", &token, "auth", "whoami", "-o", "json"]));
+    assert_eq!(
+        user["username"], "system:serviceaccount:idns:robot",
+        "{user}"
+    );
+    let (code, review) = who(&sa_direct);
+    assert_eq!((code, &review["status"]["userInfo"]), (201, &user));
+    assert_eq!(who(&sa_proxied), (201, review));
+
+    // What it may do is what RBAC gives the service account, on reads and watches.
+    let allowed = "/api/v1/namespaces/idns/configmaps";
+    let ready = || (sa_direct.get(allowed).status == 200).then_some(());
+    wait_for("the RoleBinding to apply", WAIT, ready);
+    let denied = "/api/v1/namespaces/default/configmaps";
+    let watch = |path| format!("{path}?watch=1&timeoutSeconds=1");
+    for path in [allowed.into(), watch(allowed)] {
+        same(sa_direct.get(&path), sa_proxied.get(&path), 200, "");
+    }
+    for path in [denied.into(), watch(denied)] {
+        let (a, b) = (sa_direct.get(&path), sa_proxied.get(&path));
+        assert!(
+            b.text().contains("system:serviceaccount:idns:robot"),
+            "{}",
+            b.text()
+        );
+        same(a, b, 403, "Forbidden");
+    }
+
+    // A garbage token: the real server's 401, on a request and on a watch.
+    let (bad_direct, bad_proxied) = (direct.bearer("garbage"), proxied.bearer("garbage"));
+    for path in ["/api/v1/namespaces".into(), watch(denied)] {
+        same(
+            bad_direct.get(&path),
+            bad_proxied.get(&path),
+            401,
+            "Unauthorized",
+        );
+    }
+
+    // No credentials of its own (the proxy's kubeconfig, or none at all): the admin.
+    let admin = whoami(api.kubectl(&["auth", "whoami", "-o", "json"]));
+    assert!(
+        admin["groups"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("system:masters"))
+    );
+    assert!(
+        !user["groups"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("system:masters"))
+    );
+    assert_eq!(
+        whoami(proxy.kubectl(&["auth", "whoami", "-o", "json"])),
+        admin
+    );
+    assert_eq!(who(&proxied), who(&direct));
+
+    // Impersonate-* pass through: the admin may impersonate the robot, not vice versa.
+    let (code, review) = who_as(&proxied, "system:serviceaccount:idns:robot");
+    assert_eq!(
+        (code, &review["status"]["userInfo"]["username"]),
+        (201, &user["username"])
+    );
+    let (a, b) = (who_as(&sa_direct, "admin"), who_as(&sa_proxied, "admin"));
+    assert_eq!((a.0, &a.1["reason"]), (403, &json!("Forbidden")), "{}", a.1);
+    assert_eq!(a, b);
+    let can = proxy.kubectl_ok(&["-n", "default", "auth", "can-i", "delete", "secrets"]);
+    assert_eq!(can.trim(), "yes");
+}
+
+// ---------------------------------------------------------------------------------------
+// 3, 4. Watches.
+
+fn create(ep: &Endpoint, ns: &str, name: &str) {
+    let cms = format!("/api/v1/namespaces/{ns}/configmaps");
+    let body = json!({"metadata": {"name": name}, "data": {"v": "1"}}).to_string();
+    let r = ep.call("POST", &cms, &[("Content-Type", JSON)], &body);
+    assert_eq!(r.status, 201, "{}", r.text());
+}
+
+/// Six changes to the namespace's configmaps, made direct: the events of `SIX`.
+fn six_changes(ep: &Endpoint, ns: &str) {
+    for name in ["c0", "c1", "c2", "c3"] {
+        create(ep, ns, name);
+    }
+    let (c1, patch) = (
+        format!("/api/v1/namespaces/{ns}/configmaps/c1"),
+        r#"{"data":{"v":"2"}}"#,
+    );
+    let r = ep.call("PATCH", &c1, &[("Content-Type", MERGE)], patch);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let r = ep.call("DELETE", &c1.replace("c1", "c2"), &[], "");
+    assert_eq!(r.status, 200, "{}", r.text());
+}
+
+const SIX: [&str; 6] = [
+    "ADDED c0",
+    "ADDED c1",
+    "ADDED c2",
+    "ADDED c3",
+    "MODIFIED c1",
+    "DELETED c2",
+];
+
+/// A watch of the namespace's configmaps from now, direct and through the proxy.
+fn watch_both(direct: &Endpoint, proxied: &Endpoint, ns: &str, accept: &str) -> (Stream, Stream) {
+    let cms = format!("/api/v1/namespaces/{ns}/configmaps");
+    let rv = rv(&direct.get(&cms).json());
+    let from = format!("{cms}?watch=1&resourceVersion={rv}");
+    (direct.stream(&from, accept), proxied.stream(&from, accept))
+}
+
+/// (3) Watches (JSON and protobuf) through a freeze and a relist, on a real apiserver.
+/// While the namespace's configmaps are frozen (POST /v1/windows), changes made direct
+/// are held by the proxy (its status counts them) and none reaches the client; DELETE
+/// /v1/windows/NAME releases them all, in order, equal to what a direct watch saw (for
+/// protobuf, the same bytes). Then `relist {how: expired}`: the open watches get ERROR
+/// 410 Expired (each in its own encoding) and end, and the client's relist — a LIST and
+/// a new watch from its resourceVersion — works while that window is still open.
+#[test]
+fn a_watch_through_a_freeze_and_a_relist() {
+    let (api, proxy, direct, proxied) = start();
+    api.kubectl_ok(&["create", "namespace", "fz"]);
+    let (mut watch_d, mut watch_p) = watch_both(&direct, &proxied, "fz", JSON);
+    let (mut pb_d, mut pb_p) = watch_both(&direct, &proxied, "fz", PROTOBUF_WATCH);
+    let window = |name: &str, fault: Value| {
+        let w = json!({"name": name, "resources": ["configmaps"], "namespaces": ["fz"], "fault": fault});
+        let (code, body) = proxy.admin_call(None, "POST", "/v1/windows", Some(&w));
+        assert_eq!(code, 201, "{body}");
+    };
+    window("hold", json!({"freeze": {}}));
+    six_changes(&direct, "fz");
+    let seen = watch_d.events(6, "the direct watch");
+    assert_eq!(seq(&seen), SIX);
+    let seen_pb = pb_d.take_n(6, "the direct protobuf watch", frame_len);
+    wait_for("the proxy to hold 6 events on each watch", WAIT, || {
+        let (_, status) = proxy.admin_call(None, "GET", "/v1/status", None);
+        (status["held"]["events"] == 12).then_some(())
+    });
+    assert!(watch_p.nothing_received(), "an event got through");
+    assert!(pb_p.nothing_received(), "a protobuf event got through");
+    let (code, body) = proxy.admin_call(None, "DELETE", "/v1/windows/hold", None);
+    assert_eq!((code, &body["closed"]), (200, &json!(true)), "{body}");
+    let released = watch_p.events(6, "the proxied watch after the freeze");
+    assert_eq!(released, seen, "every held event, in order, as seen direct");
+    let released = pb_p.take_n(6, "the proxied protobuf watch after the freeze", frame_len);
+    assert!(
+        released == seen_pb,
+        "the held protobuf frames, released as they came"
+    );
+
+    // relist {how: expired}: the open watches get ERROR 410 and end.
+    window("expire", json!({"relist": {"how": "expired"}}));
+    let error = watch_p.event("the ERROR event").expect("an ERROR event");
+    assert_eq!(seq(&[error]), ["ERROR 410 Expired"]);
+    assert_eq!(watch_p.event("the end of the watch"), None, "then it ends");
+    let error = pb_p.take_n(1, "the protobuf ERROR event", frame_len);
+    assert_eq!(seq(&[frame_json(&error[0])]), ["ERROR 410 Expired"]);
+    assert_eq!(pb_p.take("the end of the protobuf watch", frame_len), None);
+
+    // The client's relist: a LIST, then a watch from the list's resourceVersion.
+    let cms = "/api/v1/namespaces/fz/configmaps";
+    let list = proxied.get(cms);
+    assert_eq!(list.status, 200, "{}", list.text());
+    let list = list.json();
+    let items = list["items"].as_array().unwrap().iter();
+    let names: Vec<&Value> = items.map(|i| &i["metadata"]["name"]).collect();
+    assert_eq!(names, ["c0", "c1", "c3"]);
+    let from = format!("{cms}?watch=1&resourceVersion={}", rv(&list));
+    let mut rewatch = proxied.stream(&from, JSON);
+    create(&direct, "fz", "c4");
+    let after = rewatch.events(1, "the new watch");
+    assert_eq!(seq(&after), ["ADDED c4"]);
+    assert_eq!(after, watch_d.events(1, "the direct watch"));
+    let (code, body) = proxy.admin_call(None, "DELETE", "/v1/windows/expire", None);
+    assert_eq!(code, 200, "{body}");
+}
+
+/// (4) Protobuf watch frames pass through byte for byte: two protobuf watches from the
+/// same resourceVersion, one direct and one through the proxy (no window open), read the
+/// same frames — the proxy must not re-encode them. Nor a too-old watch's ERROR frame.
+#[test]
+fn protobuf_watch_frames_are_byte_identical() {
+    let (api, _proxy, direct, proxied) = start();
+    api.kubectl_ok(&["create", "namespace", "pb"]);
+    let (mut watch_d, mut watch_p) = watch_both(&direct, &proxied, "pb", PROTOBUF_WATCH);
+    six_changes(&direct, "pb");
+    let d = watch_d.take_n(6, "the direct watch", frame_len);
+    let p = watch_p.take_n(6, "the proxied watch", frame_len);
+    let events: Vec<Value> = d.iter().map(|f| frame_json(f)).collect();
+    assert_eq!(seq(&events), SIX);
+    for (i, (a, b)) in d.iter().zip(&p).enumerate() {
+        let sizes = (a.len(), b.len());
+        assert!(a == b, "frame {i} ({}) differs; sizes {sizes:?}", SIX[i]);
+    }
+
+    let old = "/api/v1/namespaces/pb/configmaps?watch=1&resourceVersion=1&timeoutSeconds=2";
+    let accept = [("Accept", PROTOBUF_WATCH)];
+    let (a, b) = (
+        direct.call("GET", old, &accept, ""),
+        proxied.call("GET", old, &accept, ""),
+    );
+    assert_eq!((a.status, b.status), (200, 200));
+    assert_eq!(b.header("content-type"), Some(PROTOBUF_WATCH));
+    let frames = split_frames(&a.body);
+    assert_eq!(
+        seq(&frames.iter().map(|f| frame_json(f)).collect::<Vec<_>>()),
+        ["ERROR 410 Expired"]
+    );
+    assert!(a.body == b.body, "the too-old watch's ERROR frame differs");
+}

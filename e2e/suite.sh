@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# The whole test suite, on a fresh machine: installs what is missing, then format check,
+# clippy and every test (`cargo test --locked --all-targets`). README "Set up", command 2;
+# CI (.ci/run) calls it.
+#
+# What it installs, when missing: curl, kubectl, chromium (the HTML report is checked in
+# a headless browser), shellcheck, prometheus + promtool (Debian); kopf and the official
+# Python client in e2e/clients/python/.venv and @kubernetes/client-node in
+# e2e/clients/node/node_modules (pinned by lock files, nothing global); and the real
+# control plane — etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl
+# and kwok, built from the Go module proxy by e2e/assets/build.sh into
+# ~/.cache/stalemate/kube/ (minutes the first time, a second after) — which the tests
+# find through KUBEBUILDER_ASSETS.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TERM_COLOR=never
+
+have() { command -v "$1" >/dev/null 2>&1; }
+apt_updated=""
+apt_install() {
+    if ! have apt-get; then
+        echo "suite.sh: $* missing and no apt-get to install it" >&2
+        return 1
+    fi
+    if [ -z "$apt_updated" ]; then
+        apt-get update -qq
+        apt_updated=1
+    fi
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@"
+}
+
+have curl || apt_install curl
+# The machines ship a kubectl dispatcher (bundled 1.27–1.33, picked by the server's
+# /version); Debian's kubernetes-client (kubectl 1.20) is the last resort.
+have kubectl || apt_install kubectl || apt_install kubernetes-client
+# The HTML report is checked in a real headless browser (e2e/oracles.rs).
+have chromium || have chromium-browser || have google-chrome || apt_install --no-install-recommends chromium
+# The shell scripts (kind walkthrough, fuzz, bench, this file) are shellchecked in the suite.
+have shellcheck || apt_install shellcheck
+# A real Prometheus scrapes the proxy, and promtool checks and tests the alerting rules
+# (e2e/prometheus.rs): Debian's prometheus package has both.
+{ have prometheus && have promtool; } || apt_install --no-install-recommends prometheus
+# Clients from other ecosystems (e2e/clients.rs), from the package registries, pinned by
+# lock files, installed inside the repository (no global installs): kopf and the
+# official Python client in a virtual environment, @kubernetes/client-node with npm ci.
+have python3 || apt_install python3
+python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || apt_install python3-venv
+if [ ! -x e2e/clients/python/.venv/bin/kopf ]; then
+    python3 -m venv e2e/clients/python/.venv
+    e2e/clients/python/.venv/bin/pip install -q --disable-pip-version-check -r e2e/clients/python/requirements.lock
+fi
+{ have node && have npm; } || apt_install --no-install-recommends nodejs npm
+if [ ! -d e2e/clients/node/node_modules/@kubernetes/client-node ]; then
+    (cd e2e/clients/node && npm ci --no-audit --no-fund --loglevel=error)
+fi
+# The real control plane (e2e/proxy_real.rs, e2e/envtest.rs, explore --envtest).
+have go || { echo "suite.sh: no Go toolchain (go) on this machine: Kubernetes is built from the Go module proxy" >&2; exit 1; }
+echo "== real control plane (e2e/assets/build.sh)"
+KUBEBUILDER_ASSETS=$(bash e2e/assets/build.sh | tail -n1)
+export KUBEBUILDER_ASSETS
+have cargo || { echo "suite.sh: no Rust toolchain (cargo) on this machine" >&2; exit 1; }
+if have rustup; then
+    rustup component add rustfmt clippy >/dev/null 2>&1 || true
+fi
+
+echo "== kubectl: $(kubectl version --client 2>/dev/null | head -n1)"
+echo "== control plane: $("$KUBEBUILDER_ASSETS/kube-apiserver" --version), $("$KUBEBUILDER_ASSETS/etcd" --version | head -n1) in $KUBEBUILDER_ASSETS"
+echo "== cargo fmt --check"
+cargo fmt --check
+echo "== cargo clippy"
+cargo clippy --locked --all-targets -- -D warnings
+echo "== tests (cargo test --locked --all-targets)"
+log=$(mktemp)
+cargo test --locked --all-targets 2>&1 | tee "$log"
+# One closing line for the whole suite (cargo prints one per test binary).
+awk '/^test result:/ { p += $4; f += $6 } END { printf "tests: %d passed, %d failed\n", p, f; exit (f > 0 || p == 0) }' "$log"

@@ -1,0 +1,86 @@
+//! `stalemate envtest`: start a real control plane on loopback (etcd, kube-apiserver and
+//! `--with`'s components from a directory of binaries), print where it is, and keep it
+//! until SIGINT/SIGTERM — what `run --envtest` and each `explore --envtest` trial start,
+//! on its own, for a proxy, a test or a shell.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use clap::Args;
+
+use crate::envtest::{Assets, ControlPlane, Spec, Storage, With};
+
+#[derive(Debug, Args)]
+#[command(after_help = "\
+The first line on standard output is the apiserver's URL, the second its directory:
+ca.crt, ca.key (the cluster CA), sa.key, sa.pub (service-account signing keys),
+admin.kubeconfig (system:masters, straight to the apiserver), and one log per process.
+
+  export KUBEBUILDER_ASSETS=$(bash e2e/assets/build.sh | tail -n1)
+  stalemate envtest --kubeconfig-out /tmp/real.kubeconfig &
+  stalemate serve --upstream-kubeconfig /tmp/real.kubeconfig")]
+pub struct EnvtestArgs {
+    /// The directory of binaries (etcd, kube-apiserver, …). Default: $KUBEBUILDER_ASSETS.
+    #[arg(long, value_name = "DIR")]
+    pub assets: Option<PathBuf>,
+
+    /// Also start these, comma-separated: kube-controller-manager (the built-in
+    /// controllers), kube-scheduler, kwok (a fake node whose pods run; brings
+    /// kube-scheduler).
+    #[arg(long, value_name = "COMPONENTS", value_parser = With::parse)]
+    pub with: Option<With>,
+
+    /// Keep the control plane's files here (default: a new temporary directory, removed
+    /// when it stops).
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+
+    /// Copy the admin kubeconfig here.
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig_out: Option<PathBuf>,
+
+    /// How long each process may take to get ready before it is an error.
+    #[arg(long, default_value = "60s", value_parser = super::parse_duration, value_name = "DURATION")]
+    pub ready_timeout: std::time::Duration,
+}
+
+pub async fn run(args: EnvtestArgs) -> Result<()> {
+    let mut spec = Spec::new(
+        Assets::locate(args.assets.as_deref())?,
+        args.with.unwrap_or_default().0,
+    );
+    spec.ready_timeout = args.ready_timeout;
+    spec.check().await?;
+    let (dir, temporary) = match &args.dir {
+        Some(d) => (d.clone(), false),
+        None => (
+            std::env::temp_dir().join(format!("stalemate-envtest-{}", uuid::Uuid::new_v4())),
+            true,
+        ),
+    };
+    let cp = ControlPlane::start(&spec, &dir, &Storage::Own).await?;
+    let written = match &args.kubeconfig_out {
+        Some(out) => std::fs::copy(&cp.admin_kubeconfig, out)
+            .map(|_| ())
+            .with_context(|| format!("--kubeconfig-out {}", out.display())),
+        None => Ok(()),
+    };
+    if let Err(e) = written {
+        cp.stop().await;
+        return Err(e);
+    }
+    {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{}", cp.url);
+        let _ = writeln!(out, "{}", cp.dir.display());
+        let _ = out.flush();
+    }
+    tracing::info!(url = %cp.url, dir = %cp.dir.display(), seconds = cp.started_in.as_secs_f64(), "control plane ready");
+    crate::process::shutdown_signal().await;
+    cp.stop().await;
+    if temporary {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    Ok(())
+}

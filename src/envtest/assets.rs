@@ -1,0 +1,155 @@
+//! Where the control plane's binaries are: controller-runtime envtest's convention, a
+//! directory (`--envtest DIR`, else `$KUBEBUILDER_ASSETS`) holding `etcd`,
+//! `kube-apiserver` and, for `--with`, `kube-controller-manager`, `kube-scheduler` and
+//! `kwok`. `e2e/assets/build.sh` builds one from the Go module proxy.
+//!
+//! Each binary is checked once, before the first control plane starts: there, executable,
+//! and what it says it is when asked `--version` — so a wrong file is an error naming it,
+//! not an apiserver that "never gets ready".
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+
+/// The environment variable envtest reads.
+pub const ENV: &str = "KUBEBUILDER_ASSETS";
+
+/// How `<binary> --version` identifies each binary.
+const IDENTITIES: &[(&str, &str)] = &[
+    ("etcd", "etcd Version:"),
+    ("kube-apiserver", "Kubernetes v"),
+    ("kube-controller-manager", "Kubernetes v"),
+    ("kube-scheduler", "Kubernetes v"),
+    ("kwok", "kwok version"),
+];
+
+#[derive(Debug, Clone)]
+pub struct Assets {
+    pub dir: PathBuf,
+}
+
+impl Assets {
+    /// `dir`, or `$KUBEBUILDER_ASSETS`.
+    pub fn locate(dir: Option<&Path>) -> Result<Assets> {
+        let dir = match dir {
+            Some(d) => d.to_path_buf(),
+            None => match std::env::var_os(ENV) {
+                Some(d) if !d.is_empty() => PathBuf::from(d),
+                _ => bail!(
+                    "--envtest: no directory given and ${ENV} is not set (it names a directory holding etcd and kube-apiserver; `bash e2e/assets/build.sh` builds one and prints its path)"
+                ),
+            },
+        };
+        if !dir.is_dir() {
+            bail!(
+                "--envtest {}: not a directory (it should hold etcd and kube-apiserver, as ${ENV} does)",
+                dir.display()
+            );
+        }
+        Ok(Assets { dir })
+    }
+
+    /// The path of `name` in the directory, if it is an executable file.
+    pub fn binary(&self, name: &str) -> Result<PathBuf> {
+        let path = self.dir.join(name);
+        let meta = std::fs::metadata(&path).map_err(|_| {
+            anyhow::anyhow!(
+                "--envtest {}: no {name} there (the directory should hold etcd and kube-apiserver{}; `bash e2e/assets/build.sh` builds them)",
+                self.dir.display(),
+                if name.starts_with("kube-a") || name == "etcd" {
+                    String::new()
+                } else {
+                    format!(", and {name} for --with")
+                }
+            )
+        })?;
+        use std::os::unix::fs::PermissionsExt;
+        if !meta.is_file() || meta.permissions().mode() & 0o111 == 0 {
+            bail!(
+                "--envtest {}: {name} is not an executable file",
+                self.dir.display()
+            );
+        }
+        Ok(path)
+    }
+
+    /// Check each named binary answers `--version` as itself; returns what each said
+    /// (its first line).
+    pub async fn check(&self, names: &[&str]) -> Result<Vec<(String, String)>> {
+        let mut said = Vec::new();
+        for name in names {
+            let path = self.binary(name)?;
+            let expect = IDENTITIES
+                .iter()
+                .find(|(n, _)| n == name)
+                .map_or("", |(_, e)| *e);
+            let out = tokio::time::timeout(
+                Duration::from_secs(20),
+                tokio::process::Command::new(&path)
+                    .arg("--version")
+                    .kill_on_drop(true)
+                    .output(),
+            )
+            .await
+            .map_err(|_| {
+                anyhow::anyhow!("{}: `--version` did not answer within 20s", path.display())
+            })?
+            .with_context(|| format!("cannot run {}", path.display()))?;
+            let text = format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let line = text
+                .lines()
+                .find(|l| l.contains(expect))
+                .filter(|_| out.status.success());
+            match line {
+                Some(l) => said.push((name.to_string(), l.trim().to_string())),
+                None => bail!(
+                    "{}: not {name}: `{name} --version` should print {expect:?}, it printed {:?} ({})",
+                    path.display(),
+                    text.lines().next().unwrap_or(""),
+                    out.status
+                ),
+            }
+        }
+        Ok(said)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_directory_or_binary_is_named() {
+        let e = Assets::locate(Some(Path::new("/nonexistent/assets"))).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("/nonexistent/assets: not a directory"),
+            "{e}"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let a = Assets::locate(Some(dir.path())).unwrap();
+        let e = a.binary("kube-apiserver").unwrap_err().to_string();
+        assert!(e.contains("no kube-apiserver there"), "{e}");
+        std::fs::write(dir.path().join("etcd"), "not a program").unwrap();
+        let e = a.binary("etcd").unwrap_err().to_string();
+        assert!(e.contains("etcd is not an executable file"), "{e}");
+    }
+
+    #[tokio::test]
+    async fn a_wrong_binary_is_refused_by_what_it_says() {
+        let dir = tempfile::tempdir().unwrap();
+        let fake = dir.path().join("kube-apiserver");
+        std::fs::write(&fake, "#!/bin/sh\necho 'etcd Version: 3.5.21'\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let a = Assets::locate(Some(dir.path())).unwrap();
+        let e = a.check(&["kube-apiserver"]).await.unwrap_err().to_string();
+        assert!(e.contains("not kube-apiserver"), "{e}");
+        assert!(e.contains("etcd Version"), "{e}");
+    }
+}

@@ -1,0 +1,131 @@
+//! The proxy a session puts in front of its upstream: started with the session's two
+//! named listeners and its trace, the setup applied through its upstream client, a
+//! kubeconfig written per listener — and stopped into the run's report, trace and end
+//! state.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+
+use super::{CONTROLLER, Options, TraceTo, WORKLOAD};
+use crate::trace::{MemoryTrace, Stamped};
+
+pub(super) struct Front {
+    pub running: crate::server::Running,
+    certs: crate::certs::CertBundle,
+    memory: Option<MemoryTrace>,
+}
+
+/// What the stopped proxy left.
+pub(super) struct Stopped {
+    pub report: crate::report::Report,
+    pub trace: Vec<Stamped>,
+}
+
+impl Front {
+    /// Start the proxy in front of `source`.
+    pub async fn start(o: &Options, source: crate::upstream::Source) -> Result<Front> {
+        let certs = crate::certs::generate("stalemate", &[])?;
+        let (trace_path, sink, memory) = match &o.trace {
+            TraceTo::Off => (None, None, None),
+            TraceTo::File(p) => (Some(p.clone()), None, None),
+            TraceTo::Memory => {
+                let (t, m) = crate::trace::Trace::to_memory(1 << 20);
+                (None, Some(t), Some(m))
+            }
+        };
+        let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
+        let running = crate::server::start(crate::server::Options {
+            admin_listen: o.admin_listen,
+            controller_process: true,
+            listen_name: Some(CONTROLLER.into()),
+            named_listeners: if o.workload.is_some() {
+                vec![(WORKLOAD.into(), loopback)]
+            } else {
+                vec![]
+            },
+            trace_sink: sink,
+            threads: o.threads,
+            ..crate::server::Options::loopback(&certs, source, schedule_of(o), trace_path)
+        })
+        .await?;
+        Ok(Front {
+            running,
+            certs,
+            memory,
+        })
+    }
+
+    /// Apply the setup through the proxy's upstream client, then wait (up to 10 s) until
+    /// ground truth has the objects the oracles watch: a hot loop in the controller's
+    /// first 100 ms is then judged with the fields it churns, a convergence from the
+    /// object's first state.
+    pub async fn apply_setup(
+        &self,
+        setup: &[crate::setup::Manifest],
+    ) -> Result<(kube::Client, Vec<crate::setup::Applied>)> {
+        let client = self.running.upstream.kube_client()?;
+        let applied = crate::setup::apply(&client, setup)
+            .await
+            .map_err(|e| e.context("applying --setup"))?;
+        let watched = self.running.oracles.config.watched_resources();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        for a in applied.iter().filter(|a| watched.contains(&a.resource)) {
+            let ns = a.namespace.as_deref().unwrap_or("");
+            while !self.running.oracles.has_seen(&a.resource, ns, &a.name)
+                && Instant::now() < deadline
+            {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+        Ok((client, applied))
+    }
+
+    /// A kubeconfig for the listener `name`: the proxy's URL and CA, and the token that
+    /// makes the proxy use the upstream's credentials.
+    pub fn kubeconfig(&self, o: &Options, name: &str) -> Result<PathBuf> {
+        let path = o.dir.join(format!("{name}.kubeconfig"));
+        crate::kubeconfig::write(
+            &path,
+            &crate::kubeconfig::KubeconfigSpec {
+                name: "stalemate",
+                server: &self.running.urls[name],
+                ca_pem: &self.certs.ca_cert_pem,
+                token: Some(crate::proxy::UPSTREAM_CREDENTIALS_TOKEN),
+                client_cert: None,
+                namespace: None,
+            },
+        )?;
+        Ok(path)
+    }
+
+    /// Stop the proxy: the final report, and the trace if kept in memory.
+    pub async fn stop(self) -> Stopped {
+        let report = self.running.stop().await;
+        let trace = match self.memory {
+            Some(m) => m.finish().await,
+            None => Vec::new(),
+        };
+        Stopped { report, trace }
+    }
+}
+
+/// The session's schedule: one that names no clients gets the two listeners' (its
+/// windows for `*` still cover everyone); one that names its own is taken as written.
+fn schedule_of(o: &Options) -> crate::schedule::Schedule {
+    let mut schedule = o.schedule.clone();
+    if schedule.clients.is_empty() {
+        for name in [CONTROLLER, WORKLOAD] {
+            schedule.clients.insert(
+                name.into(),
+                crate::identity::ClientMatcher {
+                    listener: Some(name.into()),
+                    ..Default::default()
+                },
+            );
+        }
+    }
+    schedule
+}
