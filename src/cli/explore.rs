@@ -125,17 +125,14 @@ pub async fn run(args: ExploreArgs) -> Result<ExitCode> {
         },
         (None, None) => Choice::Sim,
     };
-    let upstream = choice.for_explore().await?;
+    let jobs = args.jobs.unwrap_or_else(crate::server::default_threads);
+    let upstream = choice.for_explore(jobs).await?;
     let cfg = Config {
         controller: args.cmd,
         setup_paths: args.world.setup,
         setup,
         workload: args.world.workload,
-        jobs: if upstream.side_by_side() {
-            args.jobs.unwrap_or_else(crate::server::default_threads)
-        } else {
-            1
-        },
+        jobs: if upstream.side_by_side() { jobs } else { 1 },
         upstream,
         budget: args.budget,
         time: args.time,

@@ -3,21 +3,29 @@
 //! and `--with`'s components — torn down when the run ends. Runs go side by side, and
 //! nothing needs putting back: each starts from a fresh cluster.
 //!
-//! Why one shared etcd, measured (`cargo run --release --example control-plane`, 2
-//! cores): a control plane with its own etcd is ready in 2.36 s
-//! (median of 5), one on a shared etcd under its own `--etcd-prefix` in 1.81 s — the
-//! apiserver's own start (its post-start hooks: RBAC bootstrap, priority levels) is the
-//! rest, and is the same either way.
+//! What it costs, measured on 2 cores:
+//! - **One shared etcd** (`cargo run --release --example control-plane`): a control plane
+//!   with its own etcd is ready in 2.36 s (median of 5), one on a shared etcd under its
+//!   own `--etcd-prefix` in 1.81 s — the apiserver's own start (its post-start hooks:
+//!   RBAC bootstrap, priority levels) is the rest, and is the same either way.
+//! - **Spares** (explore): a trial waited for its apiserver, then spent most of its time
+//!   waiting for the controller to go quiet, with the CPU idle. Explore keeps as many
+//!   control planes started ahead as it runs trials side by side, so a trial takes a
+//!   ready one and the next is started while it runs (`bash bench/explore.sh`).
 
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Result;
 use futures_util::future::BoxFuture;
 use tokio::sync::Mutex;
+use tokio::task::JoinHandle;
 
 use super::{Kind, Started};
 use crate::envtest::{Assets, ControlPlane, Etcd, Spec, Storage, With};
+
+type SharedEtcd = Arc<Mutex<Etcd>>;
 
 pub struct Envtest {
     spec: Spec,
@@ -26,28 +34,35 @@ pub struct Envtest {
     versions: Vec<(String, String)>,
     /// Started with the first run, stopped by `finish` (or when the process exits: it is
     /// in stalemate's process group).
-    etcd: Mutex<Option<Arc<Mutex<Etcd>>>>,
-    /// Where the shared etcd keeps its data.
+    etcd: Mutex<Option<SharedEtcd>>,
+    /// Control planes being started, or ready, for the next runs.
+    spares: Mutex<VecDeque<JoinHandle<Result<ControlPlane>>>>,
+    /// How many to keep started ahead (0 for `run`: one run, nothing ahead).
+    ahead: usize,
+    /// Where the shared etcd and the control planes keep their files.
     dir: PathBuf,
 }
 
 impl Envtest {
     /// Find the binaries (`assets`, else `$KUBEBUILDER_ASSETS`) and check each answers
-    /// as itself, before any run starts.
-    pub async fn prepare(assets: Option<PathBuf>, with: With) -> Result<Envtest> {
+    /// as itself, before any run starts. `ahead`: control planes to keep started for the
+    /// runs to come.
+    pub async fn prepare(assets: Option<PathBuf>, with: With, ahead: usize) -> Result<Envtest> {
         let spec = Spec::new(Assets::locate(assets.as_deref())?, with.0.clone());
         let versions = spec.check().await?;
-        let dir = std::env::temp_dir().join(format!("stalemate-etcd-{}", uuid::Uuid::new_v4()));
+        let dir = std::env::temp_dir().join(format!("stalemate-envtest-{}", uuid::Uuid::new_v4()));
         Ok(Envtest {
             spec,
             with,
             versions,
             etcd: Mutex::new(None),
+            spares: Mutex::new(VecDeque::new()),
+            ahead,
             dir,
         })
     }
 
-    async fn etcd(&self) -> Result<Arc<Mutex<Etcd>>> {
+    async fn etcd(&self) -> Result<SharedEtcd> {
         let mut slot = self.etcd.lock().await;
         if let Some(e) = slot.as_ref() {
             let alive = e.lock().await.check();
@@ -57,10 +72,51 @@ impl Envtest {
             tracing::warn!(error = %alive.err().map(|e| format!("{e:#}")).unwrap_or_default(), "the shared etcd exited; starting another");
         }
         let e = Arc::new(Mutex::new(
-            Etcd::start(&self.spec.assets, &self.dir, self.spec.ready_timeout).await?,
+            Etcd::start(
+                &self.spec.assets,
+                &self.dir.join("etcd"),
+                self.spec.ready_timeout,
+            )
+            .await?,
         ));
         *slot = Some(e.clone());
         Ok(e)
+    }
+
+    /// Start a control plane in a directory of its own, in the background.
+    fn launch(&self, etcd: SharedEtcd) -> JoinHandle<Result<ControlPlane>> {
+        let spec = self.spec.clone();
+        let dir = self
+            .dir
+            .join(format!("cp-{}", uuid::Uuid::new_v4().simple()));
+        tokio::spawn(async move { ControlPlane::start(&spec, &dir, &Storage::Shared(etcd)).await })
+    }
+
+    /// A ready control plane: a spare if one is (being) started, else a new one; then
+    /// spares started up to `ahead`.
+    async fn take(&self) -> Result<ControlPlane> {
+        let etcd = self.etcd().await?;
+        let spare = self.spares.lock().await.pop_front();
+        let cp = match spare {
+            Some(h) => match h.await {
+                Ok(Ok(mut cp)) => match cp.check() {
+                    Ok(()) => Ok(cp),
+                    // It died while it waited: start another.
+                    Err(_) => {
+                        cp.stop().await;
+                        self.launch(etcd.clone()).await?
+                    }
+                },
+                Ok(Err(e)) => Err(e),
+                Err(e) => Err(anyhow::anyhow!("starting a control plane: {e}")),
+            },
+            None => self.launch(etcd.clone()).await?,
+        };
+        let mut spares = self.spares.lock().await;
+        while spares.len() < self.ahead {
+            spares.push_back(self.launch(etcd.clone()));
+        }
+        cp
     }
 }
 
@@ -73,15 +129,9 @@ impl Kind for Envtest {
         true
     }
 
-    fn start<'a>(&'a self, dir: &'a Path) -> BoxFuture<'a, Result<Box<dyn Started>>> {
+    fn start<'a>(&'a self, _dir: &'a Path) -> BoxFuture<'a, Result<Box<dyn Started>>> {
         Box::pin(async move {
-            let etcd = self.etcd().await?;
-            let cp = ControlPlane::start(
-                &self.spec,
-                &dir.join("control-plane"),
-                &Storage::Shared(etcd),
-            )
-            .await?;
+            let cp = self.take().await?;
             let version = self
                 .versions
                 .iter()
@@ -93,6 +143,13 @@ impl Kind for Envtest {
 
     fn finish(&self) -> BoxFuture<'_, Result<()>> {
         Box::pin(async move {
+            for h in self.spares.lock().await.drain(..) {
+                // One still starting is dropped mid-start: its processes are killed.
+                h.abort();
+                if let Ok(Ok(cp)) = h.await {
+                    cp.stop().await;
+                }
+            }
             if let Some(e) = self.etcd.lock().await.take() {
                 match Arc::try_unwrap(e) {
                     Ok(e) => e.into_inner().kill().await,
@@ -153,7 +210,12 @@ impl Started for Running {
         )
     }
 
+    /// Stopped, and its directory (certificates, logs) removed.
     fn stop(self: Box<Self>) -> BoxFuture<'static, ()> {
-        Box::pin(self.cp.stop())
+        Box::pin(async move {
+            let dir = self.cp.dir.clone();
+            self.cp.stop().await;
+            let _ = std::fs::remove_dir_all(dir);
+        })
     }
 }

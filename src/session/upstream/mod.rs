@@ -4,7 +4,7 @@
 //! | kind | starts (per run) | puts back | side by side | costs per run (2 cores) |
 //! |---|---|---|---|---|
 //! | [`sim`] (default) | a fresh in-process simulator | nothing to: each run has its own | yes | ~1 ms, a few MiB |
-//! | [`envtest`] (`--envtest`) | a real kube-apiserver (and `--with`'s components) on loopback, one shared etcd | nothing to: each run has its own | yes | ~1.8 s and ~250 MiB per apiserver; +5 s with kube-controller-manager and kwok |
+//! | [`envtest`] (`--envtest`) | a real kube-apiserver (and `--with`'s components) on loopback, one shared etcd; explore keeps the next ones started ahead | nothing to: each run has its own | yes | ~1.8 s of start and ~250 MiB per apiserver; +5 s with kube-controller-manager and kwok |
 //! | [`cluster`] (`--upstream-kubeconfig`) | nothing: the kubeconfig's cluster | `--reset`, then what the last run created deleted | no | the reset and the deletes |
 //!
 //! ```text
@@ -99,7 +99,7 @@ impl Choice {
         Ok(match self {
             Choice::Sim => Arc::new(sim::Sim),
             Choice::Envtest { assets, with } => {
-                Arc::new(envtest::Envtest::prepare(assets, with).await?)
+                Arc::new(envtest::Envtest::prepare(assets, with, 0).await?)
             }
             Choice::Cluster {
                 kubeconfig,
@@ -109,9 +109,13 @@ impl Choice {
         })
     }
 
-    /// The kind for `explore`: many runs, the cluster put back between them.
-    pub async fn for_explore(self) -> Result<Arc<dyn Kind>> {
+    /// The kind for `explore`: many runs, `jobs` at a time — control planes started ahead
+    /// for them, the cluster put back between them.
+    pub async fn for_explore(self, jobs: usize) -> Result<Arc<dyn Kind>> {
         Ok(match self {
+            Choice::Envtest { assets, with } => {
+                Arc::new(envtest::Envtest::prepare(assets, with, jobs.max(1)).await?)
+            }
             Choice::Cluster {
                 kubeconfig,
                 context,
