@@ -10,20 +10,15 @@
 #[path = "common/mod.rs"]
 mod common;
 
-use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
-use std::time::Duration;
+use std::process::Output;
 
+use common::api_script::{
+    Endpoint, JSON, MERGE, PROTOBUF_WATCH, Run, Script, WAIT, compare, report, seq,
+};
 use common::envtest::RealApiserver;
 use common::watch_stream::{Stream, frame_json, frame_len, split_frames};
-use common::{Proxy, Response, kubectl_cmd, wait_for};
+use common::{Proxy, Response, wait_for};
 use serde_json::{Value, json};
-
-/// How long anything may take on a busy 2-core machine before a test gives up.
-const WAIT: Duration = Duration::from_secs(60);
-const JSON: &str = "application/json";
-const PROTOBUF_WATCH: &str = "application/vnd.kubernetes.protobuf;stream=watch";
-const MERGE: &str = "application/merge-patch+json";
 
 const WIDGET_CRD: &str = r#"apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
@@ -75,128 +70,11 @@ fn same(a: Response, b: Response, status: u16, reason: &str) {
     }
 }
 
-/// Each event as "TYPE name", or "ERROR code reason".
-fn seq(events: &[Value]) -> Vec<String> {
-    let s = |v: &Value| v.as_str().map_or_else(|| v.to_string(), str::to_string);
-    let one = |e: &Value| match (&e["type"], &e["object"]) {
-        (t, o) if t == "ERROR" => format!("ERROR {} {}", s(&o["code"]), s(&o["reason"])),
-        (t, o) => format!("{} {}", s(t), s(&o["metadata"]["name"])),
-    };
-    events.iter().map(one).collect()
-}
-
-// ---------------------------------------------------------------------------------------
-// Two ways to the same apiserver.
-
-/// One way to reach the real apiserver, with curl and kubectl.
-#[derive(Clone)]
-struct Endpoint {
-    name: &'static str,
-    base: String,
-    ca: PathBuf,
-    /// curl flags carrying the credentials: a client certificate, a bearer token, none.
-    auth: Vec<String>,
-    kubeconfig: PathBuf,
-    cache: PathBuf,
-}
-
-impl Endpoint {
-    /// Straight to the apiserver, as the envtest admin (client certificate).
-    fn direct(api: &RealApiserver) -> Endpoint {
-        let (crt, key) = api.admin_cert();
-        let auth = [
-            "--cert".into(),
-            crt.display().to_string(),
-            "--key".into(),
-            key.display().to_string(),
-        ];
-        Endpoint {
-            name: "direct",
-            base: api.url.clone(),
-            ca: api.ca(),
-            auth: auth.to_vec(),
-            kubeconfig: api.kubeconfig.clone(),
-            cache: api.cache_dir(),
-        }
-    }
-
-    /// Through the proxy, without credentials: the proxy uses the upstream kubeconfig's.
-    fn proxied(proxy: &Proxy) -> Endpoint {
-        Endpoint {
-            name: "proxied",
-            base: proxy.url.clone(),
-            ca: proxy.ca(),
-            auth: Vec::new(),
-            kubeconfig: proxy.kubeconfig.clone(),
-            cache: proxy.dir.path().join("kubectl-cache"),
-        }
-    }
-
-    /// The same way in, with this bearer token as the only credential.
-    fn bearer(&self, token: &str) -> Endpoint {
-        let auth = vec!["-H".into(), format!("Authorization: Bearer {token}")];
-        Endpoint {
-            auth,
-            ..self.clone()
-        }
-    }
-
-    /// A request; an empty `body` sends none.
-    fn call(&self, method: &str, path: &str, hdr: &[(&str, &str)], body: &str) -> Response {
-        let mut flags: Vec<&str> = self.auth.iter().map(String::as_str).collect();
-        flags.extend(["--max-time", "60"]);
-        let body = Some(body.as_bytes()).filter(|b| !b.is_empty());
-        common::curl(&self.ca, &self.base, method, path, hdr, body, &flags)
-    }
-
-    fn get(&self, path: &str) -> Response {
-        self.call("GET", path, &[], "")
-    }
-
-    fn kubectl(&self, args: &[&str], stdin: &str) -> Output {
-        use std::io::Write;
-        let mut child = kubectl_cmd(&self.kubeconfig, &self.cache)
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("run kubectl");
-        let mut input = child.stdin.take().expect("stdin");
-        input
-            .write_all(stdin.as_bytes())
-            .expect("write kubectl's stdin");
-        drop(input);
-        child.wait_with_output().expect("kubectl output")
-    }
-
-    /// Open a watch and read it as it streams (curl -N, the body on a pipe).
-    fn stream(&self, path: &str, accept: &str) -> Stream {
-        let child = Command::new("curl")
-            .args(["-sS", "-N", "--http1.1", "--cacert"])
-            .arg(&self.ca)
-            .args(&self.auth)
-            .args(["-H", &format!("Accept: {accept}")])
-            .arg(format!("{}{path}", self.base))
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn curl");
-        Stream::read(child, WAIT)
-    }
-}
-
 // ---------------------------------------------------------------------------------------
 // 1. A script of API steps, run direct and through the proxy.
 
-/// The script: one step a line — `name | expected answer | request` — and its body, if
-/// any, on the indented lines after it. Answers: a status code, then the Status reason
-/// and/or checks on the body (`.path=JSON`, `.path!=JSON`); `ok`/`fails` for kubectl; for
-/// a `WATCH` (replayed from a resourceVersion, ended by the server after 2 s), the events
-/// in the indented lines. Requests end with the patch type (`merge`, `json`,
-/// `strategic`, `apply`) or the watch's encoding. Placeholders: `{ns}` the run's
-/// namespace, `{cm}` `{deploy}` `{widget}` its collections, `{rv@STEP}`
-/// `{continue@STEP}` `{name@STEP}` from an earlier step's answer.
+/// The script (`common::api_script::Script` says how to read it): `{cm}` `{deploy}`
+/// `{widget}` are the run's collections.
 const SCRIPT: &str = r#"
 create the namespace | 201 | POST /api/v1/namespaces
     {"metadata": {"name": "{ns}"}}
@@ -295,194 +173,17 @@ too-old watch (protobuf) | 200 | WATCH {cm}?resourceVersion=1 protobuf
     ERROR 410 Expired
 "#;
 
-/// One run of the script on one endpoint, in a namespace of its own. It records what each
-/// step observed, without what legitimately differs between two runs: uids, timestamps,
-/// the namespace, generated names, list resourceVersions and continue tokens. An object's
-/// resourceVersion becomes its rank among those seen ("rv#3"): whether it moved shows.
-struct Run<'a> {
-    ep: &'a Endpoint,
-    ns: String,
-    rvs: Vec<String>,
-    generated: Vec<String>,
-}
-
-impl Run<'_> {
-    /// Run the script; what each step observed.
-    fn run(ep: &Endpoint, ns: &str) -> Vec<(String, Value)> {
-        let mut steps: Vec<(&str, &str, &str, String)> = Vec::new();
-        for line in SCRIPT.lines().filter(|l| !l.trim().is_empty()) {
-            match (line.strip_prefix("    "), steps.last_mut()) {
-                (Some(more), Some(step)) => step.3 = format!("{}\n{more}", step.3),
-                _ => match line.split(" | ").collect::<Vec<_>>()[..] {
-                    [name, expect, request] => steps.push((name, expect, request, String::new())),
-                    _ => panic!("not a step: {line}"),
-                },
-            }
-        }
-        let (ns, rvs, generated) = (ns.to_string(), Vec::new(), Vec::new());
-        let mut r = Run {
-            ep,
-            ns,
-            rvs,
-            generated,
-        };
-        let (mut seen, mut answers) = (Vec::new(), Vec::new());
-        for (name, expect, request, body) in steps {
-            let fill = |s: &str| r.fill(s, &answers);
-            let (expect, request, body) = (fill(expect), fill(request), fill(&body));
-            let words: Vec<&str> = request.split_whitespace().collect();
-            let what = format!("step {name:?} ({}): {request}", ep.name);
-            let (observed, answer) = match words[..] {
-                ["kubectl", ref args @ ..] => r.kubectl(&what, &expect, args, body.trim()),
-                ["WATCH", path, encoding] => r.watch(&what, path, encoding, &body),
-                _ => r.request(&what, &expect, &words, &body),
-            };
-            seen.push((name.to_string(), observed));
-            answers.push((name, answer));
-        }
-        seen
-    }
-
-    /// The placeholders filled in.
-    fn fill(&self, s: &str, answers: &[(&str, Value)]) -> String {
-        let re = regex::Regex::new(r"\{(rv|continue|name)@([^}]+)\}").unwrap();
-        let s = re.replace_all(s, |c: &regex::Captures| {
-            let step = answers.iter().find(|a| a.0 == &c[2]);
-            let answer = &step.expect("an earlier step").1;
-            let key = match &c[1] {
-                "rv" => "resourceVersion",
-                key => key,
-            };
-            let v = answer["metadata"][key].as_str().expect("a value");
-            form_urlencoded::byte_serialize(v.as_bytes()).collect::<String>()
-        });
-        let cr = "/apis/e2e.stalemate.dev/v1/namespaces/{ns}/widgets";
-        s.replace("{cm}", "/api/v1/namespaces/{ns}/configmaps")
-            .replace("{deploy}", "/apis/apps/v1/namespaces/{ns}/deployments")
-            .replace("{widget}", cr)
-            .replace("{ns}", &self.ns)
-    }
-
-    /// METHOD PATH [patch type]: the answer must be `expect`.
-    fn request(&mut self, what: &str, expect: &str, words: &[&str], body: &str) -> (Value, Value) {
-        let ctype = match words[2..] {
-            ["merge"] => MERGE,
-            ["json"] => "application/json-patch+json",
-            ["strategic"] => "application/strategic-merge-patch+json",
-            ["apply"] => "application/apply-patch+yaml",
-            _ => JSON,
-        };
-        let headers = [("Content-Type", ctype), ("Accept", JSON)];
-        let r = self.ep.call(words[0], words[1], &headers, body);
-        let v: Value = serde_json::from_slice(&r.body).unwrap_or_else(|_| json!(r.text()));
-        let mut expect = expect.split(' ');
-        let code = r.status.to_string();
-        assert_eq!(expect.next(), Some(code.as_str()), "{what}: {v}");
-        for check in expect {
-            let Some((path, want)) = check.split_once('=') else {
-                assert_eq!(v["reason"], check, "{what}: {v}");
-                continue;
-            };
-            let (path, differs) = path.strip_suffix('!').map_or((path, false), |p| (p, true));
-            let want: Value = serde_json::from_str(want).expect("a JSON value");
-            let got = v.pointer(&path.replace('.', "/")).unwrap_or(&Value::Null);
-            assert!((*got == want) != differs, "{what}: {check}; {got}");
-        }
-        let (warning, ctype) = (r.header("warning"), r.header("content-type"));
-        let answer = json!({"code": r.status, "warning": warning, "contentType": ctype});
-        let body = self.normalise(v.clone());
-        (json!({"answer": answer, "body": body}), v)
-    }
-
-    fn kubectl(&mut self, what: &str, expect: &str, args: &[&str], stdin: &str) -> (Value, Value) {
-        let out = self.ep.kubectl(args, stdin);
-        let stderr = self.scrub(&String::from_utf8_lossy(&out.stderr));
-        assert_eq!(out.status.success(), expect == "ok", "{what}: {stderr}");
-        let stdout = serde_json::from_slice::<Value>(&out.stdout);
-        let stdout = stdout.unwrap_or_else(|_| json!(String::from_utf8_lossy(&out.stdout)));
-        let ok = out.status.success();
-        let observed = json!({"ok": ok, "stdout": self.normalise(stdout), "stderr": stderr});
-        (observed, Value::Null)
-    }
-
-    /// A watch from a resourceVersion, which the server ends after 2 s.
-    fn watch(&mut self, what: &str, path: &str, encoding: &str, expect: &str) -> (Value, Value) {
-        let protobuf = encoding == "protobuf";
-        let accept = [("Accept", if protobuf { PROTOBUF_WATCH } else { JSON })];
-        let path = format!("{path}&watch=1&timeoutSeconds=2");
-        let r = self.ep.call("GET", &path, &accept, "");
-        assert_eq!(r.status, 200, "{what}: {}", r.text());
-        let ctype = r.header("content-type").unwrap_or_default().to_string();
-        assert_eq!(ctype.contains("protobuf"), protobuf, "{what}: {ctype}");
-        let events: Vec<Value> = if protobuf {
-            split_frames(&r.body)
-                .iter()
-                .map(Vec::as_slice)
-                .map(frame_json)
-                .collect()
-        } else {
-            let lines: Result<_, _> = r.text().lines().map(serde_json::from_str).collect();
-            lines.expect("JSON events")
-        };
-        let expect: Vec<&str> = expect.split(',').map(str::trim).collect();
-        assert_eq!(seq(&events), expect, "{what}");
-        let events = self.normalise(json!(events));
-        (json!({"contentType": ctype, "events": events}), Value::Null)
-    }
-
-    fn normalise(&mut self, mut v: Value) -> Value {
-        if v["kind"].as_str().is_some_and(|k| k.ends_with("List")) {
-            v["metadata"]["resourceVersion"] = json!("<list>");
-            let token = v["metadata"]["continue"].as_str();
-            if token.is_some_and(|c| !c.is_empty()) {
-                v["metadata"]["continue"] = json!("<continue>");
-            }
-        }
-        self.walk(&mut v);
-        v
-    }
-
-    fn walk(&mut self, v: &mut Value) {
-        match v {
-            Value::Object(m) => {
-                if let (Some(_), Some(Value::String(name))) = (m.get("generateName"), m.get("name"))
-                    && !self.generated.contains(name)
-                {
-                    self.generated.push(name.clone());
-                }
-                for (k, x) in m.iter_mut() {
-                    match (k.as_str(), x.as_str()) {
-                        ("uid" | "creationTimestamp" | "deletionTimestamp" | "time", Some(_)) => {
-                            *x = json!("<set>")
-                        }
-                        ("resourceVersion", Some(s)) if s != "<list>" => {
-                            if !self.rvs.iter().any(|r| r == s) {
-                                self.rvs.push(s.to_string());
-                            }
-                            let rank = self.rvs.iter().position(|r| r == s).unwrap();
-                            *x = json!(format!("rv#{rank}"));
-                        }
-                        _ => self.walk(x),
-                    }
-                }
-            }
-            Value::Array(a) => a.iter_mut().for_each(|x| self.walk(x)),
-            Value::String(s) => *s = self.scrub(s),
-            _ => {}
-        }
-    }
-
-    fn scrub(&self, s: &str) -> String {
-        let mut s = s.to_string();
-        for (i, g) in self.generated.iter().enumerate() {
-            s = s.replace(g, &format!("<generated-{i}>"));
-        }
-        s.replace(&self.ns, "<ns>")
-    }
-}
+const COLLECTIONS: &[(&str, &str)] = &[
+    ("{cm}", "/api/v1/namespaces/{ns}/configmaps"),
+    ("{deploy}", "/apis/apps/v1/namespaces/{ns}/deployments"),
+    (
+        "{widget}",
+        "/apis/e2e.stalemate.dev/v1/namespaces/{ns}/widgets",
+    ),
+];
 
 /// (1) The same script, run direct and through the proxy on one real apiserver, observes
-/// the same at every step: status codes, Status reasons and bodies (normalised as `Run`
+/// the same at every step: status codes, Status reasons and bodies (normalised as `api_script::Normaliser`
 /// says, so whether generation and resourceVersion moved shows), Warning headers,
 /// kubectl's output, and the events of JSON and protobuf watches — down to the real
 /// apiserver's ERROR 410 for a too-old watch. The script's own checks make sure each
@@ -502,18 +203,23 @@ fn a_script_observes_the_same_direct_and_through_the_proxy() {
         let w = direct.get(&w);
         (w.status == 200 && !w.text().contains("ERROR")).then_some(())
     });
-    let d = Run::run(&direct, "script-direct");
-    let p = Run::run(&proxied, "script-proxied");
-    assert_eq!(d.len(), p.len());
-    for ((step, a), (_, b)) in d.iter().zip(&p) {
-        let show = |v| serde_json::to_string_pretty(v).unwrap();
-        assert!(
-            a == b,
-            "step {step:?}: direct {}\nproxied {}",
-            show(a),
-            show(b)
-        );
+    let script = Script {
+        text: SCRIPT,
+        collections: COLLECTIONS,
+    };
+    let d = Run::run(&direct, "script-direct", &script);
+    let p = Run::run(&proxied, "script-proxied", &script);
+    for o in d.iter().chain(&p) {
+        assert!(o.failed.is_empty(), "step {:?}: {:?}", o.step, o.failed);
     }
+    let whole = |o: &common::api_script::Observed| o.value.clone();
+    let divergences = compare(&d, &p, whole, whole);
+    let names = ("direct", "proxied");
+    assert!(
+        divergences.is_empty(),
+        "{}",
+        report(names, d.len(), &divergences)
+    );
 }
 
 // ---------------------------------------------------------------------------------------

@@ -189,8 +189,9 @@ fn gunzip(b: &[u8]) -> Vec<u8> {
     out
 }
 
-/// Discovery documents list far more than the simulator serves: everything it serves
-/// must appear in the recording with the same structure.
+/// The recording is of kube-apiserver 1.28, the simulator serves 1.33's built-ins (checked
+/// resource for resource against a live 1.33 by `sim_builtins.rs`): what both serve must
+/// have the same structure; a group's versions may differ (flowcontrol's v1beta3 is gone).
 fn check_discovery_subset(name: &str, recorded: &Value, ours: &Value) {
     let mut recorded = recorded.clone();
     // Opaque digest of the storage version; not computed by the simulator.
@@ -225,12 +226,15 @@ fn check_discovery_subset(name: &str, recorded: &Value, ours: &Value) {
         if id_key == "metadata" {
             // Aggregated: per version, per resource.
             for v in item["versions"].as_array().unwrap() {
-                let rv = rec["versions"]
+                // A version 1.28 did not serve yet (flowcontrol v1 then was; others moved).
+                let Some(rv) = rec["versions"]
                     .as_array()
                     .unwrap()
                     .iter()
                     .find(|x| x["version"] == v["version"])
-                    .unwrap_or_else(|| panic!("{name}: {v}"));
+                else {
+                    continue;
+                };
                 for r in v["resources"].as_array().unwrap() {
                     let rr = rv["resources"]
                         .as_array()
@@ -267,7 +271,19 @@ fn check_discovery_subset(name: &str, recorded: &Value, ours: &Value) {
                 }
             }
         } else {
-            assert_eq!(shape(item), shape(rec), "{name}: {}", id(item));
+            let without_versions = |v: &Value| {
+                let mut v = v.clone();
+                if let Some(m) = v.as_object_mut() {
+                    m.remove("versions");
+                }
+                v
+            };
+            assert_eq!(
+                shape(&without_versions(item)),
+                shape(&without_versions(rec)),
+                "{name}: {}",
+                id(item)
+            );
             if id_key == "name" && item.get("verbs").is_some() {
                 assert_eq!(item["verbs"], rec["verbs"], "{name}: verbs of {}", id(item));
             }

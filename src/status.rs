@@ -238,6 +238,17 @@ impl ApiError {
     pub fn service_unavailable(message: impl Into<String>) -> Self {
         ApiError::new(503, "ServiceUnavailable", message)
     }
+
+    /// What the simulator does not do (a real apiserver would answer it).
+    pub fn not_implemented(what: &str) -> Self {
+        ApiError::new(
+            501,
+            "NotImplemented",
+            format!(
+                "the stalemate simulator does not answer {what}; run against a real kube-apiserver (--envtest)"
+            ),
+        )
+    }
 }
 
 /// One entry of `details.causes` in a 422.

@@ -2,6 +2,7 @@
 //! it with real clients (kubectl, kube-rs, curl) over real TLS on loopback.
 #![allow(dead_code)]
 
+pub mod api_script;
 pub mod envtest;
 pub mod watch_stream;
 

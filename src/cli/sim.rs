@@ -50,7 +50,7 @@ pub struct SimArgs {
 
     /// Kubernetes version to report in /version, as 1.MINOR (kubectl's version dispatcher
     /// picks its client by it).
-    #[arg(long, default_value = "1.31", value_parser = parse_kube_version, value_name = "1.MINOR")]
+    #[arg(long, default_value = "1.33", value_parser = parse_kube_version, value_name = "1.MINOR")]
     pub kube_version: u32,
 
     /// Watch history kept for resuming watches, in events.

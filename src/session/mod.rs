@@ -176,7 +176,18 @@ pub async fn run(o: Options) -> Result<Outcome> {
     }
     let upstream = o.upstream.start(&o.dir).await?;
     let result = behind_proxy(&o, &*upstream).await;
+    let unanswered = upstream.unanswered();
     upstream.stop().await;
+    if !unanswered.is_empty() {
+        let what: Vec<String> = unanswered
+            .iter()
+            .map(|(w, n)| format!("{w} ({n}×)"))
+            .collect();
+        anyhow::bail!(
+            "the simulator cannot answer what was asked of it — {} — so the controller was not exercised as a real apiserver would have it; run with --envtest (a real kube-apiserver) instead",
+            what.join("; ")
+        );
+    }
     result
 }
 

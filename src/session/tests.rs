@@ -179,3 +179,33 @@ async fn a_busy_controller_is_cut_and_a_bad_setup_is_an_error() {
         "{e}"
     );
 }
+
+/// A controller that asks the simulator for what it cannot answer (here a pod's log, as
+/// `kubectl logs` would) is not judged: the run fails naming it and pointing at
+/// `--envtest`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_the_simulator_cannot_answer_stops_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let controller = sh(
+        dir.path(),
+        "kubectl get --raw /api/v1/namespaces/demo/pods/p/log; exec sleep 60",
+    );
+    let mut o = Options::new(
+        std::sync::Arc::new(upstream::sim::Sim),
+        Default::default(),
+        controller,
+        dir.path().to_path_buf(),
+    );
+    o.setup = setup();
+    o.end = End::Quiet {
+        quiet: Duration::from_millis(700),
+        max_run: Duration::from_secs(60),
+    };
+    o.output = Some(dir.path().join("out.log"));
+    let e = run(o).await.err().expect("the run is not judged");
+    let e = format!("{e:#}");
+    assert!(
+        e.contains("get pods/log (1×)") && e.contains("--envtest"),
+        "{e}"
+    );
+}

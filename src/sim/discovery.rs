@@ -92,36 +92,25 @@ fn resource_entry(t: &ResourceType) -> Value {
     Value::Object(m)
 }
 
-fn subresource_verbs(sub: &str) -> Value {
-    match sub {
-        "finalize" => json!(["update"]),
-        "token" => json!(["create"]),
-        _ => json!(["get", "patch", "update"]),
-    }
-}
-
-/// The kind a subresource answers with (`discovery-api-v1.body`: `serviceaccounts/token`
-/// is a `TokenRequest` of `authentication.k8s.io/v1`), as (group, version, kind).
-fn subresource_kind<'a>(t: &'a ResourceType, sub: &str) -> (&'a str, &'a str, &'a str) {
-    match sub {
-        "token" => ("authentication.k8s.io", "v1", "TokenRequest"),
-        _ => ("", "", &t.kind),
-    }
-}
-
 pub fn api_resource_list(reg: &Registry, group: &str, version: &str) -> Option<Value> {
     let mut resources = Vec::new();
     for t in reg.in_group_version(group, version) {
         resources.push(resource_entry(t));
         for sub in &t.subresources {
-            let (g, v, kind) = subresource_kind(t, sub);
-            let mut entry = json!({"name": format!("{}/{sub}", t.plural), "singularName": "",
-                "namespaced": t.namespaced, "kind": kind, "verbs": subresource_verbs(sub)});
-            if !g.is_empty() {
-                entry["group"] = g.into();
-                entry["version"] = v.into();
+            let (g, v, kind) = &sub.kind;
+            let mut entry = Map::new();
+            entry.insert("name".into(), format!("{}/{}", t.plural, sub.name).into());
+            entry.insert("singularName".into(), "".into());
+            entry.insert("namespaced".into(), t.namespaced.into());
+            // Only a kind of another group/version is named (`deployments/scale`:
+            // autoscaling/v1 Scale), in APIResource's field order.
+            if !g.is_empty() && (g != &t.group || v != &t.version) {
+                entry.insert("group".into(), g.clone().into());
+                entry.insert("version".into(), v.clone().into());
             }
-            resources.push(entry);
+            entry.insert("kind".into(), kind.clone().into());
+            entry.insert("verbs".into(), json!(sub.verbs));
+            resources.push(Value::Object(entry));
         }
     }
     if resources.is_empty() {
@@ -170,11 +159,9 @@ fn aggregated_resource(t: &ResourceType) -> Value {
             .subresources
             .iter()
             .map(|s| {
-                let kind = match subresource_kind(t, s) {
-                    ("", _, _) => kind.clone(),
-                    (g, v, k) => json!({"group": g, "version": v, "kind": k}),
-                };
-                json!({"subresource": s, "responseKind": kind, "verbs": subresource_verbs(s)})
+                let (g, v, k) = &s.kind;
+                json!({"subresource": s.name, "responseKind": {"group": g, "version": v, "kind": k},
+                    "verbs": s.verbs})
             })
             .collect();
         m.insert("subresources".into(), Value::Array(subs));

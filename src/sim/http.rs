@@ -13,9 +13,9 @@ use serde_json::{Value, json};
 
 use super::auth::{self, UserInfo};
 use super::negotiate::{Output, Reply, negotiate, wants_pretty};
-use super::registry::ResourceType;
+use super::registry::{Answer, ResourceType};
 use super::table::IncludeObject;
-use super::{CloseMode, Sim, discovery, openapi, proto_body, read, watch, write};
+use super::{CloseMode, Sim, discovery, openapi, pods, proto_body, read, scale, watch, write};
 use crate::listen::{Body, Peer};
 use crate::request::{self, RequestInfo, ResourceRequest, Verb};
 use crate::status::ApiError;
@@ -156,16 +156,33 @@ async fn route(
         .find(&r.group, &r.version, &r.resource)
         .cloned()
         .ok_or_else(ApiError::page_not_found)?;
-    if (r.namespace.is_some() && !rt.namespaced)
-        || r.subresource
-            .as_deref()
-            .is_some_and(|s| !rt.subresources.contains(&s))
-    {
+    if r.namespace.is_some() && !rt.namespaced {
         return Err(ApiError::page_not_found());
     }
-    if r.subresource.as_deref() == Some("token") && rt.storage_key() == "/serviceaccounts" {
-        let body = read_body(req, sim.cfg.max_body_bytes).await?;
-        return token_request(sim, &r, &body, &reply);
+    let answer = match r.subresource.as_deref() {
+        None => None,
+        Some(s) => match rt.subresource(s) {
+            None => return Err(ApiError::page_not_found()),
+            Some(sub) => Some(sub.answer(&rt.plural)),
+        },
+    };
+    check_verb(&rt, &r)?;
+    match answer {
+        Some(Answer::Token) => {
+            let body = read_body(req, sim.cfg.max_body_bytes).await?;
+            return token_request(sim, &r, &body, &reply);
+        }
+        Some(Answer::Unsupported) => {
+            let what = format!(
+                "{} {}/{}",
+                r.verb,
+                rt.plural,
+                r.subresource.as_deref().unwrap_or_default()
+            );
+            sim.unanswerable(what.clone());
+            return Err(ApiError::not_implemented(&what));
+        }
+        _ => {}
     }
     let content_type = header(&req, "content-type").map(str::to_string);
     let method = req.method().clone();
@@ -197,7 +214,7 @@ async fn route(
                         )));
                     }
                     Err(proto_body::ProtoError::Unsupported(kind)) => {
-                        tracing::debug!(%kind, "protobuf body of a kind the simulator does not decode");
+                        sim.unanswerable(format!("a protobuf request body ({kind})"));
                         return Err(ApiError::unsupported_media_type(&[
                             "application/json",
                             "application/yaml",
@@ -206,6 +223,7 @@ async fn route(
                 };
             }
             Some(m) if m.starts_with("application/cbor") => {
+                sim.unanswerable("a CBOR request body".into());
                 return Err(ApiError::unsupported_media_type(&[
                     "application/json",
                     "application/yaml",
@@ -215,7 +233,7 @@ async fn route(
             _ => {}
         }
     }
-    if rt.virtual_create {
+    if rt.virtual_create && rt.plural != "bindings" {
         return review(&rt, &r, &method, &body, &user, &reply);
     }
     if r.verb != Verb::Create
@@ -228,7 +246,12 @@ async fn route(
             "the server does not allow this method on the requested resource",
         ));
     }
-    let output = negotiate(accept.as_deref())?;
+    let output = negotiate(accept.as_deref()).inspect_err(|_| {
+        sim.unanswerable(format!(
+            "a response in {} only",
+            accept.as_deref().unwrap_or_default()
+        ))
+    })?;
     let ctx = Ctx {
         sim: sim.clone(),
         rt,
@@ -239,6 +262,22 @@ async fn route(
         user,
         query,
     };
+    match (answer, ctx.req.verb) {
+        (Some(Answer::Scale), Verb::Get) => return Ok(ctx.reply.json(200, &scale::get(&ctx)?)),
+        (Some(Answer::Scale), Verb::Update) => {
+            return Ok(ctx.reply.json(200, &scale::update(&ctx, &body)?));
+        }
+        (Some(Answer::Scale), Verb::Patch) => {
+            let doc = scale::patch(&ctx, content_type.as_deref(), &body)?;
+            return Ok(ctx.reply.json(200, &doc));
+        }
+        (Some(Answer::Binding), _) => return Ok(ctx.reply.json(201, &pods::bind(&ctx, &body)?)),
+        (None, Verb::Create) if ctx.rt.plural == "bindings" && ctx.rt.group.is_empty() => {
+            return Ok(ctx.reply.json(201, &pods::bind(&ctx, &body)?));
+        }
+        (Some(Answer::Eviction), _) => return Ok(ctx.reply.json(201, &pods::evict(&ctx)?)),
+        _ => {}
+    }
     let obj_reply = |code: u16, obj: &super::store::Stored| -> Response<Body> {
         ctx.reply
             .json_bytes(code, obj.json_at(&ctx.rt.api_version()))
@@ -264,6 +303,22 @@ async fn route(
         }
         Verb::Connect => Err(ApiError::page_not_found()),
     }
+}
+
+/// A verb discovery does not list for the resource (or the subresource) is 405, as
+/// kube-apiserver answers it (namespaces cannot be deleted as a collection; a review can
+/// only be created).
+fn check_verb(rt: &ResourceType, r: &ResourceRequest) -> Result<(), ApiError> {
+    let verbs: &[String] = match r.subresource.as_deref() {
+        None => &rt.verbs,
+        Some(s) => rt.subresource(s).map_or(&[][..], |s| &s.verbs[..]),
+    };
+    if r.verb == Verb::Connect || verbs.iter().any(|v| v == r.verb.as_str()) {
+        return Ok(());
+    }
+    Err(ApiError::method_not_allowed(
+        "the server does not allow this method on the requested resource",
+    ))
 }
 
 async fn read_body(req: Request<Incoming>, limit: usize) -> Result<Bytes, ApiError> {

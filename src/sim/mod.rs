@@ -26,6 +26,8 @@
 //! ```
 
 pub mod auth;
+pub mod builtins;
+pub mod defaults;
 pub mod discovery;
 pub mod http;
 pub mod local;
@@ -33,12 +35,15 @@ pub mod meta;
 pub mod negotiate;
 pub mod openapi;
 pub mod patch;
+pub mod pods;
 pub mod proto_body;
 pub mod read;
 pub mod registry;
 #[cfg(test)]
 mod robustness_tests;
+pub mod scale;
 pub mod selector;
+pub mod services;
 pub mod store;
 pub mod table;
 pub mod watch;
@@ -85,7 +90,7 @@ pub enum WatchEncoding {
 impl Default for SimConfig {
     fn default() -> Self {
         SimConfig {
-            kube_minor: 31,
+            kube_minor: 33,
             history: HistoryLimits {
                 max_events: 100_000,
                 max_age: Duration::from_secs(300),
@@ -124,6 +129,11 @@ pub struct Sim {
     started: Instant,
     /// Signs and checks bearer tokens; reads client certificates.
     pub auth: auth::Authenticator,
+    /// What clients asked that the simulator cannot answer as a real apiserver would (a
+    /// subresource it does not do, a media type it cannot read or write), with counts:
+    /// `run` and `explore` stop on it rather than judge a controller that never got its
+    /// answers.
+    unanswered: Mutex<std::collections::BTreeMap<String, u64>>,
 }
 
 impl Sim {
@@ -141,6 +151,7 @@ impl Sim {
             active_watches: AtomicUsize::new(0),
             started: Instant::now(),
             auth: auth::Authenticator::new(),
+            unanswered: Mutex::new(Default::default()),
         });
         write::bootstrap(&sim);
         sim
@@ -197,6 +208,23 @@ impl Sim {
     /// A bearer token for `sub` that this simulator accepts (no expiry).
     pub fn token_for(&self, sub: &str) -> String {
         self.auth.issue(sub, None)
+    }
+
+    /// Note a request the simulator could not answer as a real apiserver would.
+    pub fn unanswerable(&self, what: String) {
+        tracing::warn!(%what, "the simulator cannot answer this; use a real apiserver (--envtest)");
+        *self
+            .unanswered
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(what)
+            .or_default() += 1;
+    }
+
+    /// What it could not answer so far, with how many times each was asked.
+    pub fn unanswered(&self) -> Vec<(String, u64)> {
+        let m = self.unanswered.lock().unwrap_or_else(|p| p.into_inner());
+        m.iter().map(|(k, v)| (k.clone(), *v)).collect()
     }
 
     pub fn watch_count(&self) -> usize {

@@ -3,8 +3,10 @@
 //! client-go ≥ 0.32 typed clients send built-in objects as protobuf (kubectl 1.33's
 //! `create namespace`, controller-runtime's Lease updates for leader election), and do not
 //! fall back to JSON on a 415. The simulator therefore decodes the kinds it stores, from
-//! field tables transcribed from `k8s.io/api/*/generated.proto`; other kinds (Deployment,
-//! whose pod template is large) still get 415.
+//! field tables transcribed from `k8s.io/api/*/generated.proto`, and the self-reviews
+//! kubectl 1.33 sends; other kinds (Deployment, whose pod template is large) still get
+//! 415 — recorded as something the simulator could not answer (`run` and `explore` stop
+//! and say so).
 
 use base64::Engine;
 use serde_json::{Map, Value};
@@ -172,6 +174,43 @@ const DELETE_OPTIONS: &[F] = &[
     F(5, "dryRun", T::Str, true),
 ];
 
+const SELF_SUBJECT_REVIEW: &[F] = &[F(1, "metadata", T::Msg(META), false)];
+const RESOURCE_ATTRIBUTES: &[F] = &[
+    F(1, "namespace", T::Str, false),
+    F(2, "verb", T::Str, false),
+    F(3, "group", T::Str, false),
+    F(4, "version", T::Str, false),
+    F(5, "resource", T::Str, false),
+    F(6, "subresource", T::Str, false),
+    F(7, "name", T::Str, false),
+];
+const SELF_SUBJECT_ACCESS_REVIEW: &[F] = &[
+    F(1, "metadata", T::Msg(META), false),
+    F(
+        2,
+        "spec",
+        T::Msg(&[
+            F(1, "resourceAttributes", T::Msg(RESOURCE_ATTRIBUTES), false),
+            F(
+                2,
+                "nonResourceAttributes",
+                T::Msg(&[F(1, "path", T::Str, false), F(2, "verb", T::Str, false)]),
+                false,
+            ),
+        ]),
+        false,
+    ),
+];
+const SELF_SUBJECT_RULES_REVIEW: &[F] = &[
+    F(1, "metadata", T::Msg(META), false),
+    F(
+        2,
+        "spec",
+        T::Msg(&[F(1, "namespace", T::Str, false)]),
+        false,
+    ),
+];
+
 fn table_for(kind: &str) -> Option<&'static [F]> {
     Some(match kind {
         "ConfigMap" => CONFIGMAP,
@@ -181,6 +220,10 @@ fn table_for(kind: &str) -> Option<&'static [F]> {
         "Lease" => LEASE,
         "Event" => EVENT,
         "DeleteOptions" => DELETE_OPTIONS,
+        // kubectl ≥ 1.33 sends these as protobuf (`auth whoami`, `auth can-i`).
+        "SelfSubjectReview" => SELF_SUBJECT_REVIEW,
+        "SelfSubjectAccessReview" => SELF_SUBJECT_ACCESS_REVIEW,
+        "SelfSubjectRulesReview" => SELF_SUBJECT_RULES_REVIEW,
         _ => return None,
     })
 }

@@ -1,8 +1,8 @@
 //! Which resources the simulator serves, and how each behaves.
 //!
-//! A small, fixed set of built-in types (what controllers under test read and write:
-//! namespaces, configmaps, secrets, serviceaccounts, events, leases, deployments, CRDs)
-//! plus every version of every CustomResourceDefinition that has been created. A
+//! Every built-in type of the pinned Kubernetes version (`builtins.rs`: the real
+//! apiserver's discovery, generated) plus every version of every
+//! CustomResourceDefinition that has been created. A
 //! [`ResourceType`] carries the per-type rules the real registry strategies encode:
 //! whether `metadata.generation` is tracked, whether `status` is a subresource, whether an
 //! update may omit the resourceVersion, and how the type is printed as a Table.
@@ -30,6 +30,50 @@ pub struct PrinterColumn {
     pub json_path: String,
 }
 
+/// A subresource of a type: what discovery says of it, and how the simulator answers it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Subresource {
+    pub name: String,
+    /// The kind it answers with, as (group, version, kind); an empty group and version
+    /// mean "the resource's own" (`deployments/status` answers Deployments).
+    pub kind: (String, String, String),
+    pub verbs: Vec<String>,
+}
+
+/// How the simulator answers a subresource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    /// `status`: the object, with writes limited to its status.
+    Status,
+    /// `scale`: an `autoscaling/v1` Scale of the object's replicas.
+    Scale,
+    /// `serviceaccounts/token`: a TokenRequest.
+    Token,
+    /// `pods/binding` (and the `bindings` resource): the pod assigned to a node.
+    Binding,
+    /// `pods/eviction`: the pod deleted.
+    Eviction,
+    /// `namespaces/finalize`: the namespace's spec.finalizers.
+    Finalize,
+    /// What the simulator does not do (logs, exec, attach, port-forward, proxies, ...):
+    /// answered 501 and recorded, so `run` and `explore` stop and say so.
+    Unsupported,
+}
+
+impl Subresource {
+    pub fn answer(&self, resource: &str) -> Answer {
+        match (self.name.as_str(), resource) {
+            ("status", _) => Answer::Status,
+            ("scale", _) => Answer::Scale,
+            ("token", "serviceaccounts") => Answer::Token,
+            ("binding", "pods") => Answer::Binding,
+            ("eviction", "pods") => Answer::Eviction,
+            ("finalize", "namespaces") => Answer::Finalize,
+            _ => Answer::Unsupported,
+        }
+    }
+}
+
 /// One served group/version/resource.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ResourceType {
@@ -41,9 +85,9 @@ pub struct ResourceType {
     pub namespaced: bool,
     pub short_names: Vec<String>,
     pub categories: Vec<String>,
-    pub verbs: Vec<&'static str>,
-    /// Subresources beyond the object itself (`status`, `finalize`).
-    pub subresources: Vec<&'static str>,
+    pub verbs: Vec<String>,
+    /// Subresources beyond the object itself (`status`, `scale`, `finalize`, ...).
+    pub subresources: Vec<Subresource>,
     /// `status` is written only through `/status` (and dropped from main-resource writes).
     pub status_subresource: bool,
     /// `metadata.generation` is set and bumped on spec changes.
@@ -53,6 +97,9 @@ pub struct ResourceType {
     pub custom: bool,
     /// Virtual, create-only resources (reviews): nothing is stored.
     pub virtual_create: bool,
+    /// A DELETE that removes the object answers it, not a `Status` (the REST storage's
+    /// `ReturnDeletedObject`).
+    pub returns_deleted: bool,
     pub printer: Printer,
 }
 
@@ -80,18 +127,17 @@ impl ResourceType {
             resource: &self.plural,
         }
     }
+
+    pub fn subresource(&self, name: &str) -> Option<&Subresource> {
+        self.subresources.iter().find(|s| s.name == name)
+    }
+
+    /// Whether discovery lists `verb` for the resource itself.
+    pub fn allows(&self, verb: &str) -> bool {
+        self.verbs.iter().any(|v| v == verb)
+    }
 }
 
-const RW_VERBS: &[&str] = &[
-    "create",
-    "delete",
-    "deletecollection",
-    "get",
-    "list",
-    "patch",
-    "update",
-    "watch",
-];
 /// The order the apiextensions-apiserver lists verbs in for custom resources.
 const CR_VERBS: &[&str] = &[
     "delete",
@@ -104,169 +150,9 @@ const CR_VERBS: &[&str] = &[
     "watch",
 ];
 
-#[allow(clippy::too_many_arguments)]
-fn builtin(
-    group: &str,
-    version: &str,
-    plural: &str,
-    singular: &str,
-    kind: &str,
-    namespaced: bool,
-    short_names: &[&str],
-    subresources: &[&'static str],
-    generation: bool,
-) -> ResourceType {
-    ResourceType {
-        group: group.into(),
-        version: version.into(),
-        plural: plural.into(),
-        singular: singular.into(),
-        kind: kind.into(),
-        namespaced,
-        short_names: short_names.iter().map(|s| s.to_string()).collect(),
-        categories: vec![],
-        verbs: RW_VERBS.to_vec(),
-        subresources: subresources.to_vec(),
-        status_subresource: subresources.contains(&"status"),
-        generation,
-        custom: false,
-        virtual_create: false,
-        printer: Printer::Builtin,
-    }
-}
-
-fn review(group: &str, plural: &str, kind: &str) -> ResourceType {
-    ResourceType {
-        verbs: vec!["create"],
-        virtual_create: true,
-        ..builtin(
-            group,
-            "v1",
-            plural,
-            &kind.to_ascii_lowercase(),
-            kind,
-            false,
-            &[],
-            &[],
-            false,
-        )
-    }
-}
-
-/// The built-in types, in the order discovery lists them.
+/// The built-in types, in the order discovery lists them (`builtins.rs`).
 pub fn builtins() -> Vec<ResourceType> {
-    let mut deployments = builtin(
-        "apps",
-        "v1",
-        "deployments",
-        "deployment",
-        "Deployment",
-        true,
-        &["deploy"],
-        &["status"],
-        true,
-    );
-    deployments.categories = vec!["all".into()];
-    let mut crds = builtin(
-        "apiextensions.k8s.io",
-        "v1",
-        "customresourcedefinitions",
-        "customresourcedefinition",
-        "CustomResourceDefinition",
-        false,
-        &["crd", "crds"],
-        &["status"],
-        true,
-    );
-    crds.categories = vec!["api-extensions".into()];
-    let mut namespaces = builtin(
-        "",
-        "v1",
-        "namespaces",
-        "namespace",
-        "Namespace",
-        false,
-        &["ns"],
-        &["finalize", "status"],
-        false,
-    );
-    // Namespaces cannot be deleted as a collection (`discovery-api-v1.body`).
-    namespaces.verbs.retain(|v| *v != "deletecollection");
-    vec![
-        builtin(
-            "",
-            "v1",
-            "configmaps",
-            "configmap",
-            "ConfigMap",
-            true,
-            &["cm"],
-            &[],
-            false,
-        ),
-        builtin(
-            "",
-            "v1",
-            "events",
-            "event",
-            "Event",
-            true,
-            &["ev"],
-            &[],
-            false,
-        ),
-        namespaces,
-        builtin(
-            "",
-            "v1",
-            "secrets",
-            "secret",
-            "Secret",
-            true,
-            &[],
-            &[],
-            false,
-        ),
-        builtin(
-            "",
-            "v1",
-            "serviceaccounts",
-            "serviceaccount",
-            "ServiceAccount",
-            true,
-            &["sa"],
-            &["token"],
-            false,
-        ),
-        deployments,
-        review(
-            "authentication.k8s.io",
-            "selfsubjectreviews",
-            "SelfSubjectReview",
-        ),
-        review(
-            "authorization.k8s.io",
-            "selfsubjectaccessreviews",
-            "SelfSubjectAccessReview",
-        ),
-        review(
-            "authorization.k8s.io",
-            "selfsubjectrulesreviews",
-            "SelfSubjectRulesReview",
-        ),
-        builtin(
-            "coordination.k8s.io",
-            "v1",
-            "leases",
-            "lease",
-            "Lease",
-            true,
-            &[],
-            &[],
-            false,
-        ),
-        crds,
-    ]
+    super::builtins::types()
 }
 
 /// The served resources: built-ins first, then the versions of every established CRD.
@@ -414,12 +300,21 @@ pub fn from_crd(crd: &Value) -> Vec<ResourceType> {
             namespaced,
             short_names: strings(&names["shortNames"]),
             categories: strings(&names["categories"]),
-            verbs: CR_VERBS.to_vec(),
-            subresources: if status { vec!["status"] } else { vec![] },
+            verbs: CR_VERBS.iter().map(|v| v.to_string()).collect(),
+            subresources: if status {
+                vec![Subresource {
+                    name: "status".into(),
+                    kind: (group.into(), version.into(), kind.into()),
+                    verbs: ["get", "patch", "update"].map(String::from).to_vec(),
+                }]
+            } else {
+                vec![]
+            },
             status_subresource: status,
             generation: true,
             custom: true,
             virtual_create: false,
+            returns_deleted: false,
             printer: Printer::Columns(columns),
         });
     }

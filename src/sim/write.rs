@@ -41,7 +41,7 @@ fn invalid(rt: &ResourceType, name: &str, errs: &[FieldError]) -> ApiError {
     ApiError::invalid(what, &rt.group, &rt.kind, name, errs)
 }
 
-fn decode_body(body: &[u8]) -> Result<Value, ApiError> {
+pub(super) fn decode_body(body: &[u8]) -> Result<Value, ApiError> {
     let v: Value = serde_json::from_slice(body).map_err(|e| {
         ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
     })?;
@@ -112,40 +112,6 @@ fn prepare_meta(rt: &ResourceType, obj: &mut Value) {
     if rt.kind == "Namespace" && rt.group.is_empty() {
         let name = obj["metadata"]["name"].clone();
         obj["metadata"]["labels"]["kubernetes.io/metadata.name"] = name;
-    }
-}
-
-/// Defaults and derived fields the built-in strategies set on every write.
-fn prepare(rt: &ResourceType, obj: &mut Value, create: bool) {
-    prepare_meta(rt, obj);
-    match (rt.group.as_str(), rt.kind.as_str()) {
-        ("", "Namespace") if create => {
-            obj["spec"]["finalizers"] = json!(["kubernetes"]);
-            obj["status"] = json!({"phase": "Active"});
-        }
-        ("", "Secret") => {
-            // stringData is write-only: folded into data (`secret strategy`).
-            if let Some(Value::Object(sd)) = obj
-                .as_object_mut()
-                .and_then(|m| m.shift_remove("stringData"))
-            {
-                use base64::Engine;
-                for (k, v) in sd {
-                    let s = v.as_str().unwrap_or_default();
-                    obj["data"][k] = base64::engine::general_purpose::STANDARD.encode(s).into();
-                }
-            }
-            if obj["type"].is_null() {
-                obj["type"] = "Opaque".into();
-            }
-        }
-        ("apps", "Deployment") if create => {
-            if obj["spec"]["replicas"].is_null() {
-                obj["spec"]["replicas"] = 1.into();
-            }
-            obj["status"] = json!({});
-        }
-        _ => {}
     }
 }
 
@@ -353,7 +319,8 @@ pub fn create_in(
             applied: w.applied.as_ref(),
         },
     );
-    prepare(rt, &mut obj, true);
+    super::defaults::apply(rt, &mut obj, true);
+    admit(st, rt, ns_s, &mut obj)?;
     validate(rt, &obj)?;
     if key == CRD_KEY {
         establish_crd(&mut obj);
@@ -371,6 +338,23 @@ pub fn create_in(
         populate_namespace(st, &name);
     }
     Ok(stored)
+}
+
+/// What admission and the REST storage add to a new built-in object: pods their service
+/// account, tolerations and priority (`pods.rs`); Services their cluster IP (and node
+/// ports).
+fn admit(st: &State, rt: &ResourceType, ns: &str, obj: &mut Value) -> Result<(), ApiError> {
+    if rt.custom || !rt.group.is_empty() {
+        return Ok(());
+    }
+    match rt.kind.as_str() {
+        "Pod" => super::pods::admit(st, ns, obj),
+        "Service" => {
+            super::services::allocate(st, obj);
+            Ok(())
+        }
+        _ => Ok(()),
+    }
 }
 
 /// What the service-account and root-CA-publisher controllers put in every namespace.
@@ -420,6 +404,14 @@ pub fn bootstrap(sim: &Sim) {
     };
     for ns in ["default", "kube-node-lease", "kube-public", "kube-system"] {
         let _ = create_in(&mut st, ns_rt, None, json!({"metadata": {"name": ns}}), &w);
+    }
+    // The apiserver's own Service, at the range's first address.
+    if let Some(svc) = reg.find("", "v1", "services") {
+        let ip = super::services::KUBERNETES_IP.to_string();
+        let kubernetes = json!({"metadata": {"name": "kubernetes",
+            "labels": {"component": "apiserver", "provider": "kubernetes"}},
+            "spec": {"clusterIP": ip, "ports": [{"name": "https", "port": 443, "targetPort": 6443}]}});
+        let _ = create_in(&mut st, svc, Some("default"), kubernetes, &w);
     }
 }
 
@@ -497,7 +489,7 @@ pub fn commit(
         }
     }
     m["resourceVersion"] = om["resourceVersion"].clone();
-    prepare(rt, &mut obj, false);
+    super::defaults::apply(rt, &mut obj, false);
     validate(rt, &obj)?;
     if rt.generation && meta::spec_changed(rt, &old.value, &obj) {
         obj["metadata"]["generation"] = (om["generation"].as_i64().unwrap_or(0) + 1).into();
@@ -678,7 +670,7 @@ fn try_finalize_namespace(st: &mut State, ns: &str) {
 
 // ---- HTTP verbs ----------------------------------------------------------------------
 
-fn writer<'a>(
+pub(super) fn writer<'a>(
     ctx: &Ctx,
     operation: &'a str,
     applied: Option<Value>,
@@ -728,7 +720,7 @@ pub fn create(ctx: &Ctx, body: &[u8]) -> Result<(u16, Arc<Stored>), ApiError> {
     Ok((201, created))
 }
 
-fn existing(st: &State, ctx: &Ctx) -> Result<Arc<Stored>, ApiError> {
+pub(super) fn existing(st: &State, ctx: &Ctx) -> Result<Arc<Stored>, ApiError> {
     let name = ctx.req.name.as_deref().unwrap_or_default();
     st.get(
         &ctx.rt.storage_key(),
@@ -847,7 +839,7 @@ pub fn patch(
     Ok((200, out))
 }
 
-fn patch_error(e: PatchError) -> ApiError {
+pub(super) fn patch_error(e: PatchError) -> ApiError {
     match e {
         PatchError::Malformed(m) => ApiError::bad_request(m),
         PatchError::Unprocessable(m) => ApiError::new(422, "Invalid", m),
@@ -900,7 +892,7 @@ pub fn delete(ctx: &Ctx, body: &[u8]) -> Result<Deleted, ApiError> {
         ));
     }
     let (obj, gone) = delete_object(&mut st, &ctx.rt, &old, dry_run);
-    if gone && !(ctx.rt.kind == "Namespace" && ctx.rt.group.is_empty()) {
+    if gone && !ctx.rt.returns_deleted {
         Ok(Deleted::Status(status::delete_success(
             ctx.rt.group_resource(),
             &name,

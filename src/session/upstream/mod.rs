@@ -72,6 +72,13 @@ pub trait Started: Send + Sync {
     /// What it is, for `run`'s first line.
     fn describe(&self) -> String;
 
+    /// What clients asked that it could not answer as a real apiserver would (the
+    /// simulator's gaps: a subresource, a media type), with how many times; a run that
+    /// hit any is not judged (`session` stops with the list).
+    fn unanswered(&self) -> Vec<(String, u64)> {
+        Vec::new()
+    }
+
     /// Stop what was started for the run.
     fn stop(self: Box<Self>) -> BoxFuture<'static, ()>;
 }

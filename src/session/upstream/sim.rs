@@ -43,6 +43,10 @@ impl Started for crate::sim::local::Local {
         format!("a fresh simulator ({})", self.url)
     }
 
+    fn unanswered(&self) -> Vec<(String, u64)> {
+        self.sim.unanswered()
+    }
+
     fn stop(self: Box<Self>) -> BoxFuture<'static, ()> {
         Box::pin(crate::sim::local::Local::stop(*self))
     }
