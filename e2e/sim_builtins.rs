@@ -189,3 +189,30 @@ fn kube_controller_manager_runs_deployments_on_the_simulator() {
     });
     let _ = Path::new(&log);
 }
+
+/// A controller that asks the simulator for what it cannot answer (a pod's log) is not
+/// judged: `stalemate run --sim` exits 2 naming it and pointing at
+/// `--envtest`.
+#[test]
+fn run_stops_on_what_the_simulator_cannot_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let schedule = dir.path().join("none.json");
+    std::fs::write(&schedule, "{}").unwrap();
+    let cache = dir.path().join("kubectl-cache");
+    let controller = format!(
+        "kubectl --cache-dir {} get --raw /api/v1/namespaces/default/pods/p/log; exec sleep 30",
+        cache.display()
+    );
+    let out = Command::new(common::BIN)
+        .args(["run", "--sim", "--quiet", "1s", "--schedule"])
+        .arg(&schedule)
+        .args(["--", "sh", "-c", &controller])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("get pods/log") && err.contains("--envtest"),
+        "{err}"
+    );
+}

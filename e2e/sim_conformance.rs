@@ -623,10 +623,16 @@ fn last_finalizer_removed_is_a_single_deleted_event() {
 
 /// Each resource's watch history starts when it is first served: a watch of a custom
 /// resource from a resourceVersion older than its CRD is 200 + ERROR 410 Expired, while
-/// a built-in served from the start still resumes from there.
+/// a built-in served from the start resumes from there — but not from before the
+/// simulator's own start (its bootstrap objects), as a real apiserver's watch cache.
 #[test]
 fn a_crd_watch_history_starts_when_the_crd_is_served() {
     let sim = Sim::start();
+    let list = sim.curl("GET", "/api/v1/namespaces/default/configmaps", &[], None);
+    let before = list.json()["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let cm = sim.curl(
         "POST",
         "/api/v1/namespaces/default/configmaps",
@@ -647,7 +653,9 @@ fn a_crd_watch_history_starts_when_the_crd_is_served() {
     );
     let events = watch_events(
         &sim,
-        "/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=1&timeoutSeconds=1",
+        &format!(
+            "/api/v1/namespaces/default/configmaps?watch=true&resourceVersion={before}&timeoutSeconds=1"
+        ),
     );
     assert!(
         events
@@ -655,6 +663,12 @@ fn a_crd_watch_history_starts_when_the_crd_is_served() {
             .any(|e| e["type"] == "ADDED" && e["object"]["metadata"]["name"] == "before-the-crd"),
         "{events:?}"
     );
+    let events = watch_events(
+        &sim,
+        "/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=1&timeoutSeconds=1",
+    );
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["object"]["code"], 410, "{events:?}");
 }
 
 /// A path no API serves: Go's plain `404 page not found`, not a `Status`.

@@ -363,8 +363,10 @@ watch claims | 200 | WATCH {pvc}?resourceVersion={rv@create the namespace} json
 watch one deployment by name | 200 | WATCH {deploy}?fieldSelector=metadata.name%3Dweb&resourceVersion={rv@create the namespace} json
     ADDED web, MODIFIED web, MODIFIED web, MODIFIED web, MODIFIED web, MODIFIED web,
     MODIFIED web, MODIFIED web, MODIFIED web, MODIFIED web, MODIFIED web
-watch configmaps with initial events | 422 Invalid | GET {cm}?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=2
-watch deployments with initial events, protobuf or JSON | 422 Invalid | GET {deploy}?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=2 protobuf-or-json
+watch configmaps with initial events | 200 | WATCH {cm}?sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true json
+    ADDED applied, ADDED {name@generateName}, ADDED kube-root-ca.crt, BOOKMARK initial-events-end
+watch deployments with initial events, protobuf or JSON | 200 | WATCH {deploy}?sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true protobuf-or-json
+    ADDED web, BOOKMARK initial-events-end
 watch with resourceVersionMatch alone | 422 Invalid | GET {cm}?watch=1&resourceVersionMatch=NotOlderThan
 too-old watch | 200 | WATCH {cm}?resourceVersion=1 json
     ERROR 410 Expired

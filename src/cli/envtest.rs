@@ -40,6 +40,11 @@ pub struct EnvtestArgs {
     #[arg(long, value_name = "FILE")]
     pub kubeconfig_out: Option<PathBuf>,
 
+    /// One more kube-apiserver flag (repeat for more), after stalemate's own:
+    /// `--apiserver-arg=--feature-gates=WatchList=true`.
+    #[arg(long, value_name = "FLAG", allow_hyphen_values = true)]
+    pub apiserver_arg: Vec<String>,
+
     /// How long each process may take to get ready before it is an error.
     #[arg(long, default_value = "60s", value_parser = super::parse_duration, value_name = "DURATION")]
     pub ready_timeout: std::time::Duration,
@@ -51,6 +56,7 @@ pub async fn run(args: EnvtestArgs) -> Result<()> {
         args.with.unwrap_or_default().0,
     );
     spec.ready_timeout = args.ready_timeout;
+    spec.apiserver_args = args.apiserver_arg;
     spec.check().await?;
     let (dir, temporary) = match &args.dir {
         Some(d) => (d.clone(), false),

@@ -34,6 +34,7 @@ impl ApiServer {
         assets: &Assets,
         pki: &Pki,
         storage: Storage<'_>,
+        extra: &[String],
         dir: &Path,
         timeout: Duration,
         alive: &mut (dyn FnMut() -> Result<()> + Send),
@@ -49,8 +50,9 @@ impl ApiServer {
                 pki::ADMIN_USER,
                 Some("system:masters"),
             )?;
-            let mut daemon =
-                Daemon::spawn("kube-apiserver", &program, &args(pki, &storage, port), dir)?;
+            let mut flags = args(pki, &storage, port);
+            flags.extend(extra.iter().cloned());
+            let mut daemon = Daemon::spawn("kube-apiserver", &program, &flags, dir)?;
             match wait_ready(&mut daemon, &admin, timeout, alive).await {
                 Ok(()) => {
                     return Ok(ApiServer {

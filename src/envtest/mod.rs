@@ -88,6 +88,9 @@ pub struct Spec {
     pub with: Vec<Component>,
     /// How long each process may take to get ready (a busy 2-core machine: seconds).
     pub ready_timeout: Duration,
+    /// More kube-apiserver flags, after stalemate's own (a later flag wins):
+    /// `--feature-gates=WatchList=true`, say.
+    pub apiserver_args: Vec<String>,
 }
 
 impl Spec {
@@ -96,6 +99,7 @@ impl Spec {
             assets,
             with,
             ready_timeout: Duration::from_secs(60),
+            apiserver_args: Vec::new(),
         }
     }
 
@@ -162,6 +166,7 @@ impl ControlPlane {
                 etcd_url: &etcd_url,
                 prefix: &prefix,
             },
+            &spec.apiserver_args,
             dir,
             spec.ready_timeout,
             &mut alive,

@@ -200,6 +200,13 @@ fn pod(obj: &mut Value, create: bool) {
         let qos = qos_class(&obj["spec"]);
         obj["status"] = json!({"phase": "Pending", "qosClass": qos});
     }
+    // Go writes a condition's zero times as null.
+    if let Some(status) = obj.get_mut("status") {
+        for c in items(status, "conditions") {
+            default(c, "lastProbeTime", Value::Null);
+            default(c, "lastTransitionTime", Value::Null);
+        }
+    }
 }
 
 /// `qos.GetPodQOS`: Guaranteed when every container's cpu and memory requests equal
@@ -370,8 +377,16 @@ fn service(obj: &mut Value, create: bool) {
     }
     if !external_name {
         default(spec, "internalTrafficPolicy", json!("Cluster"));
-        default(spec, "ipFamilies", json!(["IPv4"]));
-        default(spec, "ipFamilyPolicy", json!("SingleStack"));
+        // A headless Service without a selector may have endpoints of both families.
+        let headless_any = spec["clusterIP"] == "None"
+            && spec["selector"].as_object().is_none_or(|s| s.is_empty());
+        if headless_any {
+            default(spec, "ipFamilyPolicy", json!("RequireDualStack"));
+            default(spec, "ipFamilies", json!(["IPv4", "IPv6"]));
+        } else {
+            default(spec, "ipFamilyPolicy", json!("SingleStack"));
+            default(spec, "ipFamilies", json!(["IPv4"]));
+        }
     }
     if matches!(spec["type"].as_str(), Some("NodePort" | "LoadBalancer")) {
         default(spec, "externalTrafficPolicy", json!("Cluster"));

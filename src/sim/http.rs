@@ -169,8 +169,12 @@ async fn route(
     check_verb(&rt, &r)?;
     match answer {
         Some(Answer::Token) => {
+            let manager = super::meta::manager_name(
+                query.get("fieldManager").map(String::as_str),
+                user_agent.as_deref(),
+            );
             let body = read_body(req, sim.cfg.max_body_bytes).await?;
-            return token_request(sim, &r, &body, &reply);
+            return token_request(sim, &r, &body, &manager, &reply);
         }
         Some(Answer::Unsupported) => {
             let what = format!(
@@ -409,6 +413,7 @@ fn token_request(
     sim: &Sim,
     r: &ResourceRequest,
     body: &[u8],
+    manager: &str,
     reply: &Reply,
 ) -> Result<Response<Body>, ApiError> {
     let (Some(ns), Some(name)) = (r.namespace.as_deref(), r.name.as_deref()) else {
@@ -442,10 +447,16 @@ fn token_request(
         Value::Array(a) if !a.is_empty() => Value::Array(a.clone()),
         _ => json!(["https://kubernetes.default.svc.cluster.local"]),
     };
+    // Created now, by its requester, through the `token` subresource (what the real
+    // apiserver records, though nothing is stored).
+    let now = super::meta::now_rfc3339();
+    let managed = json!([{"manager": manager, "operation": "Update",
+        "apiVersion": "authentication.k8s.io/v1", "time": now, "fieldsType": "FieldsV1",
+        "fieldsV1": {"f:spec": {"f:expirationSeconds": {}}}, "subresource": "token"}]);
     let out = json!({
         "kind": "TokenRequest",
         "apiVersion": "authentication.k8s.io/v1",
-        "metadata": {"name": name, "namespace": ns, "creationTimestamp": null},
+        "metadata": {"name": name, "namespace": ns, "creationTimestamp": now, "managedFields": managed},
         "spec": {"audiences": audiences, "expirationSeconds": seconds, "boundObjectRef": input["spec"]["boundObjectRef"].clone()},
         "status": {"token": token, "expirationTimestamp": expires.to_string()},
     });

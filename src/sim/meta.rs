@@ -179,7 +179,11 @@ pub fn spec_changed(rt: &ResourceType, old: &Value, new: &Value) -> bool {
             return true;
         }
     }
-    false
+    // A Deployment's annotations count too (the rollback annotation of old;
+    // `deploymentStrategy.PrepareForUpdate`).
+    rt.kind == "Deployment"
+        && rt.group == "apps"
+        && old["metadata"].get("annotations") != new["metadata"].get("annotations")
 }
 
 /// Objects equal apart from what the server alone maintains on a write

@@ -8,12 +8,21 @@
 //! bookmarks, WatchList and `410 Expired`. `fixtures/kube-apiserver-1.28/` holds the real
 //! exchanges it is checked against (`e2e/sim_conformance.rs`).
 //!
+//! It serves every built-in resource of the pinned Kubernetes version (`builtins.rs`:
+//! the real apiserver's discovery, generated), with what the real apiserver fills in
+//! (`defaults.rs`; `pods.rs`: pod admission, binding, eviction; `services.rs`: cluster
+//! IPs), the validation a controller runs into (`validate.rs`), the `scale` subresource
+//! (`scale.rs`) and the built-in printers (`printers.rs`); `e2e/sim_differential.rs`
+//! keeps all of it honest against a real kube-apiserver. What it cannot answer — logs,
+//! exec, proxies, protobuf bodies of kinds it does not decode — is answered 501/415/406
+//! and recorded ([`Sim::unanswered`]): `run` and `explore` stop on it.
+//!
 //! Authentication is real (`auth.rs`: client certificates, then tokens it signed; 401
 //! for anything else). Not simulated: authorization (every identity, anonymous
-//! included, may do everything), admission beyond
-//! namespace lifecycle, schema validation/pruning/defaulting of custom resources,
-//! protobuf and CBOR serving, controllers other than the namespace lifecycle and the
-//! service-account/root-CA publishers, field-ownership conflicts of server-side apply.
+//! included, may do everything), validation beyond `validate.rs`, schema
+//! validation/pruning/defaulting of custom resources, protobuf and CBOR serving,
+//! controllers other than the namespace lifecycle and the service-account/root-CA
+//! publishers, field-ownership conflicts of server-side apply.
 //!
 //! ```text
 //!  client ─TLS─► listen::serve ─► http::handle ─┬─ /_sim/...      misbehave on request
@@ -27,15 +36,18 @@
 
 pub mod auth;
 pub mod builtins;
+pub mod crds;
 pub mod defaults;
 pub mod discovery;
 pub mod http;
 pub mod local;
 pub mod meta;
+pub mod namespaces;
 pub mod negotiate;
 pub mod openapi;
 pub mod patch;
 pub mod pods;
+pub mod printers;
 pub mod proto_body;
 pub mod read;
 pub mod registry;
@@ -46,6 +58,7 @@ pub mod selector;
 pub mod services;
 pub mod store;
 pub mod table;
+pub mod validate;
 pub mod watch;
 pub mod write;
 
@@ -153,7 +166,7 @@ impl Sim {
             auth: auth::Authenticator::new(),
             unanswered: Mutex::new(Default::default()),
         });
-        write::bootstrap(&sim);
+        namespaces::bootstrap(&sim);
         sim
     }
 

@@ -202,7 +202,8 @@ pub fn bind(ctx: &Ctx, body: &[u8]) -> Result<Value, ApiError> {
             format!("Binding \"{pod_name}\" is invalid: target.name: Required value"),
         ));
     }
-    let w = write::writer(ctx, "Update", None)?;
+    let mut w = write::writer(ctx, "Update", None)?;
+    w.internal = true;
     let ns = ctx.req.namespace.clone().unwrap_or_default();
     let mut st = ctx.sim.lock();
     let reg = st.registry.clone();

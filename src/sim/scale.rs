@@ -32,7 +32,7 @@ pub fn of(obj: &Stored) -> Value {
 
 /// A label selector as the string form Scale carries (`app=web,tier in (a,b)`);
 /// ReplicationControllers' selectors are plain maps.
-fn selector(s: &Value) -> String {
+pub fn selector(s: &Value) -> String {
     let labels = s.get("matchLabels").unwrap_or(s);
     let mut parts: Vec<String> = labels
         .as_object()

@@ -69,3 +69,42 @@ pub fn allocate(st: &State, svc: &mut Value) {
         }
     }
 }
+
+/// An update that leaves out a Service's addresses keeps the allocated ones (the REST
+/// storage's `patchAllocatedValues`): cluster IPs, IP families and policy, node ports.
+pub fn keep_allocated(old: &Value, new: &mut Value) {
+    let (o, n) = (&old["spec"], &mut new["spec"]);
+    if !n.is_object() {
+        return;
+    }
+    if n["type"] == "ExternalName" {
+        return;
+    }
+    for k in ["clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"] {
+        let missing = n.get(k).is_none_or(|v| v.is_null() || v == "");
+        if missing && let Some(v) = o.get(k) {
+            n[k] = v.clone();
+        }
+    }
+    // A changed clusterIP with the old clusterIPs: the first follows it
+    // (`normalizeClusterIPs`), and validation then sees what changed.
+    if n["clusterIP"] != o["clusterIP"] && n["clusterIPs"] == o["clusterIPs"] {
+        let ip = n["clusterIP"].clone();
+        if let Some(first) = n.get_mut("clusterIPs").and_then(|v| v.get_mut(0)) {
+            *first = ip;
+        }
+    }
+    let old_ports = o["ports"].as_array().cloned().unwrap_or_default();
+    if let Some(ps) = n.get_mut("ports").and_then(Value::as_array_mut) {
+        for p in ps {
+            if p["nodePort"].is_null()
+                && let Some(op) = old_ports
+                    .iter()
+                    .find(|op| op["port"] == p["port"] && op["protocol"] == p["protocol"])
+                && !op["nodePort"].is_null()
+            {
+                p["nodePort"] = op["nodePort"].clone();
+            }
+        }
+    }
+}

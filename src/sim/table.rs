@@ -12,8 +12,7 @@ use serde_json::{Map, Value, json};
 
 use super::registry::{Printer, PrinterColumn, ResourceType};
 
-const NAME_DESCRIPTION: &str = "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names";
-const AGE_DESCRIPTION: &str = "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
+use super::printers::{AGE_DESCRIPTION, Cell, NAME_DESCRIPTION, path_get};
 
 /// What a row's `object` holds (`?includeObject=`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,127 +30,6 @@ impl IncludeObject {
             _ => IncludeObject::Metadata,
         }
     }
-}
-
-/// How a built-in column's cell is computed.
-enum Cell {
-    Name,
-    Age(&'static str),
-    Path(&'static str),
-    Count(&'static [&'static str]),
-    ReadyOf(&'static str, &'static str),
-    Containers(&'static str),
-    Object,
-}
-
-struct Col {
-    name: &'static str,
-    type_: &'static str,
-    format: &'static str,
-    description: &'static str,
-    priority: i64,
-    cell: Cell,
-}
-
-const fn col(name: &'static str, type_: &'static str, cell: Cell) -> Col {
-    Col {
-        name,
-        type_,
-        format: "",
-        description: "",
-        priority: 0,
-        cell,
-    }
-}
-
-fn builtin_columns(kind: &str) -> Vec<Col> {
-    let name = Col {
-        format: "name",
-        description: NAME_DESCRIPTION,
-        ..col("Name", "string", Cell::Name)
-    };
-    let age = Col {
-        description: AGE_DESCRIPTION,
-        ..col("Age", "string", Cell::Age("metadata.creationTimestamp"))
-    };
-    match kind {
-        "Namespace" => vec![
-            name,
-            col("Status", "string", Cell::Path("status.phase")),
-            age,
-        ],
-        "ConfigMap" => vec![
-            name,
-            col("Data", "integer", Cell::Count(&["data", "binaryData"])),
-            age,
-        ],
-        "Secret" => vec![
-            name,
-            col("Type", "string", Cell::Path("type")),
-            col("Data", "integer", Cell::Count(&["data"])),
-            age,
-        ],
-        "ServiceAccount" => vec![
-            name,
-            col("Secrets", "integer", Cell::Count(&["secrets"])),
-            age,
-        ],
-        "Lease" => vec![
-            name,
-            col("Holder", "string", Cell::Path("spec.holderIdentity")),
-            age,
-        ],
-        "Event" => vec![
-            col("Last Seen", "string", Cell::Age("lastTimestamp")),
-            col("Type", "string", Cell::Path("type")),
-            col("Reason", "string", Cell::Path("reason")),
-            col("Object", "string", Cell::Object),
-            col("Message", "string", Cell::Path("message")),
-        ],
-        "Deployment" => vec![
-            name,
-            col(
-                "Ready",
-                "string",
-                Cell::ReadyOf("status.readyReplicas", "spec.replicas"),
-            ),
-            col(
-                "Up-to-date",
-                "integer",
-                Cell::Path("status.updatedReplicas"),
-            ),
-            col(
-                "Available",
-                "integer",
-                Cell::Path("status.availableReplicas"),
-            ),
-            age,
-            Col {
-                priority: 1,
-                ..col("Containers", "string", Cell::Containers("name"))
-            },
-            Col {
-                priority: 1,
-                ..col("Images", "string", Cell::Containers("image"))
-            },
-        ],
-        "CustomResourceDefinition" => vec![
-            name,
-            Col {
-                format: "date-time",
-                ..col(
-                    "Created At",
-                    "date",
-                    Cell::Path("metadata.creationTimestamp"),
-                )
-            },
-        ],
-        _ => vec![name, age],
-    }
-}
-
-fn path_get<'a>(obj: &'a Value, dotted: &str) -> &'a Value {
-    dotted.split('.').fold(obj, |v, p| &v[p])
 }
 
 /// Go's `duration.HumanDuration`, as the printers render ages.
@@ -287,29 +165,7 @@ fn cell_value(c: &Cell, obj: &Value) -> Value {
                 })
                 .sum::<usize>()
         ),
-        Cell::ReadyOf(a, b) => json!(format!(
-            "{}/{}",
-            path_get(obj, a).as_i64().unwrap_or(0),
-            path_get(obj, b).as_i64().unwrap_or(0)
-        )),
-        Cell::Containers(field) => json!(
-            path_get(obj, "spec.template.spec.containers")
-                .as_array()
-                .map(|cs| cs
-                    .iter()
-                    .filter_map(|c| c[*field].as_str())
-                    .collect::<Vec<_>>()
-                    .join(","))
-                .unwrap_or_default()
-        ),
-        Cell::Object => json!(format!(
-            "{}/{}",
-            obj["involvedObject"]["kind"]
-                .as_str()
-                .unwrap_or("")
-                .to_ascii_lowercase(),
-            obj["involvedObject"]["name"].as_str().unwrap_or("")
-        )),
+        Cell::Compute(f) => f(obj),
     }
 }
 
@@ -335,7 +191,7 @@ pub fn column_definitions(rt: &ResourceType) -> Value {
     let def = |name: &str, type_: &str, format: &str, description: &str, priority: i64| json!({"name": name, "type": type_, "format": format, "description": description, "priority": priority});
     match &rt.printer {
         Printer::Builtin => Value::Array(
-            builtin_columns(&rt.kind)
+            super::printers::columns(&rt.kind)
                 .iter()
                 .map(|c| def(c.name, c.type_, c.format, c.description, c.priority))
                 .collect(),
@@ -357,7 +213,7 @@ pub fn column_definitions(rt: &ResourceType) -> Value {
 /// The cells of one object's row.
 pub fn cells(rt: &ResourceType, obj: &Value) -> Vec<Value> {
     match &rt.printer {
-        Printer::Builtin => builtin_columns(&rt.kind)
+        Printer::Builtin => super::printers::columns(&rt.kind)
             .iter()
             .map(|c| cell_value(&c.cell, obj))
             .collect(),

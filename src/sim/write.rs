@@ -1,9 +1,9 @@
 //! Writes: create, update (PUT), patch, delete and deletecollection, with the rules the
-//! real registry strategies apply — and the few controllers whose effects every client
-//! expects (namespace lifecycle, the default service account and `kube-root-ca.crt` in
-//! each namespace, CRD establishment).
+//! real registry strategies apply. A new object goes through [`create_in`]: its
+//! metadata set, defaults (`defaults.rs`), admission (`pods.rs`, `services.rs`, the
+//! protection finalizers, `namespaces.rs`), validation (`validate.rs`, `crds.rs`).
 //!
-//! Every write goes through [`commit`], which owns the generic rules: server-owned
+//! Every other write goes through [`commit`], which owns the generic rules: server-owned
 //! metadata is kept, `status` is split off when it is a subresource, `generation` moves
 //! only when the spec does, a write that changes nothing is a no-op (no RV, no event),
 //! and an object whose last finalizer goes while it is being deleted is removed.
@@ -12,16 +12,15 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
-use super::Sim;
 use super::http::Ctx;
 use super::meta::{self, Scope, Write};
 use super::patch::{self, PatchError, PatchType};
-use super::registry::{Registry, ResourceType};
+use super::registry::ResourceType;
 use super::store::{EventType, ObjKey, State, Stored};
 use crate::status::{self, ApiError, FieldError};
 
-const CRD_KEY: &str = "apiextensions.k8s.io/customresourcedefinitions";
-const NS_KEY: &str = "/namespaces";
+use super::crds::KEY as CRD_KEY;
+use super::namespaces::KEY as NS_KEY;
 
 /// Who is writing, and how the write is recorded.
 pub struct Writer<'a> {
@@ -29,16 +28,20 @@ pub struct Writer<'a> {
     pub dry_run: bool,
     pub operation: &'a str,
     pub applied: Option<Value>,
+    /// A write of the apiserver's own (a binding, an eviction) that user validation does
+    /// not apply to.
+    pub internal: bool,
 }
 
-fn invalid(rt: &ResourceType, name: &str, errs: &[FieldError]) -> ApiError {
-    let gr = rt.group_resource().to_string();
-    let what = if rt.custom {
-        gr.as_str()
-    } else {
-        rt.kind.as_str()
+pub(super) fn invalid(rt: &ResourceType, name: &str, errs: &[FieldError]) -> ApiError {
+    // `Deployment.apps "web" is invalid` for a built-in of a group, `ConfigMap "c"` for
+    // the core group, `widgets.example.com "w"` for a custom resource.
+    let what = match (rt.custom, rt.group.is_empty()) {
+        (true, _) => rt.group_resource().to_string(),
+        (false, true) => rt.kind.clone(),
+        (false, false) => format!("{}.{}", rt.kind, rt.group),
     };
-    ApiError::invalid(what, &rt.group, &rt.kind, name, errs)
+    ApiError::invalid(&what, &rt.group, &rt.kind, name, errs)
 }
 
 pub(super) fn decode_body(body: &[u8]) -> Result<Value, ApiError> {
@@ -81,31 +84,6 @@ fn check_type(rt: &ResourceType, obj: &mut Value) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// Namespace admission: the namespace must exist and not be terminating
-/// (`plugin/pkg/admission/namespace/lifecycle`).
-fn check_namespace(st: &State, rt: &ResourceType, ns: &str, name: &str) -> Result<(), ApiError> {
-    if !rt.namespaced {
-        return Ok(());
-    }
-    let ns_gr = status::GroupResource {
-        group: "",
-        resource: "namespaces",
-    };
-    match st.get(NS_KEY, "", ns) {
-        None => Err(ApiError::not_found(ns_gr, ns)),
-        Some(n) if n.value["metadata"].get("deletionTimestamp").is_some() => {
-            Err(ApiError::forbidden(
-                rt.group_resource(),
-                name,
-                &format!(
-                    "unable to create new content in namespace {ns} because it is being terminated"
-                ),
-            ))
-        }
-        Some(_) => Ok(()),
-    }
-}
-
 /// Metadata the strategies set before field management sees the object (so the writer
 /// owns it, as `fixtures/.../ns-create.body` shows for the namespace name label).
 fn prepare_meta(rt: &ResourceType, obj: &mut Value) {
@@ -113,110 +91,6 @@ fn prepare_meta(rt: &ResourceType, obj: &mut Value) {
         let name = obj["metadata"]["name"].clone();
         obj["metadata"]["labels"]["kubernetes.io/metadata.name"] = name;
     }
-}
-
-/// Validation beyond names: CRD structure.
-fn validate(rt: &ResourceType, obj: &Value) -> Result<(), ApiError> {
-    if rt.storage_key() != CRD_KEY {
-        return Ok(());
-    }
-    let name = obj["metadata"]["name"].as_str().unwrap_or_default();
-    let spec = &obj["spec"];
-    let mut errs = Vec::new();
-    let group = spec["group"].as_str().unwrap_or_default();
-    let plural = spec["names"]["plural"].as_str().unwrap_or_default();
-    if group.is_empty() {
-        errs.push(FieldError::required("spec.group", ""));
-    }
-    if plural.is_empty() {
-        errs.push(FieldError::required("spec.names.plural", ""));
-    }
-    if spec["names"]["kind"]
-        .as_str()
-        .unwrap_or_default()
-        .is_empty()
-    {
-        errs.push(FieldError::required("spec.names.kind", ""));
-    }
-    if !group.is_empty() && !plural.is_empty() && name != format!("{plural}.{group}") {
-        errs.push(FieldError::invalid(
-            "metadata.name",
-            &format!("{name:?}"),
-            "must be spec.names.plural+\".\"+spec.group",
-        ));
-    }
-    if !matches!(spec["scope"].as_str(), Some("Namespaced" | "Cluster")) {
-        errs.push(FieldError {
-            reason: "FieldValueNotSupported",
-            field: "spec.scope".into(),
-            message: format!(
-                "Unsupported value: {}: supported values: \"Cluster\", \"Namespaced\"",
-                spec["scope"]
-            ),
-        });
-    }
-    let versions = spec["versions"]
-        .as_array()
-        .map(Vec::as_slice)
-        .unwrap_or_default();
-    if versions.is_empty() {
-        errs.push(FieldError::invalid(
-            "spec.versions",
-            "null",
-            "must have exactly one version marked as storage version",
-        ));
-    } else if versions
-        .iter()
-        .filter(|v| v["storage"].as_bool() == Some(true))
-        .count()
-        != 1
-    {
-        errs.push(FieldError::invalid(
-            "spec.versions",
-            "[...]",
-            "must have exactly one version marked as storage version",
-        ));
-    }
-    if errs.is_empty() {
-        Ok(())
-    } else {
-        Err(invalid(rt, name, &errs))
-    }
-}
-
-/// CRD status as the apiextensions controllers settle it: names accepted, established.
-fn establish_crd(obj: &mut Value) {
-    let now = meta::now_rfc3339();
-    let names = obj["spec"]["names"].clone();
-    let kind = names["kind"].as_str().unwrap_or_default().to_string();
-    let mut accepted = names.clone();
-    if accepted["singular"].is_null() {
-        accepted["singular"] = kind.to_ascii_lowercase().into();
-    }
-    if accepted["listKind"].is_null() {
-        accepted["listKind"] = format!("{kind}List").into();
-    }
-    obj["spec"]["names"] = accepted.clone();
-    let storage: Vec<Value> = obj["spec"]["versions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|v| v["storage"].as_bool() == Some(true))
-        .map(|v| v["name"].clone())
-        .collect();
-    obj["status"] = json!({
-        "conditions": [
-            {"type": "NamesAccepted", "status": "True", "lastTransitionTime": now, "reason": "NoConflicts", "message": "no conflicts found"},
-            {"type": "Established", "status": "True", "lastTransitionTime": now, "reason": "InitialNamesAccepted", "message": "the initial names have been accepted"}
-        ],
-        "acceptedNames": accepted,
-        "storedVersions": storage,
-    });
-}
-
-fn rebuild_registry(st: &mut State) {
-    let crds: Vec<Value> = st.iter(CRD_KEY, None).map(|c| c.value.clone()).collect();
-    st.serve(Registry::new(&crds));
 }
 
 /// Create `obj` in the state (HTTP POST and internal bootstrap alike).
@@ -272,7 +146,7 @@ pub fn create_in(
         ));
     }
     let ns_s = ns.unwrap_or_default();
-    check_namespace(st, rt, ns_s, &name)?;
+    super::namespaces::check(st, rt, ns_s, &name)?;
     let key = rt.storage_key();
     if st.get(&key, ns_s, &name).is_some() {
         return Err(ApiError::already_exists(rt.group_resource(), &name));
@@ -321,21 +195,28 @@ pub fn create_in(
     );
     super::defaults::apply(rt, &mut obj, true);
     admit(st, rt, ns_s, &mut obj)?;
-    validate(rt, &obj)?;
+    let errs = super::validate::create(rt, &obj);
+    if !errs.is_empty() {
+        return Err(invalid(rt, &name, &errs));
+    }
+    super::crds::validate(rt, &obj)?;
     if key == CRD_KEY {
-        establish_crd(&mut obj);
+        super::crds::establish(&mut obj);
     }
     meta::canonicalize(rt, &mut obj);
     if w.dry_run {
-        obj["metadata"]["resourceVersion"] = st.rv.to_string().into();
+        // Nothing was stored: a dry-run create answers without a resourceVersion.
+        if let Some(m) = obj["metadata"].as_object_mut() {
+            m.shift_remove("resourceVersion");
+        }
         return Ok(Stored::new(obj, st.rv));
     }
     let stored = st.put(&key, obj, EventType::Added);
     if key == CRD_KEY {
-        rebuild_registry(st);
+        super::crds::rebuild_registry(st);
     }
     if rt.kind == "Namespace" && rt.group.is_empty() {
-        populate_namespace(st, &name);
+        super::namespaces::populate(st, &name);
     }
     Ok(stored)
 }
@@ -353,66 +234,62 @@ fn admit(st: &State, rt: &ResourceType, ns: &str, obj: &mut Value) -> Result<(),
             super::services::allocate(st, obj);
             Ok(())
         }
+        // StorageObjectInUseProtection: a claim or volume in use is not removed under
+        // its pod (the protection controllers take the finalizer off).
+        "PersistentVolumeClaim" => {
+            add_finalizer(obj, "kubernetes.io/pvc-protection");
+            Ok(())
+        }
+        "PersistentVolume" => {
+            add_finalizer(obj, "kubernetes.io/pv-protection");
+            Ok(())
+        }
         _ => Ok(()),
     }
 }
 
-/// What the service-account and root-CA-publisher controllers put in every namespace.
-fn populate_namespace(st: &mut State, ns: &str) {
-    let kcm = Writer {
-        manager: "kube-controller-manager".into(),
-        dry_run: false,
-        operation: "Update",
-        applied: None,
-    };
-    let reg = st.registry.clone();
-    if let Some(sa) = reg.find("", "v1", "serviceaccounts") {
-        let _ = create_in(
-            st,
-            sa,
-            Some(ns),
-            json!({"metadata": {"name": "default"}}),
-            &kcm,
-        );
-    }
-    let ca = st.root_ca.clone();
-    if let Some(cm) = reg.find("", "v1", "configmaps") {
-        let _ = create_in(
-            st,
-            cm,
-            Some(ns),
-            json!({"metadata": {"name": "kube-root-ca.crt", "annotations": {"kubernetes.io/description": "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters."}},
-                "data": {"ca.crt": ca}}),
-            &kcm,
-        );
+fn add_finalizer(obj: &mut Value, f: &str) {
+    match obj["metadata"]
+        .get_mut("finalizers")
+        .and_then(Value::as_array_mut)
+    {
+        Some(fs) if fs.iter().any(|x| x == f) => {}
+        Some(fs) => fs.push(f.into()),
+        None => obj["metadata"]["finalizers"] = json!([f]),
     }
 }
 
-/// Create the namespaces every cluster starts with.
-pub fn bootstrap(sim: &Sim) {
-    let mut st = sim.lock();
-    st.root_ca = sim.certs.ca_cert_pem.clone();
-    let reg = st.registry.clone();
-    let Some(ns_rt) = reg.find("", "v1", "namespaces") else {
-        return;
-    };
-    let w = Writer {
-        manager: "kube-apiserver".into(),
-        dry_run: false,
-        operation: "Update",
-        applied: None,
-    };
-    for ns in ["default", "kube-node-lease", "kube-public", "kube-system"] {
-        let _ = create_in(&mut st, ns_rt, None, json!({"metadata": {"name": ns}}), &w);
+/// A built-in's `/status` write: the request's object with the old spec — and, as the
+/// status strategies have it, the old labels for a Deployment and the old owner
+/// references for a Pod; the rest of the metadata is the request's
+/// (`deploymentStatusStrategy.PrepareForUpdate` and its kin). Custom resources keep the
+/// whole old object but its status.
+fn status_write(rt: &ResourceType, old: &Value, mut new: Value) -> Value {
+    let keep = |k: &str| !matches!(k, "metadata" | "status" | "apiVersion" | "kind");
+    if let Some(n) = new.as_object_mut() {
+        n.retain(|k, _| !keep(k));
+        for (k, v) in old.as_object().into_iter().flatten() {
+            if keep(k) {
+                n.insert(k.clone(), v.clone());
+            }
+        }
     }
-    // The apiserver's own Service, at the range's first address.
-    if let Some(svc) = reg.find("", "v1", "services") {
-        let ip = super::services::KUBERNETES_IP.to_string();
-        let kubernetes = json!({"metadata": {"name": "kubernetes",
-            "labels": {"component": "apiserver", "provider": "kubernetes"}},
-            "spec": {"clusterIP": ip, "ports": [{"name": "https", "port": 443, "targetPort": 6443}]}});
-        let _ = create_in(&mut st, svc, Some("default"), kubernetes, &w);
+    let restore: &[&str] = match (rt.group.as_str(), rt.kind.as_str()) {
+        ("apps", "Deployment") => &["labels"],
+        ("", "Pod") => &["ownerReferences"],
+        _ => &[],
+    };
+    for k in restore {
+        match old["metadata"].get(*k) {
+            Some(v) => new["metadata"][*k] = v.clone(),
+            None => {
+                if let Some(m) = new["metadata"].as_object_mut() {
+                    m.shift_remove(*k);
+                }
+            }
+        }
     }
+    new
 }
 
 /// Apply `new` as the next version of `old`: the generic update rules, then store.
@@ -431,6 +308,7 @@ pub fn commit(
     // (`statusStrategy.PrepareForUpdate`); for the main resource, the new object with the
     // old status when status is a subresource.
     let mut obj = match scope {
+        Scope::Status if !rt.custom => status_write(rt, &old.value, new),
         Scope::Status => {
             let mut o = old.value.clone();
             match new.as_object_mut().and_then(|m| m.shift_remove("status")) {
@@ -489,9 +367,23 @@ pub fn commit(
         }
     }
     m["resourceVersion"] = om["resourceVersion"].clone();
+    if rt.kind == "Service" && rt.group.is_empty() {
+        super::services::keep_allocated(&old.value, &mut obj);
+    }
     super::defaults::apply(rt, &mut obj, false);
-    validate(rt, &obj)?;
-    if rt.generation && meta::spec_changed(rt, &old.value, &obj) {
+    let errs = match scope {
+        _ if w.internal => vec![],
+        Scope::Main { .. } => super::validate::update(rt, &old.value, &obj),
+        Scope::Status => super::validate::status(rt, &obj),
+    };
+    if !errs.is_empty() {
+        return Err(invalid(rt, &name, &errs));
+    }
+    super::crds::validate(rt, &obj)?;
+    if matches!(scope, Scope::Main { .. })
+        && rt.generation
+        && meta::spec_changed(rt, &old.value, &obj)
+    {
         obj["metadata"]["generation"] = (om["generation"].as_i64().unwrap_or(0) + 1).into();
     }
     meta::canonicalize(rt, &mut obj);
@@ -518,14 +410,18 @@ pub fn commit(
     }
     let key = rt.storage_key();
     if obj["metadata"].get("deletionTimestamp").is_some() && !has_finalizers(rt, &obj) {
-        // The last finalizer went: the object is removed in this update, one DELETED.
+        // The last finalizer went: the object is removed in this update, one DELETED. The
+        // answer is the object as written, at the resourceVersion it had: the update
+        // itself was never stored (`store.go` `Update` → `deleteWithoutFinalizers`).
         let k = old.key();
-        let gone = finish_delete_as(st, rt, &k, Some(obj)).unwrap_or_else(|| old.clone());
-        return Ok(gone);
+        let mut answer = obj.clone();
+        answer["metadata"]["resourceVersion"] = old.rv.to_string().into();
+        finish_delete_as(st, rt, &k, Some(obj));
+        return Ok(Stored::new(answer, old.rv));
     }
     let stored = st.put(&key, obj, EventType::Modified);
     if key == CRD_KEY {
-        rebuild_registry(st);
+        super::crds::rebuild_registry(st);
     }
     Ok(stored)
 }
@@ -567,16 +463,16 @@ fn finish_delete_as(
         for t in crate::sim::registry::from_crd(&gone.value) {
             st.remove_all(&t.storage_key());
         }
-        rebuild_registry(st);
+        super::crds::rebuild_registry(st);
     }
     if rt.namespaced {
-        try_finalize_namespace(st, &key.0);
+        super::namespaces::try_finalize(st, &key.0);
     }
     Some(gone)
 }
 
 /// Mark an object deleted: immediately gone without finalizers, else `deletionTimestamp`.
-fn delete_object(
+pub(super) fn delete_object(
     st: &mut State,
     rt: &ResourceType,
     old: &Arc<Stored>,
@@ -607,7 +503,7 @@ fn delete_object(
         }
         let stored = st.put(&rt.storage_key(), obj, EventType::Modified);
         if rt.kind == "Namespace" && rt.group.is_empty() {
-            empty_namespace(st, old.name());
+            super::namespaces::empty(st, old.name());
             return (
                 st.get(NS_KEY, "", old.name()).cloned().unwrap_or(stored),
                 false,
@@ -618,54 +514,21 @@ fn delete_object(
     if dry_run {
         return (old.clone(), true);
     }
+    if rt.kind == "Pod" && rt.group.is_empty() {
+        // A pod is deleted gracefully — deletionTimestamp set, grace 0 with no kubelet
+        // to wait for, generation moved: one MODIFIED, then DELETED; the answer is the
+        // pod as marked (`podStrategy.CheckGracefulDelete`, `registry/rest/delete.go`).
+        obj["metadata"]["deletionTimestamp"] = meta::now_rfc3339().into();
+        obj["metadata"]["deletionGracePeriodSeconds"] = 0.into();
+        obj["metadata"]["generation"] =
+            (obj["metadata"]["generation"].as_i64().unwrap_or(0) + 1).into();
+        meta::canonicalize(rt, &mut obj);
+        let marked = st.put(&rt.storage_key(), obj, EventType::Modified);
+        finish_delete(st, rt, &old.key());
+        return (marked, true);
+    }
     let gone = finish_delete(st, rt, &old.key()).unwrap_or_else(|| old.clone());
     (gone, true)
-}
-
-/// The namespace controller: delete everything in a terminating namespace.
-fn empty_namespace(st: &mut State, ns: &str) {
-    let reg = st.registry.clone();
-    let mut seen = std::collections::HashSet::new();
-    for rt in reg
-        .all()
-        .iter()
-        .filter(|t| t.namespaced && !t.virtual_create)
-    {
-        if !seen.insert(rt.storage_key()) {
-            continue;
-        }
-        let objs: Vec<Arc<Stored>> = st.iter(&rt.storage_key(), Some(ns)).cloned().collect();
-        for o in objs {
-            delete_object(st, rt, &o, false);
-        }
-    }
-    try_finalize_namespace(st, ns);
-}
-
-/// Remove a terminating namespace once nothing is left in it.
-fn try_finalize_namespace(st: &mut State, ns: &str) {
-    let Some(n) = st.get(NS_KEY, "", ns).cloned() else {
-        return;
-    };
-    if n.value["metadata"].get("deletionTimestamp").is_none() {
-        return;
-    }
-    let reg = st.registry.clone();
-    let empty = reg
-        .all()
-        .iter()
-        .filter(|t| t.namespaced)
-        .all(|t| st.iter(&t.storage_key(), Some(ns)).next().is_none());
-    if !empty {
-        return;
-    }
-    if n.value["metadata"]["finalizers"]
-        .as_array()
-        .is_some_and(|a| !a.is_empty())
-    {
-        return;
-    }
-    st.remove(NS_KEY, &n.key());
 }
 
 // ---- HTTP verbs ----------------------------------------------------------------------
@@ -695,6 +558,7 @@ pub(super) fn writer<'a>(
         dry_run,
         operation,
         applied,
+        internal: false,
     })
 }
 
@@ -786,7 +650,14 @@ pub fn patch(
     let name = ctx.req.name.clone().unwrap_or_default();
     let applied = if pt == PatchType::Apply {
         if ctx.query("fieldManager").is_none_or(str::is_empty) {
-            return Err(ApiError::bad_request("PATCH /apply requires fieldManager"));
+            return Err(ApiError::new(
+                422,
+                "Invalid",
+                "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch",
+            )
+            .with_details(json!({"group": "meta.k8s.io", "kind": "PatchOptions",
+                "causes": [{"reason": "FieldValueRequired",
+                    "message": "Required value: is required for apply patch", "field": "fieldManager"}]})));
         }
         let mut a = patch::parse_apply_body(body).map_err(patch_error)?;
         check_type(&ctx.rt, &mut a)?;
@@ -842,7 +713,18 @@ pub fn patch(
 pub(super) fn patch_error(e: PatchError) -> ApiError {
     match e {
         PatchError::Malformed(m) => ApiError::bad_request(m),
-        PatchError::Unprocessable(m) => ApiError::new(422, "Invalid", m),
+        // kube-apiserver answers a JSON patch that cannot be applied (a failed `test`, a
+        // path that is not there) with a generic 422: its message and empty details,
+        // whatever the patch library said (`NewGenericServerResponse`).
+        PatchError::Unprocessable(why) => {
+            tracing::debug!(%why, "a JSON patch could not be applied");
+            ApiError::new(
+                422,
+                "Invalid",
+                "the server rejected our request due to an error in our request",
+            )
+            .with_details(json!({}))
+        }
     }
 }
 

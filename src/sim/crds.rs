@@ -1,0 +1,117 @@
+//! CustomResourceDefinitions: their structure checked on a write, their status settled
+//! as the apiextensions controllers settle it (names accepted, established), and the
+//! registry rebuilt so that their resources are served from then on.
+
+use serde_json::{Value, json};
+
+use super::meta;
+use super::registry::{Registry, ResourceType};
+use super::store::State;
+use crate::status::{ApiError, FieldError};
+
+/// Where CRDs are stored.
+pub const KEY: &str = "apiextensions.k8s.io/customresourcedefinitions";
+
+/// Validation beyond names: CRD structure.
+pub fn validate(rt: &ResourceType, obj: &Value) -> Result<(), ApiError> {
+    if rt.storage_key() != KEY {
+        return Ok(());
+    }
+    let name = obj["metadata"]["name"].as_str().unwrap_or_default();
+    let spec = &obj["spec"];
+    let mut errs = Vec::new();
+    let group = spec["group"].as_str().unwrap_or_default();
+    let plural = spec["names"]["plural"].as_str().unwrap_or_default();
+    if group.is_empty() {
+        errs.push(FieldError::required("spec.group", ""));
+    }
+    if plural.is_empty() {
+        errs.push(FieldError::required("spec.names.plural", ""));
+    }
+    if spec["names"]["kind"]
+        .as_str()
+        .unwrap_or_default()
+        .is_empty()
+    {
+        errs.push(FieldError::required("spec.names.kind", ""));
+    }
+    if !group.is_empty() && !plural.is_empty() && name != format!("{plural}.{group}") {
+        errs.push(FieldError::invalid(
+            "metadata.name",
+            &format!("{name:?}"),
+            "must be spec.names.plural+\".\"+spec.group",
+        ));
+    }
+    if !matches!(spec["scope"].as_str(), Some("Namespaced" | "Cluster")) {
+        errs.push(FieldError {
+            reason: "FieldValueNotSupported",
+            field: "spec.scope".into(),
+            message: format!(
+                "Unsupported value: {}: supported values: \"Cluster\", \"Namespaced\"",
+                spec["scope"]
+            ),
+        });
+    }
+    let versions = spec["versions"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    if versions.is_empty() {
+        errs.push(FieldError::invalid(
+            "spec.versions",
+            "null",
+            "must have exactly one version marked as storage version",
+        ));
+    } else if versions
+        .iter()
+        .filter(|v| v["storage"].as_bool() == Some(true))
+        .count()
+        != 1
+    {
+        errs.push(FieldError::invalid(
+            "spec.versions",
+            "[...]",
+            "must have exactly one version marked as storage version",
+        ));
+    }
+    if errs.is_empty() {
+        Ok(())
+    } else {
+        Err(super::write::invalid(rt, name, &errs))
+    }
+}
+
+/// CRD status as the apiextensions controllers settle it: names accepted, established.
+pub fn establish(obj: &mut Value) {
+    let now = meta::now_rfc3339();
+    let names = obj["spec"]["names"].clone();
+    let kind = names["kind"].as_str().unwrap_or_default().to_string();
+    let mut accepted = names.clone();
+    if accepted["singular"].is_null() {
+        accepted["singular"] = kind.to_ascii_lowercase().into();
+    }
+    if accepted["listKind"].is_null() {
+        accepted["listKind"] = format!("{kind}List").into();
+    }
+    obj["spec"]["names"] = accepted.clone();
+    let storage: Vec<Value> = obj["spec"]["versions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|v| v["storage"].as_bool() == Some(true))
+        .map(|v| v["name"].clone())
+        .collect();
+    obj["status"] = json!({
+        "conditions": [
+            {"type": "NamesAccepted", "status": "True", "lastTransitionTime": now, "reason": "NoConflicts", "message": "no conflicts found"},
+            {"type": "Established", "status": "True", "lastTransitionTime": now, "reason": "InitialNamesAccepted", "message": "the initial names have been accepted"}
+        ],
+        "acceptedNames": accepted,
+        "storedVersions": storage,
+    });
+}
+
+pub fn rebuild_registry(st: &mut State) {
+    let crds: Vec<Value> = st.iter(KEY, None).map(|c| c.value.clone()).collect();
+    st.serve(Registry::new(&crds));
+}
