@@ -95,6 +95,15 @@ impl Clients {
             .insert(addr, name.to_string());
     }
 
+    /// The name of the listener at `addr`, if it has one.
+    pub fn listener_name(&self, addr: std::net::SocketAddr) -> Option<String> {
+        self.listener_names
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&addr)
+            .cloned()
+    }
+
     /// Whether `name` is a client (or `*`, everyone).
     pub fn defines(&self, name: &str) -> bool {
         name == "*" || self.specs.contains_key(name)

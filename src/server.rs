@@ -101,6 +101,8 @@ pub struct Running {
     pub upstream: Upstream,
     pub oracles: Arc<crate::oracle::Oracles>,
     pub engine: Arc<crate::schedule::engine::Engine>,
+    /// What each client is doing (`proxy/activity.rs`).
+    pub activity: Arc<crate::proxy::activity::ClientActivity>,
     trace: crate::trace::Trace,
     trace_writer: Option<crate::trace::TraceWriter>,
     stop_tx: tokio::sync::watch::Sender<bool>,
@@ -162,6 +164,7 @@ pub async fn start(mut o: Options) -> Result<Running> {
     let gates = gates(&o, &engine, &metrics, &trace);
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let proxy = proxy(&o, &upstream, &metrics, &gates, &oracles, stop_rx.clone());
+    let activity = proxy.activity.clone();
     let truth = ground_truth(&upstream, &oracles)?;
     engine.start(&o.schedule);
     let admin = crate::admin::Admin {
@@ -189,6 +192,7 @@ pub async fn start(mut o: Options) -> Result<Running> {
         upstream,
         oracles,
         engine,
+        activity,
         trace,
         trace_writer,
         stop_tx,
@@ -368,6 +372,7 @@ fn proxy(
         oracles: oracles.clone(),
         ungated_seen: Default::default(),
         known,
+        activity: Default::default(),
     })
 }
 

@@ -132,6 +132,8 @@ pub async fn run(args: ExploreArgs) -> Result<ExitCode> {
         setup_paths: args.world.setup,
         setup,
         workload: args.world.workload,
+        start_timeout: args.world.start_timeout,
+        idle_url: args.world.idle_url,
         jobs: if upstream.side_by_side() { jobs } else { 1 },
         upstream,
         budget: args.budget,

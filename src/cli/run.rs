@@ -127,6 +127,29 @@ pub struct WorldArgs {
     /// "workload"}`; CMD's is `{"listener": "controller"}`) whose requests windows can open on.
     #[arg(long, value_name = "CMD")]
     pub workload: Option<String>,
+
+    /// A controller that makes no request within this is an error (exit 2): it did not
+    /// start, or does not use the KUBECONFIG it is given. Quiet is counted only once the
+    /// controller is ready (its first request made, its watches' initial state in,
+    /// nothing in flight).
+    #[arg(long, default_value = "60s", value_parser = super::parse_duration, value_name = "DURATION")]
+    pub start_timeout: Duration,
+
+    /// The controller's Prometheus metrics, e.g.
+    /// http://127.0.0.1:$STALEMATE_METRICS_PORT/metrics (each run gets a free port in
+    /// STALEMATE_METRICS_PORT, STALEMATE_HEALTH_PORT and STALEMATE_PORT): a run is quiet
+    /// only when every workqueue there is empty and has no unfinished work too.
+    #[arg(long, value_name = "URL")]
+    pub idle_url: Option<String>,
+}
+
+impl WorldArgs {
+    /// Set what these flags say on a session's options.
+    pub fn apply(&self, o: &mut Options) {
+        o.workload = self.workload.clone();
+        o.start_timeout = self.start_timeout;
+        o.idle_url = self.idle_url.clone();
+    }
 }
 
 pub async fn run(args: RunArgs) -> Result<ExitCode> {
@@ -146,7 +169,7 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
     let upstream = choice.for_run().await?;
     let mut o = Options::new(upstream.clone(), schedule, args.cmd.clone(), dir.clone());
     o.setup = setup;
-    o.workload = args.world.workload.clone();
+    args.world.apply(&mut o);
     o.end = match (args.quiet, args.duration) {
         (Some(quiet), cap) => End::Quiet {
             quiet,

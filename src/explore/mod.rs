@@ -20,6 +20,7 @@ pub mod judge;
 pub mod output;
 pub mod plan;
 mod progress;
+mod reference;
 mod shrink;
 
 use std::path::PathBuf;
@@ -43,6 +44,10 @@ pub struct Config {
     pub setup_paths: Vec<PathBuf>,
     pub setup: Vec<crate::setup::Manifest>,
     pub workload: Option<String>,
+    /// A controller that makes no request within this is an error.
+    pub start_timeout: Duration,
+    /// The controller's metrics, for its workqueues' idleness (`session/idle.rs`).
+    pub idle_url: Option<String>,
     /// Where each run's cluster comes from.
     pub upstream: Arc<dyn session::Kind>,
     pub jobs: usize,
@@ -209,6 +214,8 @@ struct Job {
     plan: Plan,
     shrinking: Option<usize>,
     schedule: Schedule,
+    /// How long it must be quiet before it is judged.
+    quiet: Duration,
 }
 
 impl Shared {
@@ -216,7 +223,7 @@ impl Shared {
         self.started.elapsed().as_secs_f64()
     }
 
-    fn options(&self, schedule: Schedule, id: &str) -> Result<session::Options> {
+    fn options(&self, schedule: Schedule, id: &str, quiet: Duration) -> Result<session::Options> {
         let dir = self.out.scratch(id)?;
         let mut o = session::Options::new(
             self.cfg.upstream.clone(),
@@ -226,9 +233,11 @@ impl Shared {
         );
         o.setup = self.cfg.setup.clone();
         o.workload = self.cfg.workload.clone();
-        o.settle_before_workload = self.cfg.quiet;
+        o.start_timeout = self.cfg.start_timeout;
+        o.idle_url = self.cfg.idle_url.clone();
+        o.settle_before_workload = quiet;
         o.end = End::Quiet {
-            quiet: self.cfg.quiet,
+            quiet,
             max_run: self.cfg.max_run,
         };
         o.trace = TraceTo::Memory;
@@ -268,7 +277,7 @@ impl Shared {
         baseline: Arc<Baseline>,
     ) -> Result<Trial> {
         let name = format!("trial-{:03}", job.id);
-        let mut o = self.options(job.schedule.clone(), &name)?;
+        let mut o = self.options(job.schedule.clone(), &name, job.quiet)?;
         o.extent_hint = hint;
         let started = Instant::now();
         let mut files = vec![format!("logs/{name}.log")];
@@ -309,105 +318,66 @@ impl Search {
 
     async fn search(&mut self) -> Result<Verdict> {
         let base = base_schedule(&self.shared.cfg);
-        self.progress.say(&format!(
-            "explore: 2 fault-free reference runs of {:?}",
-            self.shared.cfg.controller
-        ));
-        let (a, b) = {
-            let sh = &self.shared;
-            let (oa, ob) = (
-                sh.options(base.clone(), "reference-1")?,
-                sh.options(base.clone(), "reference-2")?,
-            );
-            if sh.jobs() >= 2 {
-                let (a, b) = tokio::join!(sh.one(oa), sh.one(ob));
-                (a?, b?)
-            } else {
-                let a = sh.one(oa).await?;
-                if a.report.failed() || a.controller_failed.is_some() {
-                    let b = a.clone();
-                    (a, b)
-                } else {
-                    let b = sh.one(ob).await?;
-                    (a, b)
-                }
-            }
+        let refs = match self.references(&base).await? {
+            reference::Learnt::References(r) => r,
+            reference::Learnt::FailsWithoutFaults => return Ok(reference::fails_without_faults()),
         };
-        let reference_seconds = a.seconds.max(b.seconds);
-        // A controller that fails on its own needs no search.
-        for (n, r) in [(1, &a), (2, &b)] {
-            if let Some(why) = &r.controller_failed {
-                anyhow::bail!(
-                    "the controller failed in fault-free reference run {n}: {why} (its output: {})",
-                    self.shared
-                        .out
-                        .root
-                        .join(format!("logs/reference-{n}.log"))
-                        .display()
-                );
-            }
-            if r.report.failed() {
-                let files = self.shared.out.write_run(&format!("reference-{n}"), r)?;
-                let found: Vec<Found> = r
-                    .report
-                    .verdicts
-                    .violations
-                    .iter()
-                    .map(|v| Found {
-                        oracle: v.oracle.clone(),
-                        resource: v.resource.clone(),
-                        namespace: v.namespace.clone(),
-                        name: v.name.clone(),
-                        message: format!("{}/{}: {}", v.namespace, v.name, v.rule),
-                        signature: format!("{} {}", v.oracle, v.resource),
-                    })
-                    .collect();
-                self.shared
-                    .out
-                    .write_summary(&output::Summary::fails_without_faults(
-                        &self.shared.cfg,
-                        found.clone(),
-                        files,
-                        self.elapsed(),
-                    ))?;
-                self.progress.say(&format!(
-                    "explore: the controller fails without any fault (reference run {n}):"
-                ));
-                for f in &found {
-                    self.progress.say(&format!("  {}: {}", f.oracle, f.message));
-                }
-                return Ok(Verdict::Found);
-            }
-            if r.ended == Ended::MaxRun {
-                anyhow::bail!(
-                    "the controller never went quiet in fault-free reference run {n} (still writing after {:.0}s): raise --max-run, or lower --quiet",
-                    r.seconds
-                );
-            }
-        }
-        let baseline = judge::baseline(&a, &b).map_err(|d| {
-            anyhow::anyhow!(
-                "the two fault-free reference runs disagree beyond masking: {}; explore cannot tell a fault's effect from the controller's own variation",
-                d.0
-            )
-        })?;
-        let mut hint = a.extent.clone();
-        hint.resources.extend(b.extent.resources.iter().cloned());
-        hint.namespaces.extend(b.extent.namespaces.iter().cloned());
-        let reference = plan::read(&a.trace);
-        let plans = plan::plans(&reference);
+        let plans = plan::plans(&refs.reference);
         self.progress.say(&format!(
-            "explore: reference runs quiet after {reference_seconds:.1}s; {} anchors, {} plans",
-            reference.anchors.len(),
-            plans.len()
+            "explore: reference runs quiet after {:.1}s; {} anchors, {} plans; trials judged after {} of quiet (the controller's longest gap between writes: {})",
+            refs.seconds,
+            refs.reference.anchors.len(),
+            plans.len(),
+            humantime::format_duration(refs.trial_quiet),
+            humantime::format_duration(Duration::from_millis(refs.longest_gap.as_millis() as u64)),
         ));
+        let mut next_id = self.run_plans(plans, &base, &refs).await?;
+        let mut findings = self.group();
+        for f in &mut findings {
+            if self.out_of_time() {
+                break;
+            }
+            self.shrink(f, &base, &refs, &mut next_id).await?;
+        }
+        let findings = self
+            .shared
+            .out
+            .write_findings(&self.shared.cfg, findings, &self.trials)?;
+        let summary = output::Summary::new(
+            &self.shared.cfg,
+            &findings,
+            &self.trials,
+            self.elapsed(),
+            refs.seconds,
+        );
+        self.shared.out.write_summary(&summary)?;
+        self.progress.say(&summary.terminal(&self.shared.cfg.out));
+        if *self.shared.stop.borrow() {
+            anyhow::bail!(
+                "interrupted (SIGINT or SIGTERM): the summary holds the trials that finished"
+            );
+        }
+        Ok(if findings.is_empty() {
+            Verdict::Clean
+        } else {
+            Verdict::Found
+        })
+    }
+
+    /// Every plan (up to `--budget`) as a trial, `jobs` at a time; returns the next
+    /// trial id.
+    async fn run_plans(
+        &mut self,
+        plans: Vec<Plan>,
+        base: &Schedule,
+        refs: &reference::References,
+    ) -> Result<usize> {
         let planned = self
             .shared
             .cfg
             .budget
             .map_or(plans.len(), |b| b.min(plans.len()));
         self.progress.start(planned as u64);
-        let baseline = Arc::new(baseline);
         let jobs = self.shared.jobs();
         let mut queue = plans.into_iter().take(planned);
         let mut running = futures_util::stream::FuturesUnordered::new();
@@ -424,12 +394,13 @@ impl Search {
                     plan,
                     shrinking: None,
                     schedule,
+                    quiet: refs.trial_quiet,
                 };
                 next_id += 1;
                 running.push(tokio::spawn(self.shared.clone().trial(
                     job,
-                    hint.clone(),
-                    baseline.clone(),
+                    refs.hint.clone(),
+                    refs.baseline.clone(),
                 )));
             }
             use futures_util::StreamExt;
@@ -440,38 +411,7 @@ impl Search {
             self.progress.trial(&t, self.found_so_far(&t));
             self.trials.push(t);
         }
-        drop(running);
-        let mut findings = self.group();
-        for f in &mut findings {
-            if self.out_of_time() {
-                break;
-            }
-            self.shrink(f, &base, &hint, &baseline, &mut next_id)
-                .await?;
-        }
-        let findings = self
-            .shared
-            .out
-            .write_findings(&self.shared.cfg, findings, &self.trials)?;
-        let summary = output::Summary::new(
-            &self.shared.cfg,
-            &findings,
-            &self.trials,
-            self.elapsed(),
-            reference_seconds,
-        );
-        self.shared.out.write_summary(&summary)?;
-        self.progress.say(&summary.terminal(&self.shared.cfg.out));
-        if *self.shared.stop.borrow() {
-            anyhow::bail!(
-                "interrupted (SIGINT or SIGTERM): the summary holds the trials that finished"
-            );
-        }
-        Ok(if findings.is_empty() {
-            Verdict::Clean
-        } else {
-            Verdict::Found
-        })
+        Ok(next_id)
     }
 
     /// `--time` is up, or explore was interrupted: no new trial starts.

@@ -3,16 +3,15 @@
 //! trials per window, rounded to 10 ms — keeping the shortest that still fails with the
 //! finding's first signature.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Result;
 
-use super::judge::{self, Baseline};
+use super::judge;
 use super::plan::Plan;
+use super::reference::References;
 use super::{Finding, Job, Search, Trial};
 use crate::schedule::Schedule;
-use crate::session;
 
 impl Search {
     /// Make a finding's plan as small as it goes: windows it does not need dropped, then
@@ -21,8 +20,7 @@ impl Search {
         &mut self,
         f: &mut Finding,
         base: &Schedule,
-        hint: &session::Extent,
-        baseline: &Arc<Baseline>,
+        refs: &References,
         next_id: &mut usize,
     ) -> Result<()> {
         let Some(best) = self.trials.iter().find(|t| t.id == f.trial).cloned() else {
@@ -46,7 +44,7 @@ impl Search {
             }
             tries += 1;
             if self
-                .still_fails(f, candidate, &key, hint, baseline, next_id, &best)
+                .still_fails(f, candidate, &key, refs, next_id, &best)
                 .await?
             {
                 windows = fewer;
@@ -78,7 +76,7 @@ impl Search {
                     ..base.clone()
                 };
                 if self
-                    .still_fails(f, candidate, &key, hint, baseline, next_id, &best)
+                    .still_fails(f, candidate, &key, refs, next_id, &best)
                     .await?
                 {
                     hi = mid;
@@ -91,14 +89,12 @@ impl Search {
         Ok(())
     }
 
-    #[allow(clippy::too_many_arguments)]
     async fn still_fails(
         &mut self,
         f: &mut Finding,
         schedule: Schedule,
         key: &str,
-        hint: &session::Extent,
-        baseline: &Arc<Baseline>,
+        refs: &References,
         next_id: &mut usize,
         best: &Trial,
     ) -> Result<bool> {
@@ -114,11 +110,12 @@ impl Search {
             },
             shrinking: Some(f.number),
             schedule,
+            quiet: refs.trial_quiet,
         };
         let t = self
             .shared
             .clone()
-            .trial(job, hint.clone(), baseline.clone())
+            .trial(job, refs.hint.clone(), refs.baseline.clone())
             .await?;
         let fails = t.found.iter().any(|x| x.signature == key);
         self.progress.trial(&t, self.found_so_far(&t));

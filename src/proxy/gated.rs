@@ -155,6 +155,9 @@ pub struct Target {
     /// A `rewind` sent this watch back in time: these events come first (held by the
     /// window like the upstream's that follow).
     pub rewind: Option<crate::watch::view::Rewind>,
+    /// A WatchList stream's initial state, done when its end marker is delivered (or the
+    /// stream ends).
+    pub initial: Option<Arc<super::activity::InitialState>>,
 }
 
 /// Every event's fate goes to the trace, and — for the resources the oracles watch — to
@@ -299,6 +302,11 @@ where
                     Output::Deliver(f) => {
                         if keep_view {
                             views.apply(&target.view, encoding, &f.meta, &f.bytes);
+                        }
+                        if f.meta.initial_events_end
+                            && let Some(i) = &target.initial
+                        {
+                            i.done();
                         }
                         (Some(Ok(f.bytes)), false)
                     }
@@ -480,6 +488,7 @@ mod tests {
                     field_selector: String::new(),
                 },
                 watch_list: false,
+                initial: None,
                 rewind: None,
             };
             let mut body = gated(upstream, Format::Json, false, target, gates);

@@ -18,6 +18,7 @@
 //! client's response body (client gone) drops the upstream response: the upstream request
 //! is cancelled with it.
 
+pub mod activity;
 pub mod forward;
 pub mod gated;
 pub mod headers;
@@ -60,6 +61,8 @@ pub struct Proxy {
     pub known: Arc<crate::upstream::discovery::KnownResources>,
     /// (client, resource) pairs whose ungated watches were already logged.
     pub ungated_seen: std::sync::Mutex<std::collections::HashSet<(String, String)>>,
+    /// What each client is doing (a session tells a starting controller from an idle one).
+    pub activity: Arc<activity::ClientActivity>,
 }
 
 /// The `resource` label of requests for resources the upstream does not serve.
@@ -99,6 +102,8 @@ pub struct Call {
     deferred: Vec<Deferred>,
     /// A watch a `rewind` sends back in time: the events to give it before the upstream's.
     rewind: Option<crate::watch::view::Rewind>,
+    /// The request counts as in flight for its client until the call is finished.
+    in_flight: activity::InFlight,
 }
 
 impl Call {
@@ -177,6 +182,11 @@ async fn classify(proxy: &Proxy, req: &Request<Incoming>, peer: &Peer) -> Call {
             labels.metric_resource = labels.resource.clone();
         }
     }
+    let listener = proxy.gates.engine.listener_name(peer.local);
+    let keys = activity::ClientActivity::keys(&labels.client, listener.as_deref());
+    let in_flight = proxy
+        .activity
+        .started(keys, labels.http_verb, &labels.resource);
     Call {
         start,
         info,
@@ -184,6 +194,7 @@ async fn classify(proxy: &Proxy, req: &Request<Incoming>, peer: &Peer) -> Call {
         windows: Vec::new(),
         deferred: Vec::new(),
         rewind: None,
+        in_flight,
     }
 }
 
@@ -315,6 +326,8 @@ fn respond(
                         view: reads::view_key(&l.client, r),
                         watch_list: r.params.send_initial_events == Some(true),
                         rewind: call.rewind.clone(),
+                        initial: (r.params.send_initial_events == Some(true))
+                            .then(|| proxy.activity.initial_state(call.in_flight.keys().to_vec())),
                     };
                     let body = gated::gated(body, format, gzip, target, proxy.gates.clone());
                     (body, true)

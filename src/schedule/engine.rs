@@ -508,6 +508,11 @@ impl Engine {
         self.clients.name_listener(addr, name);
     }
 
+    /// The name of the listener at `addr`, if it has one.
+    pub fn listener_name(&self, addr: std::net::SocketAddr) -> Option<String> {
+        self.clients.listener_name(addr)
+    }
+
     /// The schedule client a request belongs to, or `other`.
     pub fn identify(&self, headers: &HeaderMap, listener: std::net::SocketAddr) -> String {
         self.clients.identify(headers, listener)

@@ -17,6 +17,7 @@
 
 mod activity;
 mod front;
+mod idle;
 pub mod snapshot;
 mod supervise;
 pub mod upstream;
@@ -76,6 +77,11 @@ pub struct Options {
     pub workload: Option<String>,
     /// How long the controller must have been quiet before the workload starts.
     pub settle_before_workload: Duration,
+    /// A controller that makes no request within this is an error (it never started).
+    pub start_timeout: Duration,
+    /// The controller's Prometheus metrics (`$STALEMATE_METRICS_PORT` for the run's
+    /// port): a quiet run ends only when its workqueues are idle too (`idle.rs`).
+    pub idle_url: Option<String>,
     pub end: End,
     pub trace: TraceTo,
     /// The controller's and the workload's stdout and stderr (default: stalemate's).
@@ -116,6 +122,8 @@ impl Options {
             controller,
             workload: None,
             settle_before_workload: Duration::from_secs(2),
+            start_timeout: Duration::from_secs(60),
+            idle_url: None,
             end: End::ControllerExit,
             trace: TraceTo::Off,
             output: None,
@@ -260,14 +268,50 @@ async fn prepare(
             o.controller
         );
     }
+    let mut env = upstream.env();
+    let ports = RunPorts::choose()?;
+    env.extend(ports.env());
     let supervised = supervise::Supervised::start(
         o,
         &front.running,
         &controller_kubeconfig,
         workload_kubeconfig,
-        upstream.env(),
+        env,
+        o.idle_url
+            .as_deref()
+            .map(|u| idle::expand(u, ports.metrics)),
     )?;
     Ok((client, applied, supervised))
+}
+
+/// Free loopback ports chosen for one run, given to its controller: run side by side
+/// with itself (explore's trials), a controller needs its own metrics and health
+/// addresses (`--metrics-bind-address=127.0.0.1:$STALEMATE_METRICS_PORT`).
+pub struct RunPorts {
+    pub metrics: u16,
+    pub health: u16,
+    pub spare: u16,
+}
+
+impl RunPorts {
+    fn choose() -> Result<RunPorts> {
+        Ok(RunPorts {
+            metrics: crate::envtest::free_port()?,
+            health: crate::envtest::free_port()?,
+            spare: crate::envtest::free_port()?,
+        })
+    }
+
+    fn env(&self) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+        [
+            ("STALEMATE_METRICS_PORT", self.metrics),
+            ("STALEMATE_HEALTH_PORT", self.health),
+            ("STALEMATE_PORT", self.spare),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.into(), v.to_string().into()))
+        .collect()
+    }
 }
 
 /// The resources and namespaces a run's end state is read from: what its clients wrote

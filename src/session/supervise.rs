@@ -25,6 +25,8 @@ pub(super) struct Supervised {
     workload: Option<(String, PathBuf)>,
     env: Vec<(OsString, OsString)>,
     last_restart: Arc<Mutex<Option<SystemTime>>>,
+    /// `--idle-url`, its port filled in.
+    idle_url: Option<String>,
 }
 
 /// What the loop keeps between looks.
@@ -56,6 +58,7 @@ impl Supervised {
         kubeconfig: &Path,
         workload_kubeconfig: Option<PathBuf>,
         env: Vec<(OsString, OsString)>,
+        idle_url: Option<String>,
     ) -> Result<Supervised> {
         let Some((program, args)) = o.controller.split_first() else {
             anyhow::bail!("nothing to run: give the controller after --")
@@ -87,6 +90,7 @@ impl Supervised {
             workload: o.workload.clone().zip(workload_kubeconfig),
             env,
             last_restart,
+            idle_url,
         })
     }
 
@@ -94,7 +98,7 @@ impl Supervised {
     pub async fn until_end(&self, o: &Options, running: &crate::server::Running) -> Result<Ending> {
         let mut st = Watching {
             clock: Instant::now(),
-            activity: Activity::new(running, self.started, self.last_restart.clone()),
+            activity: Activity::new(running, self.last_restart.clone()),
             workload: None,
             workload_exit: None,
             workload_done_at: None,
@@ -115,8 +119,11 @@ impl Supervised {
                 _ = &mut interrupted => break (Ended::Interrupted, None),
                 _ = tokio::time::sleep(Duration::from_millis(50)) => {}
             }
-            if let Some(ended) = self.look(o, running, &mut st)? {
-                break (ended, None);
+            match self.look(o, running, &mut st)? {
+                // Quiet by the proxy's account: the controller's queues must say so too.
+                Some(Ended::Quiet) if !self.queues_idle().await? => {}
+                Some(ended) => break (ended, None),
+                None => {}
             }
         };
         Ok(Ending {
@@ -137,6 +144,17 @@ impl Supervised {
         st: &mut Watching,
     ) -> Result<Option<Ended>> {
         let now = SystemTime::now();
+        if !st.activity.started() && st.clock.elapsed() >= o.start_timeout {
+            self.controller.signal(libc::SIGKILL);
+            anyhow::bail!(
+                "the controller made no request within {} (--start-timeout): is it running, and does it use the KUBECONFIG stalemate gives it?{}",
+                humantime::format_duration(o.start_timeout),
+                o.output
+                    .as_ref()
+                    .map(|p| format!(" Its output: {}", p.display()))
+                    .unwrap_or_default()
+            );
+        }
         if let (Some(w), None) = (&st.workload, st.workload_done_at)
             && let Some(exit) = w.exit_now()
         {
@@ -187,6 +205,16 @@ impl Supervised {
             }
             _ => None,
         })
+    }
+
+    /// What `--idle-url` says (idle when there is none).
+    async fn queues_idle(&self) -> Result<bool> {
+        match &self.idle_url {
+            None => Ok(true),
+            Some(url) => super::idle::workqueues_idle(url)
+                .await
+                .map_err(|e| e.context("--idle-url")),
+        }
     }
 
     /// Stop the controller and the workload: SIGTERM, then SIGKILL after 5 s.

@@ -94,7 +94,8 @@ async fn the_workload_is_another_client_and_the_run_waits_for_it() {
     let mut o = Options::new(
         std::sync::Arc::new(upstream::sim::Sim),
         Default::default(),
-        sh(dir.path(), "exec sleep 60"),
+        // A controller that only watches: ready once its watch is open, never writing.
+        sh(dir.path(), "kubectl get configmaps -n demo --watch -o name"),
         dir.path().to_path_buf(),
     );
     o.setup = setup();
@@ -206,6 +207,65 @@ async fn what_the_simulator_cannot_answer_stops_the_run() {
     let e = format!("{e:#}");
     assert!(
         e.contains("get pods/log (1×)") && e.contains("--envtest"),
+        "{e}"
+    );
+}
+
+/// The quiet clock starts once the controller is ready: a controller that takes longer
+/// to start than `quiet` (importing its client, syncing its informers) is still judged
+/// after it acted, not before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quiet_counts_from_a_slow_controllers_first_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let controller = sh(
+        dir.path(),
+        "sleep 2; kubectl create configmap late -n demo; exec sleep 60",
+    );
+    let mut o = Options::new(
+        std::sync::Arc::new(upstream::sim::Sim),
+        Default::default(),
+        controller,
+        dir.path().to_path_buf(),
+    );
+    o.setup = setup();
+    o.end = End::Quiet {
+        quiet: Duration::from_millis(300),
+        max_run: Duration::from_secs(60),
+    };
+    o.trace = TraceTo::Memory;
+    let out = run(o).await.unwrap();
+    assert_eq!(out.ended, Ended::Quiet);
+    assert!(
+        requests(&out.trace, CONTROLLER).contains(&("create", "configmaps")),
+        "the run ended before the controller's first request: {:?}",
+        requests(&out.trace, CONTROLLER)
+    );
+}
+
+/// A controller that makes no request within `--start-timeout` is an error naming the
+/// flag, not a quiet (and so clean) run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_controller_that_never_starts_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = Options::new(
+        std::sync::Arc::new(upstream::sim::Sim),
+        Default::default(),
+        sh(dir.path(), "exec sleep 60"),
+        dir.path().to_path_buf(),
+    );
+    o.setup = setup();
+    o.start_timeout = Duration::from_secs(1);
+    o.end = End::Quiet {
+        quiet: Duration::from_millis(300),
+        max_run: Duration::from_secs(60),
+    };
+    let e = run(o)
+        .await
+        .err()
+        .expect("a controller that never started is an error");
+    let e = format!("{e:#}");
+    assert!(
+        e.contains("made no request within 1s") && e.contains("--start-timeout"),
         "{e}"
     );
 }
