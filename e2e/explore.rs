@@ -73,6 +73,11 @@ struct Explored {
 }
 
 fn explore(dir: &Path, controller: &str, args: &[&str]) -> Explored {
+    explore_cmd(dir, controller, &controller_argv(), args)
+}
+
+/// `stalemate explore ARGS -- ARGV`, its output in `DIR/out-LABEL`.
+fn explore_cmd(dir: &Path, controller: &str, argv: &[String], args: &[&str]) -> Explored {
     let out_dir = dir.join(format!("out-{controller}"));
     // In a process group of its own: an --envtest control plane shares it, and is killed
     // with it whatever happens.
@@ -83,7 +88,7 @@ fn explore(dir: &Path, controller: &str, args: &[&str]) -> Explored {
             .arg("--out")
             .arg(&out_dir)
             .arg("--")
-            .args(controller_argv())
+            .args(argv)
             .env(CONTROLLER_ENV, controller)
             .env("STALEMATE_E2E_MARKER", marker(controller)),
     );
@@ -358,6 +363,76 @@ fn duplicate_children_are_found_and_the_fix_is_clean() {
     );
     let fixed = explore(dir.path(), "child-creator-fixed", &args);
     assert_eq!(fixed.code, Some(0), "{}\n{}", fixed.stderr, fixed.summary);
+}
+
+/// A controller nobody here wrote, with the official Python client (slow to start: its
+/// import alone takes seconds on a busy machine), explored with default flags and two
+/// jobs: its stale-cache bug is found, no trial is judged before the controller acted,
+/// and its fix — which takes a create's 409 for AlreadyExists, as real controllers do —
+/// is clean (explore injects no 409 a real apiserver would not send).
+#[test]
+fn a_python_controllers_bug_is_found_and_its_fix_is_clean() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let setup = widgets_setup();
+    let python = common::repo("e2e/clients/python/.venv/bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: .ci/run makes it",
+        python.display()
+    );
+    let argv = |fixed: bool| {
+        let mut a = vec![
+            python.display().to_string(),
+            common::repo("e2e/clients/python/child_controller.py")
+                .display()
+                .to_string(),
+        ];
+        if fixed {
+            a.push("--fixed".into());
+        }
+        a
+    };
+    let args = ["--setup", setup.as_str(), "--jobs", "2"];
+    let e = explore_cmd(dir.path(), "python-child", &argv(false), &args);
+    assert_eq!(e.code, Some(1), "{}", e.stderr);
+    let all = messages(&e.summary);
+    assert!(
+        all.iter().any(|m| m.starts_with(
+            "differential configmaps demo/w1-*: objects named configmaps demo/w1-*: 1 in reference, "
+        )),
+        "{all:#?}"
+    );
+    // Judged once ready: no trial saw the Widget before the controller acted on it.
+    let early: Vec<&Value> = e.summary["trials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|t| t["found"].as_array().unwrap().iter())
+        .filter(|f| f["message"].as_str().unwrap_or("").contains("absent here"))
+        .collect();
+    assert!(early.is_empty(), "{early:#?}");
+    let fixed = explore_cmd(dir.path(), "python-child-fixed", &argv(true), &args);
+    assert_eq!(fixed.code, Some(0), "{}\n{}", fixed.stderr, fixed.summary);
+    let trials = fixed.summary["trials"].as_array().unwrap();
+    assert!(
+        trials.len() >= 10,
+        "the fix was exercised: {}",
+        fixed.summary
+    );
+    assert!(
+        trials.iter().any(|t| t["plan"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("answer 503 to the controller's create of configmaps")),
+        "creates get what a real apiserver can answer them"
+    );
+    assert!(
+        !trials
+            .iter()
+            .any(|t| t["plan"].as_str().unwrap_or("").starts_with("answer 409")),
+        "no write of it carries a precondition: no 409 planned"
+    );
 }
 
 /// On a real kube-apiserver (`--envtest`: a control plane of its own per run, side by

@@ -5,13 +5,15 @@
 //!
 //! ```text
 //!  spawn ─► child #1 ─┬─ exits on its own ─► exited() resolves (the run ends)
+//!                     │   (or, supervised as a Deployment would: back-off ─► child #2;
+//!                     │    a crash loop — too many exits — ends the run)
 //!                     └─ restart window ──► SIGKILL (expected) ─► down ─► child #2 ─► …
 //! ```
 
 use std::ffi::OsString;
 use std::process::ExitStatus;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, SystemTime};
 
 use tokio::sync::watch;
@@ -40,6 +42,34 @@ pub enum Exit {
 /// Who hears of restarts (the oracles and the trace).
 pub type OnRestart = Box<dyn Fn(&str, SystemTime, Duration) + Send + Sync>;
 
+/// Restart a controller that exits on its own, as a Deployment's pod would be
+/// (kubelet's `CrashLoopBackOff`, shortened): after `backoff`, doubling up to
+/// `max_backoff`; the `give_up_after`-th exit is a crash loop and ends the run.
+#[derive(Debug, Clone, Copy)]
+pub struct CrashPolicy {
+    pub backoff: Duration,
+    pub max_backoff: Duration,
+    pub give_up_after: usize,
+}
+
+impl Default for CrashPolicy {
+    fn default() -> CrashPolicy {
+        CrashPolicy {
+            backoff: Duration::from_secs(1),
+            max_backoff: Duration::from_secs(8),
+            give_up_after: 5,
+        }
+    }
+}
+
+/// One exit of the controller on its own.
+#[derive(Debug, Clone)]
+pub struct Crash {
+    pub at: SystemTime,
+    /// `exit status: 1`, `signal: 6 (SIGABRT)`.
+    pub status: String,
+}
+
 pub struct Controller {
     spec: Spec,
     me: Weak<Controller>,
@@ -53,6 +83,10 @@ pub struct Controller {
     restarting: tokio::sync::Mutex<()>,
     on_restart: std::sync::OnceLock<OnRestart>,
     restarts: AtomicU64,
+    crash_policy: std::sync::OnceLock<CrashPolicy>,
+    crashes: Mutex<Vec<Crash>>,
+    /// Being stopped: an exit now is the end, not a crash.
+    stopping: AtomicBool,
 }
 
 impl Controller {
@@ -68,6 +102,9 @@ impl Controller {
             restarting: tokio::sync::Mutex::new(()),
             on_restart: std::sync::OnceLock::new(),
             restarts: AtomicU64::new(0),
+            crash_policy: std::sync::OnceLock::new(),
+            crashes: Mutex::new(Vec::new()),
+            stopping: AtomicBool::new(false),
         });
         c.start_child()?;
         Ok(c)
@@ -81,6 +118,83 @@ impl Controller {
     /// Restarts so far.
     pub fn restarts(&self) -> u64 {
         self.restarts.load(Ordering::Relaxed)
+    }
+
+    /// Restart it when it exits on its own, by `policy`.
+    pub fn restart_crashed(&self, policy: CrashPolicy) {
+        let _ = self.crash_policy.set(policy);
+    }
+
+    /// Its exits on its own so far (each followed by a restart, but for a crash loop's
+    /// last).
+    pub fn crashes(&self) -> Vec<Crash> {
+        self.crashes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// It is being stopped: its exit ends it, whatever the crash policy.
+    pub fn stopping(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
+    }
+
+    /// An exit on its own: restarted after a back-off if supervised so (returns true),
+    /// else (or once it is a crash loop) the end.
+    fn crashed(self: &Arc<Self>, exit: &Exit, generation: u64) -> bool {
+        let Some(policy) = self.crash_policy.get().copied() else {
+            return false;
+        };
+        if self.stopping.load(Ordering::SeqCst) {
+            return false;
+        }
+        let n = {
+            let mut c = self.crashes.lock().unwrap_or_else(|p| p.into_inner());
+            c.push(Crash {
+                at: SystemTime::now(),
+                status: describe(exit),
+            });
+            c.len()
+        };
+        if n >= policy.give_up_after {
+            return false;
+        }
+        let factor = 1u32 << (n - 1).min(16);
+        let delay = policy
+            .backoff
+            .saturating_mul(factor)
+            .min(policy.max_backoff);
+        let me = self.clone();
+        tokio::spawn(async move {
+            let _one_at_a_time = me.restarting.lock().await;
+            if me.generation.load(Ordering::SeqCst) != generation {
+                return; // a restart window started it again meanwhile
+            }
+            me.restarts.fetch_add(1, Ordering::Relaxed);
+            if let Some(f) = me.on_restart.get() {
+                f("crash", SystemTime::now(), delay);
+            }
+            tracing::info!(
+                exits = n,
+                ?delay,
+                "the controller exited; starting it again"
+            );
+            let back = tokio::time::Instant::now() + delay;
+            while tokio::time::Instant::now() < back && !me.stopping.load(Ordering::SeqCst) {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            if me.stopping.load(Ordering::SeqCst) {
+                me.exit
+                    .send_replace(Some(Exit::Failed("stopped while restarting".into())));
+                return;
+            }
+            if let Err(e) = me.start_child() {
+                me.exit.send_replace(Some(Exit::Failed(format!(
+                    "starting it again after it exited: {e}"
+                ))));
+            }
+        });
+        true
     }
 
     fn start_child(&self) -> std::io::Result<()> {
@@ -113,10 +227,13 @@ impl Controller {
             if me.killed.load(Ordering::SeqCst) == generation {
                 return;
             }
-            me.exit.send_replace(Some(match status {
+            let exit = match status {
                 Ok(s) => Exit::Exited(s),
                 Err(e) => Exit::Failed(format!("waiting for it: {e}")),
-            }));
+            };
+            if !me.crashed(&exit, generation) {
+                me.exit.send_replace(Some(exit));
+            }
         });
         Ok(())
     }
@@ -185,6 +302,14 @@ impl Controller {
                 "starting it again after window {window:?}: {e}"
             ))));
         }
+    }
+}
+
+/// `exit status: 1`, `signal: 9 (SIGKILL)`, as `ExitStatus` prints them.
+fn describe(exit: &Exit) -> String {
+    match exit {
+        Exit::Exited(s) => s.to_string(),
+        Exit::Failed(e) => e.clone(),
     }
 }
 

@@ -43,6 +43,10 @@ pub enum Record {
         /// back that far).
         #[serde(skip_serializing_if = "Option::is_none")]
         note: Option<String>,
+        /// A write carrying a resourceVersion or uid precondition: one a real
+        /// apiserver can answer 409 Conflict.
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        precondition: bool,
     },
     #[serde(rename_all = "camelCase")]
     Event {
@@ -78,6 +82,18 @@ pub enum Record {
     },
     /// An oracle's violation, written when the run ends.
     Verdict {
+        violation: crate::oracle::Violation,
+    },
+    /// An object a client's create made (read from the apiserver's answer).
+    Created {
+        client: String,
+        resource: String,
+        namespace: String,
+        name: String,
+        uid: String,
+    },
+    /// A rate over its limit only inside windows: reported, not a violation.
+    InsideWindow {
         violation: crate::oracle::Violation,
     },
     /// The run's verdict, written last.

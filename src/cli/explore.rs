@@ -90,6 +90,13 @@ pub struct ExploreArgs {
     #[arg(long, value_name = "RESOURCE", num_args = 1..)]
     pub converge: Vec<String>,
 
+    /// Resources (`plural.group`, or a plural for any group) whose plans are tried first.
+    /// By default the focus is derived from the reference runs: the resources of the
+    /// setup's objects, of the workload's writes, of the objects they own (through
+    /// `ownerReferences`) and those the convergence oracle judges.
+    #[arg(long, value_name = "RESOURCE", num_args = 1..)]
+    pub focus: Vec<String>,
+
     /// The oracles as a schedule's `oracles` section (JSON), instead of the defaults.
     #[arg(long, value_name = "FILE")]
     pub oracles: Option<PathBuf>,
@@ -134,6 +141,7 @@ pub async fn run(args: ExploreArgs) -> Result<ExitCode> {
         workload: args.world.workload,
         start_timeout: args.world.start_timeout,
         idle_url: args.world.idle_url,
+        focus: args.focus,
         jobs: if upstream.side_by_side() { jobs } else { 1 },
         upstream,
         budget: args.budget,

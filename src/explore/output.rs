@@ -100,6 +100,7 @@ impl Out {
         cfg: &Config,
         mut findings: Vec<Finding>,
         trials: &[Trial],
+        quiet: std::time::Duration,
     ) -> Result<Vec<Finding>> {
         for f in &mut findings {
             let Some(t) = trials.iter().find(|t| t.id == f.trial) else {
@@ -127,7 +128,7 @@ impl Out {
                 }
             }
             f.files = files;
-            f.reproduce = reproduce(cfg, &self.root.join(&f.schedule_file));
+            f.reproduce = reproduce(cfg, &self.root.join(&f.schedule_file), quiet);
             f.run_exits_1 = f.found.iter().any(|x| {
                 matches!(
                     x.oracle.as_str(),
@@ -154,8 +155,9 @@ impl Drop for Out {
     }
 }
 
-/// `stalemate run …` that runs a finding's schedule as explore ran it.
-pub fn reproduce(cfg: &Config, schedule: &Path) -> Vec<String> {
+/// `stalemate run …` that runs a finding's schedule as explore ran its trials (judged
+/// after `quiet`).
+pub fn reproduce(cfg: &Config, schedule: &Path, quiet: std::time::Duration) -> Vec<String> {
     let abs = |p: &Path| {
         std::fs::canonicalize(p)
             .unwrap_or_else(|_| p.to_path_buf())
@@ -174,9 +176,18 @@ pub fn reproduce(cfg: &Config, schedule: &Path) -> Vec<String> {
     if let Some(w) = &cfg.workload {
         argv.extend(["--workload".into(), w.clone()]);
     }
+    if cfg.start_timeout != crate::session::Options::DEFAULT_START_TIMEOUT {
+        argv.extend([
+            "--start-timeout".into(),
+            format!("{}ms", cfg.start_timeout.as_millis()),
+        ]);
+    }
+    if let Some(u) = &cfg.idle_url {
+        argv.extend(["--idle-url".into(), u.clone()]);
+    }
     argv.extend([
         "--quiet".into(),
-        format!("{}ms", cfg.quiet.as_millis()),
+        format!("{}ms", quiet.as_millis()),
         "--max-run".into(),
         format!("{}ms", cfg.max_run.as_millis()),
         "--schedule".into(),
@@ -308,7 +319,7 @@ impl Summary {
                     .collect::<Vec<_>>()
                     .join(", "),
                 out.join(&f.schedule_file).display(),
-                f.reproduce.join(" "),
+                shell_line(&f.reproduce),
             ));
             for x in f.found.iter().skip(1).take(4) {
                 t.push_str(&format!("   also: {}\n", x.message));
@@ -320,6 +331,23 @@ impl Summary {
         ));
         t
     }
+}
+
+/// An argv as one line a POSIX shell splits back into the same argv.
+pub fn shell_line(argv: &[String]) -> String {
+    argv.iter()
+        .map(|a| {
+            let plain = !a.is_empty()
+                && a.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_-./:=@%+,".contains(c));
+            if plain {
+                a.clone()
+            } else {
+                format!("'{}'", a.replace('\'', r"'\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// `summary.html`: one file, no scripts.
@@ -430,5 +458,41 @@ mod tests {
             "{e}"
         );
         assert!(dir.path().join("mine/logs").exists());
+    }
+
+    /// The `run it:` line is what a shell splits back into the reproducer's argv.
+    #[test]
+    fn the_run_it_line_survives_a_shell() {
+        let argv: Vec<String> = [
+            "/bin/stalemate",
+            "run",
+            "--workload",
+            "bash /tmp/my dir/workload.sh",
+            "--schedule",
+            "/tmp/it's.json",
+            "--",
+            "python",
+            "-c",
+            "print(\"$HOME\")",
+            "",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let line = shell_line(&argv);
+        assert!(line.starts_with("/bin/stalemate run --workload 'bash /tmp/my dir/workload.sh'"));
+        let out = std::process::Command::new("sh")
+            .args([
+                "-c",
+                &format!("for a in {line}; do printf '%s\\0' \"$a\"; done"),
+            ])
+            .output()
+            .unwrap();
+        let back: Vec<String> = String::from_utf8(out.stdout)
+            .unwrap()
+            .split_terminator('\0')
+            .map(str::to_string)
+            .collect();
+        assert_eq!(back, argv);
     }
 }

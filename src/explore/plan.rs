@@ -8,13 +8,22 @@
 //!                  ─► watched resources, event stretches
 //!                  ─► round 1: freeze 1.5 s, restart, 409s        at every anchor
 //!                      round 2: relist, rewind+restart, 500s, 429s, coalesce stretches
-//!                      round 3: freeze 5 s and 0.5 s
+//!                      round 3: freeze 5 s and 0.5 s, 503s and 504s on creates
 //!                  ─► drop plans that change nothing on the reference trace
+//!                  ─► ranked by focus (focus.rs), breadth first within a rank
 //! ```
 //!
 //! Rounds are breadth first — every anchor gets the likeliest faults before any anchor
 //! gets the rest — so a small budget covers the whole run thinly rather than its start
 //! thoroughly.
+//!
+//! **Only what a real apiserver could answer.** An `errors` plan injects, for the request
+//! it hits, a status a real kube-apiserver can return for it (`fault/errors.rs` cites
+//! where each comes from): 409 `Conflict` only for writes carrying a resourceVersion
+//! precondition, and only where the reference run shows the controller sending such
+//! writes (the window is `preconditioned`, so a write without one passes); 429 with
+//! `Retry-After`, 500, and for creates 503 and 504. The schedule language lets a user
+//! ask for anything; the planner does not.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, SystemTime};
@@ -43,6 +52,9 @@ pub struct Anchor {
     pub count: u64,
     /// When it happened in the reference run.
     pub at: SystemTime,
+    /// Whether the reference run's requests of this kind carried a resourceVersion
+    /// precondition (so a 409 `Conflict` is one a real apiserver could answer).
+    pub preconditioned: bool,
 }
 
 impl Anchor {
@@ -107,6 +119,12 @@ pub struct Plan {
     pub slug: String,
     pub round: u8,
     pub windows: Vec<Window>,
+    /// The resource its windows open on (the anchor's, or the events').
+    pub anchor: String,
+    /// The resources its fault acts on (none: the whole controller, a restart).
+    pub targets: Vec<String>,
+    /// How close it is to what the user cares about (`focus.rs`; 1 is closest).
+    pub rank: u8,
 }
 
 impl Plan {
@@ -130,6 +148,8 @@ pub struct Reference {
     pub watched: BTreeSet<String>,
     /// Events delivered to the controller: (when, resource, namespace/name, resourceVersion).
     pub events: Vec<(SystemTime, String, String, String)>,
+    /// (client, verb, resource as requested) of writes that carried a precondition.
+    pub preconditioned: BTreeSet<(String, Verb, String)>,
 }
 
 /// Read a reference run's trace.
@@ -142,6 +162,7 @@ pub fn read(trace: &[Stamped]) -> Reference {
                 client,
                 verb,
                 resource,
+                precondition,
                 ..
             } if client == CONTROLLER || client == WORKLOAD => {
                 let Some(verb) = Verb::from_name(verb) else {
@@ -156,6 +177,10 @@ pub fn read(trace: &[Stamped]) -> Reference {
                 }
                 if !verb.is_write() {
                     continue;
+                }
+                if *precondition {
+                    r.preconditioned
+                        .insert((client.clone(), verb, resource.clone()));
                 }
                 let n = counts
                     .entry((client.clone(), verb, resource.clone()))
@@ -178,6 +203,7 @@ pub fn read(trace: &[Stamped]) -> Reference {
                     subresource,
                     count: *n,
                     at: s.at,
+                    preconditioned: false,
                 });
             }
             Record::Event {
@@ -198,6 +224,17 @@ pub fn read(trace: &[Stamped]) -> Reference {
             }
             _ => {}
         }
+    }
+    for a in &mut r.anchors {
+        let sub = a
+            .subresource
+            .map(|s| format!("/{}", s.as_str()))
+            .unwrap_or_default();
+        a.preconditioned = r.preconditioned.contains(&(
+            a.client.to_string(),
+            a.verb,
+            format!("{}{sub}", a.resource),
+        ));
     }
     r
 }
@@ -267,6 +304,9 @@ pub fn plans(r: &Reference) -> Vec<Plan> {
                     a.trigger(),
                     Some(d),
                 )],
+                anchor: a.resource.clone(),
+                targets: resources.clone(),
+                rank: 0,
             });
         }
     };
@@ -288,8 +328,13 @@ pub fn plans(r: &Reference) -> Vec<Plan> {
                     a.trigger(),
                     None,
                 )],
+                anchor: a.resource.clone(),
+                targets: vec![],
+                rank: 0,
             });
-            out.push(errors(a, 409, 1));
+            if a.preconditioned {
+                out.push(errors(a, 409, 1));
+            }
         }
     }
     // Round 2.
@@ -309,6 +354,9 @@ pub fn plans(r: &Reference) -> Vec<Plan> {
                     a.trigger(),
                     Some(Duration::from_millis(500)),
                 )],
+                anchor: a.resource.clone(),
+                targets: watched.clone(),
+                rank: 0,
             });
         }
         if a.client == CONTROLLER {
@@ -321,6 +369,9 @@ pub fn plans(r: &Reference) -> Vec<Plan> {
                         window("restart", &everything, json!({"restart": {}}), a.trigger(), None),
                         window("rewind", &watched, json!({"rewind": {"at": "restart"}}), a.trigger(), Some(Duration::from_secs(5))),
                     ],
+                    anchor: a.resource.clone(),
+                    targets: watched.clone(),
+                    rank: 0,
                 });
             }
             out.push(errors(a, 500, 2));
@@ -334,14 +385,32 @@ pub fn plans(r: &Reference) -> Vec<Plan> {
     for a in &r.anchors {
         freeze(&mut out, &mut effects, a, Duration::from_secs(5), 3);
         freeze(&mut out, &mut effects, a, Duration::from_millis(500), 3);
+        if a.client == CONTROLLER && a.verb == Verb::Create {
+            out.push(errors(a, 503, 3));
+            out.push(errors(a, 504, 3));
+        }
     }
     out
 }
 
+/// Answer `status` to the anchor's kind of request for 1.5 s from it, as a real
+/// apiserver would (`fault/errors.rs`): a 409 only to writes with a precondition, 429
+/// and 503 with `Retry-After: 1`.
 fn errors(a: &Anchor, status: u16, round: u8) -> Plan {
+    let mut fault = json!({"verbs": [a.verb], "status": status});
+    match status {
+        409 => fault["preconditioned"] = json!(true),
+        429 | 503 => fault["retryAfter"] = json!("1s"),
+        _ => {}
+    }
     Plan {
         label: format!(
-            "answer {status} to the controller's {} of {} for 1.5s from {}",
+            "answer {status}{} to the controller's {} of {} for 1.5s from {}",
+            if status == 409 {
+                " (its precondition)"
+            } else {
+                ""
+            },
             a.verb,
             a.resource,
             a.describe()
@@ -351,10 +420,13 @@ fn errors(a: &Anchor, status: u16, round: u8) -> Plan {
         windows: vec![window(
             "errors",
             std::slice::from_ref(&a.resource),
-            json!({"errors": {"verbs": [a.verb], "status": status}}),
+            json!({"errors": fault}),
             a.trigger(),
             Some(Duration::from_millis(1500)),
         )],
+        anchor: a.resource.clone(),
+        targets: vec![a.resource.clone()],
+        rank: 0,
     }
 }
 
@@ -402,6 +474,9 @@ fn coalesce_plans(r: &Reference) -> Vec<Plan> {
                     span.as_millis().div_ceil(10) as u64 * 10,
                 )),
             )],
+            anchor: res.clone(),
+            targets: vec![res.clone()],
+            rank: 0,
         });
     }
     out

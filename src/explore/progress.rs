@@ -49,6 +49,15 @@ impl Progress {
             "error" => format!("error: {}", t.error.as_deref().unwrap_or("")),
             v => v.to_string(),
         };
+        // Exits the controller came back from are not findings, but worth saying.
+        let what = match t.exits.as_slice() {
+            [] => what,
+            exits => format!(
+                "{what} (the controller exited {}× and was restarted: {})",
+                exits.len(),
+                exits.join("; ")
+            ),
+        };
         match &self.bar {
             Some(b) => {
                 if t.shrinking.is_none() {
@@ -58,7 +67,7 @@ impl Progress {
                     "{findings} finding{}",
                     if findings == 1 { "" } else { "s" }
                 ));
-                if t.verdict != "pass" {
+                if t.verdict != "pass" || !t.exits.is_empty() {
                     b.println(format!("trial {}: {} → {what}", t.id, t.plan));
                 }
             }

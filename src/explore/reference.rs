@@ -31,6 +31,8 @@ pub(super) struct References {
     pub trial_quiet: Duration,
     /// The longest gap between two controller writes in the references.
     pub longest_gap: Duration,
+    /// What the user cares about, for ranking plans.
+    pub focus: super::focus::Focus,
 }
 
 /// How the references ended.
@@ -115,6 +117,18 @@ impl Search {
         hint.resources.extend(b.extent.resources.iter().cloned());
         hint.namespaces.extend(b.extent.namespaces.iter().cloned());
         let gap = longest_gap(&write_times(&a)).max(longest_gap(&write_times(&b)));
+        let focus = if sh.cfg.focus.is_empty() {
+            let converge: Vec<String> = sh
+                .cfg
+                .oracles
+                .convergence
+                .as_ref()
+                .map(|c| c.resources.clone())
+                .unwrap_or_default();
+            super::focus::Focus::derive(&a, &converge)
+        } else {
+            super::focus::Focus::named(&sh.cfg.focus)
+        };
         Ok(Learnt::References(Box::new(References {
             seconds: a.seconds.max(b.seconds),
             baseline: Arc::new(baseline),
@@ -122,6 +136,7 @@ impl Search {
             reference: plan::read(&a.trace),
             trial_quiet: sh.cfg.quiet.max(gap * 2),
             longest_gap: gap,
+            focus,
         })))
     }
 

@@ -1,7 +1,22 @@
-//! `errors {verbs, status, rate, retryAfter}`: matching requests of the target are
-//! answered with a synthetic `Status` shaped like the apiserver's own (409, 429 with
-//! `Retry-After`, 500, 503, 504) — throttling, conflicts, a flaky apiserver. A `rate`
-//! below 1 fails that fraction, drawn per request from the schedule's seeded generator.
+//! `errors {verbs, status, rate, retryAfter, preconditioned}`: matching requests of the
+//! target are answered with a synthetic `Status` shaped like the apiserver's own —
+//! throttling, conflicts, a flaky apiserver. A `rate` below 1 fails that fraction, drawn
+//! per request from the schedule's seeded generator.
+//!
+//! Where each answer comes from in a real kube-apiserver (v1.33,
+//! `staging/src/k8s.io/apiserver/pkg/`), so a planner can inject only what one could say:
+//! - 409 `Conflict`, "the object has been modified": `registry/generic/registry/store.go`
+//!   (`OptimisticLockErrorMsg`) — only for writes with a precondition
+//!   (`preconditioned: true`, see `proxy/precondition.rs`). A create's 409 is
+//!   `AlreadyExists`, never this.
+//! - 429 `TooManyRequests` with `Retry-After: 1`: `server/filters/maxinflight.go`
+//!   (`tooManyRequests`, also API Priority and Fairness' rejection) — any request.
+//! - 500 `InternalError`: `storage/errors/storage.go` (`InterpretCreateError`,
+//!   `InterpretUpdateError`: an etcd error) — any write.
+//! - 503 `ServiceUnavailable` "apiserver is shutting down" with `Retry-After: 1`:
+//!   `server/filters/waitgroup.go` — any non-long-running request.
+//! - 504 `Timeout` "request did not complete within requested timeout":
+//!   `endpoints/handlers/finisher/finisher.go` — any write.
 
 use std::time::Duration;
 
@@ -28,6 +43,11 @@ pub struct Errors {
         skip_serializing_if = "Option::is_none"
     )]
     pub retry_after: Option<GoDuration>,
+    /// Only writes carrying a resourceVersion or uid precondition (update, an
+    /// optimistic-lock patch, a delete with preconditions): the only ones a real
+    /// apiserver answers 409 Conflict.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub preconditioned: bool,
 }
 
 fn always() -> f64 {
@@ -47,6 +67,17 @@ impl Behaviour for Errors {
                 format!("{} is not one of 409, 429, 500, 503, 504", self.status),
             ));
         }
+        if self.preconditioned
+            && let Some(v) = self
+                .verbs
+                .iter()
+                .find(|v| !matches!(v, Verb::Update | Verb::Patch | Verb::Delete))
+        {
+            errs.push((
+                "preconditioned".into(),
+                format!("a {v} never carries a precondition (only update, patch and delete do)"),
+            ));
+        }
         if !(0.0..=1.0).contains(&self.rate) {
             errs.push((
                 "rate".into(),
@@ -57,7 +88,8 @@ impl Behaviour for Errors {
     }
 
     fn on_request(&self, r: &Request<'_>, random: &dyn Random) -> RequestAction {
-        let matches = self.verbs.is_empty() || self.verbs.contains(&r.verb);
+        let matches = (self.verbs.is_empty() || self.verbs.contains(&r.verb))
+            && (!self.preconditioned || r.precondition);
         if !matches || !random.chance(self.rate) {
             return RequestAction::Pass;
         }
@@ -79,13 +111,11 @@ fn injected(r: &Request<'_>, code: u16, retry_after: Option<Duration>) -> ApiErr
             "TooManyRequests",
             "Too many requests, please try again later.",
         ),
-        503 => {
-            ApiError::service_unavailable("the server is currently unable to handle the request")
-        }
+        503 => ApiError::service_unavailable("apiserver is shutting down"),
         504 => ApiError::new(
             504,
             "Timeout",
-            "the server was unable to return a response in the time allotted, but may still be processing the request",
+            "Timeout: request did not complete within requested timeout - context deadline exceeded",
         ),
         _ => ApiError::internal("an error on the server has prevented the request from succeeding"),
     };
@@ -121,6 +151,7 @@ mod tests {
             group: "source.toolkit.fluxcd.io",
             resource: "gitrepositories",
             name: Some("podinfo"),
+            precondition: false,
             window: "w",
         }
     }
@@ -159,5 +190,39 @@ mod tests {
         ));
         let bad: Errors = serde_json::from_str(r#"{"status": 418, "rate": 2}"#).unwrap();
         assert_eq!(bad.check().len(), 2);
+    }
+
+    /// `preconditioned`: a 409 only where a real apiserver could give one.
+    #[test]
+    fn a_preconditioned_conflict_spares_unconditioned_writes() {
+        let c: Errors = serde_json::from_str(
+            r#"{"verbs": ["update", "patch"], "status": 409, "preconditioned": true}"#,
+        )
+        .unwrap();
+        assert!(c.check().is_empty());
+        let plain = req(Verb::Patch);
+        assert!(matches!(
+            c.on_request(&plain, &Coin(true)),
+            RequestAction::Pass
+        ));
+        let locked = Request {
+            precondition: true,
+            ..req(Verb::Update)
+        };
+        let RequestAction::Answer(s) = c.on_request(&locked, &Coin(true)) else {
+            panic!("an update with a resourceVersion is answered")
+        };
+        assert_eq!((s.code, s.reason), (409, "Conflict"));
+        let creates: Errors =
+            serde_json::from_str(r#"{"verbs": ["create"], "status": 409, "preconditioned": true}"#)
+                .unwrap();
+        assert_eq!(
+            creates.check(),
+            vec![(
+                "preconditioned".to_string(),
+                "a create never carries a precondition (only update, patch and delete do)"
+                    .to_string()
+            )]
+        );
     }
 }

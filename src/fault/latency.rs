@@ -44,6 +44,7 @@ mod tests {
             group: "",
             resource: "configmaps",
             name: None,
+            precondition: false,
             window: "w",
         };
         assert!(

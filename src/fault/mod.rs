@@ -101,6 +101,8 @@ pub struct Request<'a> {
     pub group: &'a str,
     pub resource: &'a str,
     pub name: Option<&'a str>,
+    /// A write carrying a resourceVersion or uid precondition (`proxy/precondition.rs`).
+    pub precondition: bool,
     /// The window the fault belongs to (named in synthetic answers).
     pub window: &'a str,
 }

@@ -16,6 +16,7 @@
 //! tested without a clock; [`Oracles::evaluate`] turns it into verdicts.
 
 pub mod kstatus;
+mod rates;
 pub mod staleness;
 pub mod truth;
 
@@ -67,6 +68,10 @@ pub struct ReadinessConfig {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct HotLoopConfig {
     pub max_writes_per_object_per_minute: u32,
+    /// How long after a window closes its effects are still its own: writes in a window
+    /// or this soon after are reported as seen there, not as a violation (`rates.rs`).
+    #[serde(default = "ten_seconds")]
+    pub grace: GoDuration,
     /// Resources whose objects are watched to name the churning fields (default: the
     /// convergence resources). Writes are counted for every resource.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -77,6 +82,14 @@ pub struct HotLoopConfig {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ConflictsConfig {
     pub max_per_object_per_minute: u32,
+    /// As `hotLoop.grace`: 409s in a window or this soon after it closed are the
+    /// window's doing (a client retrying against the cache it held), reported, not judged.
+    #[serde(default = "ten_seconds")]
+    pub grace: GoDuration,
+}
+
+fn ten_seconds() -> GoDuration {
+    GoDuration(Duration::from_secs(10))
 }
 
 impl OracleConfig {
@@ -197,6 +210,10 @@ pub struct Verdicts {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pending: Option<String>,
     pub violations: Vec<Violation>,
+    /// Rates over a limit only inside windows (or their grace): what the windows did,
+    /// reported, not violations (`rates.rs`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inside_windows: Vec<Violation>,
     pub windows: Vec<WindowSpan>,
     /// Controller restarts (`restart` windows), in order.
     #[serde(default)]
@@ -278,30 +295,18 @@ pub struct Peak {
     pub conflicts: usize,
     last: Option<SystemTime>,
 }
-
-/// A client's rate on one object passed a limit.
-#[derive(Debug, Clone)]
-struct Hit {
-    first: SystemTime,
-    last: SystemTime,
-    peak: usize,
-}
+use rates::{Counted, hot_violation, storm_violation};
 
 #[derive(Debug, Default)]
 struct State {
     objects: BTreeMap<ObjectRef, Obj>,
-    writes: BTreeMap<(String, ObjectRef), VecDeque<SystemTime>>,
-    conflicts: BTreeMap<(String, ObjectRef), VecDeque<SystemTime>>,
-    hot: BTreeMap<(String, ObjectRef), Hit>,
-    storms: BTreeMap<(String, ObjectRef), Hit>,
+    rates: rates::Rates,
     windows: VecDeque<WindowSpan>,
     restarts: VecDeque<RestartMark>,
     recoveries: VecDeque<(Recovery, Option<SystemTime>)>,
     marks: VecDeque<Mark>,
     /// Violations of objects since deleted: judged when they went, their state pruned.
     settled: Vec<Violation>,
-    /// The highest rates seen, over the limit or not (`explore` compares runs by them).
-    peaks: BTreeMap<(String, ObjectRef), Peak>,
     /// What was true and what clients saw, per object (bounded by itself).
     lanes: staleness::Record,
     /// Entries dropped at a cap.
@@ -339,33 +344,6 @@ pub struct Oracles {
     last_writes: Mutex<std::collections::HashMap<String, SystemTime>>,
     /// `config.watched_resources()`, asked at every watch stream's start.
     watched: BTreeSet<String>,
-}
-
-/// Count `at` in a one-minute sliding window; returns the count.
-fn slide(q: &mut VecDeque<SystemTime>, at: SystemTime) -> usize {
-    q.push_back(at);
-    while q
-        .front()
-        .is_some_and(|t| at.duration_since(*t).unwrap_or_default() >= MINUTE)
-    {
-        q.pop_front();
-    }
-    q.len()
-}
-
-fn note_hit(
-    hits: &mut BTreeMap<(String, ObjectRef), Hit>,
-    key: (String, ObjectRef),
-    at: SystemTime,
-    n: usize,
-) {
-    let h = hits.entry(key).or_insert(Hit {
-        first: at,
-        last: at,
-        peak: n,
-    });
-    h.last = at;
-    h.peak = h.peak.max(n);
 }
 
 /// A JSON path segment: `.name`, or `["a.b/c"]` when the key is not a plain word.
@@ -500,33 +478,25 @@ impl Oracles {
             s.marks.pop_front();
         }
         let key = (client.to_string(), obj);
-        let newest = |q: &VecDeque<SystemTime>| q.back().copied().unwrap_or(SystemTime::UNIX_EPOCH);
-        if code == 409 {
-            if let Some(c) = &self.config.conflicts {
-                let n = slide(s.conflicts.entry(key.clone()).or_default(), at);
-                let p = s.peaks.entry(key.clone()).or_default();
-                p.conflicts = p.conflicts.max(n);
-                p.last = Some(at);
-                if n > c.max_per_object_per_minute as usize {
-                    note_hit(&mut s.storms, key, at, n);
-                }
-                // Peaks are a comparison aid, not a verdict: capped, not counted as lost.
-                cap(&mut s.peaks, |p| p.last.unwrap_or(SystemTime::UNIX_EPOCH));
-                let d = cap(&mut s.conflicts, newest) + cap(&mut s.storms, |h| h.last);
-                self.count_dropped(&mut s, d);
-            }
-        } else if (200..300).contains(&code)
-            && let Some(h) = &self.config.hot_loop
-        {
-            let n = slide(s.writes.entry(key.clone()).or_default(), at);
-            let p = s.peaks.entry(key.clone()).or_default();
-            p.writes = p.writes.max(n);
-            p.last = Some(at);
-            if n > h.max_writes_per_object_per_minute as usize {
-                note_hit(&mut s.hot, key, at, n);
-            }
-            cap(&mut s.peaks, |p| p.last.unwrap_or(SystemTime::UNIX_EPOCH));
-            let d = cap(&mut s.writes, newest) + cap(&mut s.hot, |h| h.last);
+        let counted = if code == 409 {
+            self.config
+                .conflicts
+                .as_ref()
+                .map(|c| (Counted::Conflict, c.max_per_object_per_minute, c.grace.0))
+        } else if (200..300).contains(&code) {
+            self.config.hot_loop.as_ref().map(|h| {
+                (
+                    Counted::Write,
+                    h.max_writes_per_object_per_minute,
+                    h.grace.0,
+                )
+            })
+        } else {
+            None
+        };
+        if let Some((what, limit, grace)) = counted {
+            let inside = rates::inside_windows(&s.windows, at, grace);
+            let d = s.rates.count(what, key, at, inside, limit as usize);
             self.count_dropped(&mut s, d);
         }
     }
@@ -534,7 +504,7 @@ impl Oracles {
     /// Each client's highest write and 409 rates per object (with the hot-loop and
     /// conflicts oracles configured), whether or not they passed a limit.
     pub fn peaks(&self) -> BTreeMap<(String, ObjectRef), Peak> {
-        self.lock().peaks.clone()
+        self.lock().rates.peaks.clone()
     }
 
     /// Whether a rate oracle (hot loop, conflicts) is over its limit with every window
@@ -547,10 +517,7 @@ impl Oracles {
             return false;
         }
         let last_close = s.windows.iter().filter_map(|w| w.closed_at).max();
-        s.hot
-            .values()
-            .chain(s.storms.values())
-            .any(|h| last_close.is_none_or(|c| h.last > c))
+        s.rates.violated_after(last_close)
     }
 
     /// Whether ground truth has reported this object yet.
@@ -750,12 +717,12 @@ impl Oracles {
     fn prune(&self, s: &mut State, key: &ObjectRef) {
         let mut settled = Vec::new();
         if let Some(h) = &self.config.hot_loop {
-            for ((client, k), hit) in s.hot.iter().filter(|((_, k), _)| k == key) {
-                settled.extend(hot_violation(s, h, client, k, hit));
+            for ((client, k), hit) in s.rates.hot.iter().filter(|((_, k), _)| k == key) {
+                settled.extend(hot_violation(&s.objects, h, client, k, hit));
             }
         }
         if let Some(c) = &self.config.conflicts {
-            for ((client, k), hit) in s.storms.iter().filter(|((_, k), _)| k == key) {
+            for ((client, k), hit) in s.rates.storms.iter().filter(|((_, k), _)| k == key) {
                 settled.push(storm_violation(c, client, k, hit));
             }
         }
@@ -766,10 +733,7 @@ impl Oracles {
         }
         s.settled.extend(settled);
         s.objects.remove(key);
-        s.writes.retain(|(_, k), _| k != key);
-        s.conflicts.retain(|(_, k), _| k != key);
-        s.hot.retain(|(_, k), _| k != key);
-        s.storms.retain(|(_, k), _| k != key);
+        s.rates.forget(key);
         if s.settled.len() > MAX_ENTRIES {
             let extra = s.settled.len() - MAX_ENTRIES;
             s.settled.drain(..extra);
@@ -855,6 +819,10 @@ impl Oracles {
             judged,
             pending,
             violations,
+            inside_windows: s.rates.inside_notes(
+                self.config.hot_loop.as_ref(),
+                self.config.conflicts.as_ref(),
+            ),
             windows: s.windows.iter().cloned().collect(),
             restarts: s.restarts.iter().cloned().collect(),
             recoveries: s
@@ -943,12 +911,12 @@ impl Oracles {
             }
         }
         if let Some(h) = &self.config.hot_loop {
-            for ((client, k), hit) in &s.hot {
-                violations.extend(hot_violation(s, h, client, k, hit));
+            for ((client, k), hit) in &s.rates.hot {
+                violations.extend(hot_violation(&s.objects, h, client, k, hit));
             }
         }
         if let Some(c) = &self.config.conflicts {
-            for ((client, k), hit) in &s.storms {
+            for ((client, k), hit) in &s.rates.storms {
                 violations.push(storm_violation(c, client, k, hit));
             }
         }
@@ -973,93 +941,6 @@ fn readiness_violation(k: &ObjectRef, at: SystemTime) -> Violation {
         until: None,
         peak: None,
     }
-}
-
-fn storm_violation(c: &ConflictsConfig, client: &str, k: &ObjectRef, hit: &Hit) -> Violation {
-    Violation {
-        oracle: "conflicts".into(),
-        resource: k.resource.clone(),
-        namespace: k.namespace.clone(),
-        name: k.name.clone(),
-        rule: format!(
-            "{} conflicts (409) in a minute, limit {}",
-            hit.peak, c.max_per_object_per_minute
-        ),
-        since: hit.first,
-        client: Some(client.to_string()),
-        until: Some(hit.last),
-        peak: Some(hit.peak as u64),
-    }
-}
-
-/// A hot loop on `k` by `client`, unless the spec changed in that stretch (then the
-/// writes were work); the rule names the fields every write changed.
-fn hot_violation(
-    s: &State,
-    h: &HotLoopConfig,
-    client: &str,
-    k: &ObjectRef,
-    hit: &Hit,
-) -> Option<Violation> {
-    // Only churn counts: if the spec changed in that stretch, the writes were work.
-    let diffs: Vec<&BTreeSet<String>> = s
-        .objects
-        .get(k)
-        .map(|o| {
-            o.diffs
-                .iter()
-                .filter(|(t, _)| {
-                    *t + MINUTE >= hit.first && *t <= hit.last + Duration::from_secs(5)
-                })
-                .map(|(_, d)| d)
-                .collect()
-        })
-        .unwrap_or_default();
-    if diffs.iter().any(|d| {
-        d.iter()
-            .any(|p| p == "spec" || p.starts_with("spec.") || p.starts_with("spec["))
-    }) {
-        return None;
-    }
-    // A field churns when every write changed it — or changed a whole object above it
-    // (the first stamp adds `metadata.annotations` itself, the next ones one key in it).
-    let covers = |q: &str, p: &str| {
-        p == q
-            || p.strip_prefix(q)
-                .is_some_and(|rest| rest.starts_with('.') || rest.starts_with('['))
-    };
-    let churn: BTreeSet<String> = diffs
-        .iter()
-        .flat_map(|d| d.iter())
-        .filter(|p| diffs.iter().all(|d| d.iter().any(|q| covers(q, p))))
-        .cloned()
-        .collect();
-    // Name the deepest: drop a path another churning one is below.
-    let churn: BTreeSet<String> = churn
-        .iter()
-        .filter(|p| !churn.iter().any(|c| c != *p && covers(p, c)))
-        .cloned()
-        .collect();
-    let fields = if churn.is_empty() {
-        "(fields unknown: the object is not watched; add its resource to hotLoop.resources)"
-            .to_string()
-    } else {
-        churn.into_iter().collect::<Vec<_>>().join(", ")
-    };
-    Some(Violation {
-        oracle: "hotLoop".into(),
-        resource: k.resource.clone(),
-        namespace: k.namespace.clone(),
-        name: k.name.clone(),
-        rule: format!(
-            "{fields} (changed on every write; {} writes within a minute, limit {})",
-            hit.peak, h.max_writes_per_object_per_minute
-        ),
-        since: hit.first,
-        client: Some(client.to_string()),
-        until: Some(hit.last),
-        peak: Some(hit.peak as u64),
-    })
 }
 
 #[cfg(test)]

@@ -331,7 +331,7 @@ fn deleted_objects_are_pruned_and_the_rest_is_capped() {
     assert_eq!(after, before, "judged before it was forgotten");
     {
         let s = o.lock();
-        assert!(s.objects.is_empty() && s.writes.is_empty() && s.hot.is_empty());
+        assert!(s.objects.is_empty() && s.rates.writes.is_empty() && s.rates.hot.is_empty());
     }
     // Many objects: at most MAX_ENTRIES are tracked; the rest is dropped and counted.
     for i in 0..(MAX_ENTRIES + 10) {
@@ -350,7 +350,7 @@ fn deleted_objects_are_pruned_and_the_rest_is_capped() {
     }
     let s = o.lock();
     assert_eq!(s.objects.len(), MAX_ENTRIES);
-    assert_eq!(s.writes.len(), MAX_ENTRIES);
+    assert_eq!(s.rates.writes.len(), MAX_ENTRIES);
     assert!(
         s.objects.keys().all(|k| k.name != "o0"),
         "the least recent went"
@@ -358,12 +358,13 @@ fn deleted_objects_are_pruned_and_the_rest_is_capped() {
     assert_eq!(o.dropped_counter.get(), 20);
 }
 
-/// A run may end early on a rate over its limit only once every window has closed and
-/// the rate was still over it after: a storm inside a window is what the window does.
+/// Rates are judged on what outlives the windows: requests in a window or within its
+/// grace after it closed are reported as seen there, never a violation, and never end a
+/// run early; the same rate after the grace is a violation.
 #[test]
-fn rates_end_a_run_early_only_when_they_outlive_the_windows() {
+fn rates_count_only_what_outlives_the_windows() {
     let o = Oracles::new(
-        config(json!({"hotLoop": {"maxWritesPerObjectPerMinute": 3}})),
+        config(json!({"hotLoop": {"maxWritesPerObjectPerMinute": 3, "grace": "5s"}})),
         t(0.0),
     );
     o.on_window("w", "errors", true, t(0.0));
@@ -383,9 +384,32 @@ fn rates_end_a_run_early_only_when_they_outlive_the_windows() {
     }
     assert!(!o.rate_violated(), "a window is open");
     o.on_window("w", "errors", false, t(1.0));
-    assert!(!o.rate_violated(), "the storm ended inside the window");
     write(1.5);
+    write(5.9);
+    assert!(!o.rate_violated(), "inside the window or its grace");
+    let v = o.evaluate(t(7.0));
+    assert!(v.violations.is_empty(), "{:?}", v.violations);
+    assert_eq!(v.inside_windows.len(), 1);
+    assert_eq!(v.inside_windows[0].peak, Some(7));
+    assert!(
+        v.inside_windows[0]
+            .rule
+            .contains("inside windows (or within 5s of one closing)"),
+        "{}",
+        v.inside_windows[0].rule
+    );
+    // After the grace the count starts afresh: four writes are over the limit of 3.
+    for i in 0..4 {
+        write(6.5 + i as f64 * 0.1);
+    }
     assert!(o.rate_violated(), "still over the limit after the window");
+    let v = o.evaluate(t(8.0));
+    assert_eq!(v.violations.len(), 1);
+    assert_eq!(v.violations[0].peak, Some(4));
+    assert!(
+        v.inside_windows.is_empty(),
+        "it is a violation now, not a note"
+    );
 
     // No window at all (a reference run): any rate over the limit.
     let r = Oracles::new(

@@ -4,12 +4,11 @@
 //! Failures become the `Status` a Kubernetes client understands.
 
 use http::{Request, Response};
-use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
 use super::headers::{is_upgrade, sanitize_request_headers};
 use super::{Call, Proxy, status_response};
-use crate::listen::{Body, BodyError};
+use crate::listen::Body;
 use crate::status::ApiError;
 use crate::upstream::{WatchSlot, error};
 
@@ -18,7 +17,7 @@ use crate::upstream::{WatchSlot, error};
 pub async fn forward(
     proxy: &Proxy,
     call: &Call,
-    mut req: Request<Incoming>,
+    mut req: Request<Body>,
 ) -> Result<(Response<Incoming>, Option<WatchSlot>), Response<Body>> {
     let l = &call.labels;
     let upgrade = is_upgrade(req.headers());
@@ -34,7 +33,6 @@ pub async fn forward(
     parts.uri = uri;
     // The upstream connection's HTTP version is the client library's business.
     parts.version = http::Version::HTTP_11;
-    let body: Body = body.map_err(BodyError::from).boxed();
     let up_req = Request::from_parts(parts, body);
 
     let (sending, slot) = if l.watch && !upgrade {

@@ -19,10 +19,12 @@
 //! is cancelled with it.
 
 pub mod activity;
+pub mod created;
 pub mod forward;
 pub mod gated;
 pub mod headers;
 pub mod list_tee;
+pub mod precondition;
 pub mod reads;
 pub mod watch_body;
 
@@ -89,6 +91,8 @@ pub struct Labels {
     pub rv: Option<String>,
     /// Why a window did not apply (for the trace).
     pub note: Option<String>,
+    /// A write carrying a resourceVersion (or uid) precondition (`precondition.rs`).
+    pub precondition: bool,
 }
 
 /// One request on its way through the stages: what they learnt about it.
@@ -115,8 +119,17 @@ impl Call {
     }
 }
 
-pub async fn handle(proxy: Arc<Proxy>, mut req: Request<Incoming>, peer: Peer) -> Response<Body> {
+pub async fn handle(proxy: Arc<Proxy>, req: Request<Incoming>, peer: Peer) -> Response<Body> {
+    let req = req.map(|b| b.map_err(BodyError::from).boxed());
     let mut call = classify(&proxy, &req, &peer).await;
+    let mut req = match call.resource().map(|r| r.verb) {
+        Some(verb) if verb.is_write() => {
+            let (req, carries) = Box::pin(precondition::read(req, verb)).await;
+            call.labels.precondition = carries;
+            req
+        }
+        _ => req,
+    };
     trigger(&proxy, &mut call);
     if !call.windows.is_empty()
         && let Some(resp) = Box::pin(faults(&proxy, &mut call, &req)).await
@@ -134,7 +147,7 @@ pub async fn handle(proxy: Arc<Proxy>, mut req: Request<Incoming>, peer: Peer) -
 }
 
 /// Stage 1: What the request is, who sent it, and how metrics may name its resource.
-async fn classify(proxy: &Proxy, req: &Request<Incoming>, peer: &Peer) -> Call {
+async fn classify(proxy: &Proxy, req: &Request<Body>, peer: &Peer) -> Call {
     let start = Instant::now();
     let info = request::classify(req.method(), req.uri().path(), req.uri().query());
     let client = proxy.gates.engine.identify(req.headers(), peer.local);
@@ -152,6 +165,7 @@ async fn classify(proxy: &Proxy, req: &Request<Incoming>, peer: &Peer) -> Call {
             window: None,
             rv: None,
             note: None,
+            precondition: false,
         },
         RequestInfo::Resource(r) => Labels {
             client,
@@ -169,6 +183,7 @@ async fn classify(proxy: &Proxy, req: &Request<Incoming>, peer: &Peer) -> Call {
             window: None,
             rv: None,
             note: None,
+            precondition: false,
         },
     };
     if let RequestInfo::Resource(r) = &info {
@@ -211,7 +226,7 @@ fn trigger(proxy: &Proxy, call: &mut Call) {
 
 /// Stage 3: A window's fault may answer the request (a view answers a stale read; `errors`
 /// answers with a Status) or delay it (`latency`).
-async fn faults(proxy: &Proxy, call: &mut Call, req: &Request<Incoming>) -> Option<Response<Body>> {
+async fn faults(proxy: &Proxy, call: &mut Call, req: &Request<Body>) -> Option<Response<Body>> {
     let r = call.resource()?.clone();
     if let Some(resp) = reads::answer(proxy, call, &r, req.headers()) {
         return Some(resp);
@@ -227,6 +242,7 @@ async fn faults(proxy: &Proxy, call: &mut Call, req: &Request<Incoming>) -> Opti
                     group: &r.group,
                     resource: &r.resource,
                     name: r.name.as_deref(),
+                    precondition: call.labels.precondition,
                     window: &a.window.name,
                 };
                 let action = a.window.fault.behaviour().on_request(&request, random);
@@ -252,7 +268,7 @@ async fn faults(proxy: &Proxy, call: &mut Call, req: &Request<Incoming>) -> Opti
 fn prepare(
     proxy: &Proxy,
     call: &mut Call,
-    req: &mut Request<Incoming>,
+    req: &mut Request<Body>,
 ) -> Option<(crate::watch::view::ViewKey, bool)> {
     if call.labels.watch {
         // The gate reads frames: ask for a plain stream (PROTOCOL.md §A.6; one that
@@ -355,7 +371,33 @@ fn respond(
                 first_page,
                 proxy.gates.views.clone(),
             ),
-            // A plain response's body is passed on as it is.
+            // A create's answer names what it made (for explore's clean-up on a
+            // cluster); any other plain body is passed on as it is.
+            None if r.is_some_and(|r| r.verb == Verb::Create)
+                && parts.status.is_success()
+                && proxy.gates.trace.enabled() =>
+            {
+                let protobuf = parts
+                    .headers
+                    .get(header::CONTENT_TYPE)
+                    .and_then(|v| v.to_str().ok())
+                    .is_some_and(|c| c.starts_with("application/vnd.kubernetes.protobuf"));
+                let trace = proxy.gates.trace.clone();
+                let (client, resource) = (l.client.clone(), l.resource.clone());
+                created::tee(
+                    body,
+                    protobuf,
+                    Box::new(move |namespace, name, uid| {
+                        trace.record(crate::trace::Record::Created {
+                            client,
+                            resource,
+                            namespace,
+                            name,
+                            uid,
+                        })
+                    }),
+                )
+            }
             None => body,
         },
     };
@@ -408,6 +450,7 @@ fn finish(proxy: &Proxy, call: Call, resp: Response<Body>) -> Response<Body> {
             window: l.window.clone(),
             resource_version: l.rv.clone(),
             note: l.note.clone(),
+            precondition: l.precondition,
         });
     }
     proxy

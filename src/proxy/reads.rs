@@ -33,11 +33,7 @@ fn rewind_point(proxy: &Proxy, to: &To) -> Result<Instant, String> {
 /// or from the resourceVersion a rewound read answered with, the client is given the
 /// view as it was (and the changes since, held until the window ends) and the upstream
 /// watch starts where the view is now.
-pub fn rewind_watch(
-    proxy: &Proxy,
-    call: &mut Call,
-    req: &mut http::Request<hyper::body::Incoming>,
-) {
+pub fn rewind_watch(proxy: &Proxy, call: &mut Call, req: &mut http::Request<crate::listen::Body>) {
     let Some(r) = call.resource() else { return };
     if r.params.send_initial_events == Some(true) {
         return;

@@ -268,6 +268,26 @@ pub fn render(r: &Report) -> String {
         }
         list.push_str("</ul>");
     }
+    if !v.inside_windows.is_empty() {
+        list.push_str("<p>Seen inside windows (or just after one closed), not violations:</p><ul class=\"inside-windows\">");
+        for x in &v.inside_windows {
+            let _ = write!(
+                list,
+                r#"<li class="inside" data-oracle="{o}"><b>{o}</b> {res} {ns}/{name}{client} — from +{since:.1}s: {rule}</li>"#,
+                o = esc(&x.oracle),
+                res = esc(&x.resource),
+                ns = esc(&x.namespace),
+                name = esc(&x.name),
+                client = x
+                    .client
+                    .as_deref()
+                    .map_or(String::new(), |c| format!(" (client {})", esc(c))),
+                since = r.offset(x.since),
+                rule = esc(&x.rule),
+            );
+        }
+        list.push_str("</ul>");
+    }
     let mut recov = String::new();
     if !v.recoveries.is_empty() {
         recov.push_str("<h2>Recovery after each window</h2><table><tr><th>window</th><th>object</th><th>recovered after</th></tr>");

@@ -79,6 +79,11 @@ impl Report {
             .map(|v| crate::trace::Record::Verdict {
                 violation: v.clone(),
             })
+            .chain(self.verdicts.inside_windows.iter().map(|v| {
+                crate::trace::Record::InsideWindow {
+                    violation: v.clone(),
+                }
+            }))
             .collect();
         out.push(crate::trace::Record::Judgement {
             verdict: self.verdict.clone(),
@@ -180,6 +185,28 @@ impl Report {
                 );
             }
         }
+        if !v.inside_windows.is_empty() {
+            let _ = writeln!(
+                o,
+                "seen inside windows, not violations ({}):",
+                v.inside_windows.len()
+            );
+            for x in &v.inside_windows {
+                let _ = writeln!(
+                    o,
+                    "  {:<13} {} {}/{}{} from {}: {}",
+                    x.oracle,
+                    x.resource,
+                    x.namespace,
+                    x.name,
+                    x.client
+                        .as_deref()
+                        .map_or(String::new(), |c| format!(" (client {c})")),
+                    at(x.since),
+                    x.rule
+                );
+            }
+        }
         let verdict = match self.verdict.as_str() {
             "fail" => format!("FAIL ({} violation(s))", v.violations.len()),
             "pass" => "PASS".to_string(),
@@ -202,6 +229,7 @@ impl Report {
         let mut timeline: Vec<Mark> = Vec::new();
         let mut restarts: Vec<RestartMark> = Vec::new();
         let mut violations: Vec<Violation> = Vec::new();
+        let mut inside_windows: Vec<Violation> = Vec::new();
         let mut judgement: Option<(bool, Option<String>)> = None;
         let mut lanes = crate::oracle::staleness::Record::default();
         for (i, line) in text.lines().enumerate() {
@@ -259,6 +287,11 @@ impl Report {
                         |e| format!("line {n}: a verdict record that does not parse: {e}"),
                     )?)
                 }
+                Some("insideWindow") => {
+                    inside_windows.push(serde_json::from_value(v["violation"].clone()).map_err(
+                        |e| format!("line {n}: an insideWindow record that does not parse: {e}"),
+                    )?)
+                }
                 Some("judgement") => {
                     judgement = Some((
                         v["judged"].as_bool().unwrap_or(false),
@@ -314,6 +347,7 @@ impl Report {
                 judged,
                 pending,
                 violations,
+                inside_windows,
                 windows,
                 restarts,
                 recoveries: vec![],

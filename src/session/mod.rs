@@ -79,6 +79,9 @@ pub struct Options {
     pub settle_before_workload: Duration,
     /// A controller that makes no request within this is an error (it never started).
     pub start_timeout: Duration,
+    /// Restart a controller that exits on its own, as a Deployment would (explore); a
+    /// crash loop ends the run as a failure. None: its exit ends the run.
+    pub restart_crashed: Option<crate::process::CrashPolicy>,
     /// The controller's Prometheus metrics (`$STALEMATE_METRICS_PORT` for the run's
     /// port): a quiet run ends only when its workqueues are idle too (`idle.rs`).
     pub idle_url: Option<String>,
@@ -107,6 +110,9 @@ pub struct Options {
 }
 
 impl Options {
+    /// How long a controller has to make its first request (`--start-timeout`).
+    pub const DEFAULT_START_TIMEOUT: Duration = Duration::from_secs(60);
+
     /// A run of `controller` against `upstream` with `schedule`: no workload, no setup,
     /// ending when the controller exits, no trace, output inherited.
     pub fn new(
@@ -122,7 +128,8 @@ impl Options {
             controller,
             workload: None,
             settle_before_workload: Duration::from_secs(2),
-            start_timeout: Duration::from_secs(60),
+            start_timeout: Self::DEFAULT_START_TIMEOUT,
+            restart_crashed: None,
             idle_url: None,
             end: End::ControllerExit,
             trace: TraceTo::Off,
@@ -164,8 +171,11 @@ pub struct Outcome {
     /// Where the snapshot looked.
     pub extent: Extent,
     pub peaks: std::collections::BTreeMap<(String, crate::oracle::ObjectRef), crate::oracle::Peak>,
-    /// The controller ended on its own with a failure (or could not be started again).
+    /// The controller ended on its own with a failure (or could not be started again;
+    /// or, restarted after each exit, it kept exiting: a crash loop).
     pub controller_failed: Option<String>,
+    /// Its exits on its own that were followed by a restart (`restart_crashed`).
+    pub crashes: Vec<crate::process::Crash>,
     /// The workload's exit code (None: no workload, or it never ran or finished).
     pub workload_exit: Option<i32>,
     pub ended: Ended,
@@ -235,6 +245,7 @@ async fn behind_proxy(o: &Options, upstream: &dyn upstream::Started) -> Result<O
         extent,
         peaks,
         controller_failed: ending.controller_failed,
+        crashes: supervised.controller.crashes(),
         workload_exit: ending.workload_exit,
         ended: ending.ended,
         started: supervised.started,

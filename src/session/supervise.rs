@@ -83,6 +83,9 @@ impl Supervised {
             }));
         }
         running.engine.set_process(controller.clone());
+        if let Some(policy) = o.restart_crashed {
+            controller.restart_crashed(policy);
+        }
         Ok(Supervised {
             controller,
             started,
@@ -109,7 +112,13 @@ impl Supervised {
         let (ended, controller_failed) = loop {
             tokio::select! {
                 exit = self.controller.exited() => {
+                    let crashes = self.controller.crashes();
                     let failed = match exit {
+                        _ if o.restart_crashed.is_some() && !crashes.is_empty() => Some(format!(
+                            "{program:?} kept exiting: {} exits ({}), restarted with a back-off after each as a Deployment would",
+                            crashes.len(),
+                            crashes.iter().map(|c| c.status.as_str()).collect::<Vec<_>>().join(", ")
+                        )),
                         Exit::Exited(s) if s.success() => None,
                         Exit::Exited(s) => Some(format!("{program:?} exited with {s}")),
                         Exit::Failed(e) => Some(format!("{program:?}: {e}")),
@@ -145,6 +154,7 @@ impl Supervised {
     ) -> Result<Option<Ended>> {
         let now = SystemTime::now();
         if !st.activity.started() && st.clock.elapsed() >= o.start_timeout {
+            self.controller.stopping();
             self.controller.signal(libc::SIGKILL);
             anyhow::bail!(
                 "the controller made no request within {} (--start-timeout): is it running, and does it use the KUBECONFIG stalemate gives it?{}",
@@ -175,6 +185,7 @@ impl Supervised {
                 match w {
                     Ok(w) => st.workload = Some(w),
                     Err(e) => {
+                        self.controller.stopping();
                         self.controller.signal(libc::SIGKILL);
                         return Err(e);
                     }
@@ -220,6 +231,7 @@ impl Supervised {
     /// Stop the controller and the workload: SIGTERM, then SIGKILL after 5 s.
     pub async fn stop(&self, workload: Option<&Arc<Controller>>) {
         for p in std::iter::once(&self.controller).chain(workload) {
+            p.stopping();
             if p.exit_now().is_none() {
                 p.signal(libc::SIGTERM);
                 if tokio::time::timeout(Duration::from_secs(5), p.exited())

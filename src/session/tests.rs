@@ -269,3 +269,76 @@ async fn a_controller_that_never_starts_is_an_error() {
         "{e}"
     );
 }
+
+/// Supervised as a Deployment would (`restart_crashed`, explore's way): a controller
+/// that exits once at start comes back and is judged on what it then does; one that
+/// keeps exiting is a crash loop, named with its exits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_is_restarted_and_a_crash_loop_fails_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("crashed-once");
+    let controller = sh(
+        dir.path(),
+        &format!(
+            "if [ ! -e {m} ]; then touch {m}; kubectl get configmaps -n demo >/dev/null; exit 3; fi; kubectl create configmap after-crash -n demo; exec sleep 60",
+            m = marker.display()
+        ),
+    );
+    let policy = crate::process::CrashPolicy {
+        backoff: Duration::from_millis(100),
+        max_backoff: Duration::from_millis(200),
+        give_up_after: 3,
+    };
+    let mut o = Options::new(
+        std::sync::Arc::new(upstream::sim::Sim),
+        Default::default(),
+        controller,
+        dir.path().to_path_buf(),
+    );
+    o.setup = setup();
+    o.restart_crashed = Some(policy);
+    o.end = End::Quiet {
+        quiet: Duration::from_millis(500),
+        max_run: Duration::from_secs(60),
+    };
+    o.trace = TraceTo::Memory;
+    o.snapshot = true;
+    let out = run(o).await.unwrap();
+    assert_eq!(out.ended, Ended::Quiet);
+    assert!(
+        out.controller_failed.is_none(),
+        "{:?}",
+        out.controller_failed
+    );
+    assert_eq!(out.crashes.len(), 1);
+    assert_eq!(out.crashes[0].status, "exit status: 3");
+    assert!(
+        out.snapshot
+            .keys()
+            .any(|k| k.resource == "configmaps" && k.name == "after-crash"),
+        "judged on what the restarted controller did"
+    );
+
+    let mut o = Options::new(
+        std::sync::Arc::new(upstream::sim::Sim),
+        Default::default(),
+        sh(
+            dir.path(),
+            "kubectl get configmaps -n demo >/dev/null; exit 4",
+        ),
+        dir.path().to_path_buf(),
+    );
+    o.setup = setup();
+    o.restart_crashed = Some(policy);
+    o.end = End::Quiet {
+        quiet: Duration::from_millis(500),
+        max_run: Duration::from_secs(60),
+    };
+    let out = run(o).await.unwrap();
+    assert_eq!(out.ended, Ended::ControllerExited);
+    let why = out.controller_failed.expect("a crash loop is a failure");
+    assert!(
+        why.contains("kept exiting: 3 exits (exit status: 4, exit status: 4, exit status: 4)"),
+        "{why}"
+    );
+}

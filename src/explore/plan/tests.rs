@@ -7,6 +7,15 @@ fn at(ms: u64) -> SystemTime {
 }
 
 fn request(ms: u64, client: &str, verb: &'static str, resource: &str) -> Stamped {
+    sent(ms, client, verb, resource, false)
+}
+
+/// A write with a resourceVersion precondition (an optimistic-lock patch).
+fn locked(ms: u64, verb: &'static str, resource: &str) -> Stamped {
+    sent(ms, CONTROLLER, verb, resource, true)
+}
+
+fn sent(ms: u64, client: &str, verb: &'static str, resource: &str, precondition: bool) -> Stamped {
     Stamped {
         at: at(ms),
         record: Record::Request {
@@ -21,6 +30,7 @@ fn request(ms: u64, client: &str, verb: &'static str, resource: &str) -> Stamped
             window: None,
             resource_version: None,
             note: None,
+            precondition,
         },
     }
 }
@@ -49,7 +59,7 @@ fn reference() -> Vec<Stamped> {
         request(20, CONTROLLER, "watch", "configmaps"),
         request(100, CONTROLLER, "patch", &format!("{GR}/status")),
         event(110, GR, "podinfo", "5"),
-        request(200, CONTROLLER, "patch", &format!("{GR}/status")),
+        locked(200, "patch", &format!("{GR}/status")),
         event(210, GR, "podinfo", "6"),
         request(300, CONTROLLER, "get", GR),
         request(4000, WORKLOAD, "delete", "configmaps"),
@@ -189,4 +199,72 @@ fn the_rewind_plan_restarts_and_rewinds_to_the_restart() {
     assert_eq!(w[0]["fault"], json!({"restart": {}}));
     assert_eq!(w[1]["fault"], json!({"rewind": {"at": "restart"}}));
     assert_eq!(w[0]["trigger"], w[1]["trigger"]);
+}
+
+/// Each errors plan injects what a real apiserver could answer that request: a 409 only
+/// where the controller's writes carried a precondition (and the window spares those
+/// that do not), never on a create; 429 and 503 with Retry-After; 503 and 504 on creates.
+#[test]
+fn errors_plans_are_what_a_real_apiserver_could_answer() {
+    let mut trace = reference();
+    trace.push(request(9100, CONTROLLER, "create", "configmaps"));
+    let plans = plans(&read(&trace));
+    let errors: Vec<(String, serde_json::Value)> = plans
+        .iter()
+        .filter(|p| p.slug.starts_with("errors-"))
+        .map(|p| {
+            (
+                p.slug.clone(),
+                serde_json::to_value(&p.windows[0]).unwrap()["fault"]["errors"].clone(),
+            )
+        })
+        .collect();
+    let conflicts: Vec<&(String, serde_json::Value)> =
+        errors.iter().filter(|(_, e)| e["status"] == 409).collect();
+    // The 1st status patch is counted with the 2nd, which carried a resourceVersion: the
+    // kind is preconditioned, both anchors get a 409 — answering only locked writes.
+    assert_eq!(conflicts.len(), 2, "{errors:#?}");
+    assert!(conflicts.iter().all(|(_, e)| e["preconditioned"] == true));
+    assert!(
+        !errors
+            .iter()
+            .any(|(_, e)| e["status"] == 409 && e["verbs"] == json!(["create"])),
+        "a create never gets a 409 Conflict"
+    );
+    for (slug, e) in &errors {
+        if e["status"] == 429 || e["status"] == 503 {
+            assert_eq!(e["retryAfter"], "1s", "{slug}");
+        }
+        if e["status"] == 503 || e["status"] == 504 {
+            assert_eq!(e["verbs"], json!(["create"]), "{slug}");
+        }
+    }
+    for status in [429, 500, 503, 504] {
+        assert!(
+            errors
+                .iter()
+                .any(|(_, e)| e["status"] == status && e["verbs"] == json!(["create"])),
+            "a create gets {status}: {errors:#?}"
+        );
+    }
+    // Without any precondition in the reference, no 409 at all.
+    let unlocked: Vec<Stamped> = reference()
+        .into_iter()
+        .map(|mut s| {
+            if let Record::Request { precondition, .. } = &mut s.record {
+                *precondition = false;
+            }
+            s
+        })
+        .collect();
+    assert!(
+        !plans_of(&unlocked)
+            .iter()
+            .any(|p| p.slug.starts_with("errors-409")),
+        "no precondition, no conflict"
+    );
+}
+
+fn plans_of(trace: &[Stamped]) -> Vec<Plan> {
+    plans(&read(trace))
 }

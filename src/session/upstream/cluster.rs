@@ -1,10 +1,17 @@
 //! A cluster of a kubeconfig (`--upstream-kubeconfig`, else `$KUBECONFIG`, then
 //! `~/.kube/config`): nothing is started; every run shares the one cluster, so runs go one
 //! at a time, and for explore the cluster is put back between them — the user's `--reset`
-//! command first, then what the previous run created deleted (in the resources and
-//! namespaces it touched) and waited for, so the next run's setup starts from the same
-//! state. Objects that were there before explore started are never deleted: only those
-//! created since.
+//! command first, then what the previous run created deleted and waited for, so the next
+//! run's setup starts from the same state.
+//!
+//! **Only what explore's own clients made.** "Created since explore started" is not
+//! "explore's": on a shared cluster it is also what others made meanwhile, and on a
+//! control plane it is what kube-controller-manager makes in every namespace
+//! (`kube-root-ca.crt`). So explore deletes only objects the proxy saw the controller or
+//! the workload create (their uids, read from the apiserver's answers: `proxy/created.rs`)
+//! and the setup's objects it created itself — each deleted with a uid precondition, so
+//! an object of the same name made by someone else since is left alone — and says what
+//! else appeared and was left.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -16,8 +23,9 @@ use kube::api::DeleteParams;
 
 use super::{Kind, Started};
 use crate::oracle::ObjectRef;
-use crate::session::Outcome;
 use crate::session::snapshot::Resolver;
+use crate::session::{CONTROLLER, Outcome, WORKLOAD};
+use crate::trace::Record;
 
 pub struct Cluster {
     kubeconfig: Option<PathBuf>,
@@ -32,8 +40,11 @@ struct PutBack {
     reset: Option<String>,
     /// Objects created at or after this are explore's.
     since: SystemTime,
-    /// What the last run created, to delete before the next.
-    created: Mutex<Vec<ObjectRef>>,
+    /// What the last run created (with its uid), to delete before the next.
+    created: Mutex<Vec<(ObjectRef, String)>>,
+    /// What appeared since explore started that it did not make: left alone, said at
+    /// the end.
+    left: Mutex<std::collections::BTreeSet<ObjectRef>>,
 }
 
 impl Cluster {
@@ -80,6 +91,7 @@ impl Cluster {
                 reset,
                 since: UNIX_EPOCH + next,
                 created: Mutex::new(Vec::new()),
+                left: Mutex::new(Default::default()),
             }),
         })
     }
@@ -115,10 +127,25 @@ impl Kind for Cluster {
 
     fn finish(&self) -> BoxFuture<'_, Result<()>> {
         Box::pin(async move {
-            match &self.explore {
-                Some(p) => p.clean().await,
-                None => Ok(()),
+            let Some(p) = &self.explore else {
+                return Ok(());
+            };
+            let cleaned = p.clean().await;
+            let left = p.left_behind();
+            if !left.is_empty() {
+                let names: Vec<String> = left
+                    .iter()
+                    .take(20)
+                    .map(|o| format!("{} {}/{}", o.resource, o.namespace, o.name))
+                    .collect();
+                eprintln!(
+                    "explore: left in the cluster {} object(s) that appeared while it ran but that neither the controller, the workload nor the setup created: {}{}",
+                    left.len(),
+                    names.join(", "),
+                    if left.len() > 20 { ", …" } else { "" }
+                );
             }
+            cleaned
         })
     }
 
@@ -162,27 +189,77 @@ impl Started for Shared {
 }
 
 impl PutBack {
-    /// Note what a run created (from its end state).
+    /// Note what a run's clients created (from its trace), and what else appeared.
     fn forget(&self, o: &Outcome) {
-        let mine: Vec<ObjectRef> = o
+        let scaffolding =
+            |r: &str| r == "namespaces" || r == "customresourcedefinitions.apiextensions.k8s.io";
+        let mut mine: Vec<(ObjectRef, String)> = o
+            .trace
+            .iter()
+            .filter_map(|s| match &s.record {
+                Record::Created {
+                    client,
+                    resource,
+                    namespace,
+                    name,
+                    uid,
+                } if (client == CONTROLLER || client == WORKLOAD) && !scaffolding(resource) => {
+                    Some((
+                        ObjectRef {
+                            resource: resource.split('/').next().unwrap_or("").to_string(),
+                            namespace: namespace.clone(),
+                            name: name.clone(),
+                        },
+                        uid.clone(),
+                    ))
+                }
+                _ => None,
+            })
+            .collect();
+        let new_since_start = |v: &serde_json::Value| {
+            v["metadata"]["creationTimestamp"]
+                .as_str()
+                .and_then(|t| humantime::parse_rfc3339_weak(t.trim_end_matches('Z')).ok())
+                .is_some_and(|t| t >= self.since)
+        };
+        // The setup's objects, if this explore created them (not there before it).
+        for a in o.setup.iter().filter(|a| !scaffolding(&a.resource)) {
+            let key = ObjectRef {
+                resource: a.resource.clone(),
+                namespace: a.namespace.clone().unwrap_or_default(),
+                name: a.name.clone(),
+            };
+            if let Some(v) = o.snapshot.get(&key).filter(|v| new_since_start(v))
+                && let Some(uid) = v["metadata"]["uid"].as_str()
+            {
+                mine.push((key, uid.to_string()));
+            }
+        }
+        let others: Vec<ObjectRef> = o
             .snapshot
             .iter()
-            .filter(|(k, _)| {
-                k.resource != "namespaces"
-                    && k.resource != "customresourcedefinitions.apiextensions.k8s.io"
-            })
-            .filter(|(_, v)| {
-                v["metadata"]["creationTimestamp"]
-                    .as_str()
-                    .and_then(|t| humantime::parse_rfc3339_weak(t.trim_end_matches('Z')).ok())
-                    .is_some_and(|t| t >= self.since)
+            .filter(|(k, v)| {
+                !scaffolding(&k.resource)
+                    && new_since_start(v)
+                    && !mine.iter().any(|(m, _)| m == *k)
             })
             .map(|(k, _)| k.clone())
             .collect();
+        self.left
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(others);
         self.created
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .extend(mine);
+    }
+
+    /// What explore left in the cluster (appeared since it started, not made by its
+    /// clients or setup), for the last words.
+    fn left_behind(&self) -> Vec<ObjectRef> {
+        let left = self.left.lock().unwrap_or_else(|p| p.into_inner());
+        left.iter().cloned().collect()
     }
 
     /// Before a run: the user's reset, then the last run's objects gone.
@@ -209,19 +286,28 @@ impl PutBack {
 
     /// Delete what the runs created, and wait until it is gone.
     async fn clean(&self) -> Result<()> {
-        let objects: Vec<ObjectRef> =
+        let objects: Vec<(ObjectRef, String)> =
             std::mem::take(&mut *self.created.lock().unwrap_or_else(|p| p.into_inner()));
         if objects.is_empty() {
             return Ok(());
         }
         let resolver = Resolver::discover(&self.client).await?;
         let mut waiting = Vec::new();
-        for o in &objects {
+        for (o, uid) in &objects {
             let namespaces = std::collections::BTreeSet::from([o.namespace.clone()]);
             for api in resolver.apis(&self.client, &o.resource, &namespaces) {
-                match api.delete(&o.name, &DeleteParams::background()).await {
+                // Only that object: one of the same name made since by someone else is
+                // not ours (409 on the uid precondition).
+                let params = DeleteParams {
+                    preconditions: Some(kube::api::Preconditions {
+                        uid: Some(uid.clone()),
+                        resource_version: None,
+                    }),
+                    ..DeleteParams::background()
+                };
+                match api.delete(&o.name, &params).await {
                     Ok(_) => waiting.push((api, o)),
-                    Err(kube::Error::Api(e)) if e.code == 404 => {}
+                    Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
                     Err(e) => {
                         return Err(e).with_context(|| {
                             format!("deleting {} {}/{}", o.resource, o.namespace, o.name)
