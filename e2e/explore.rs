@@ -324,6 +324,31 @@ fn a_workload_driven_bug_is_found_with_a_workload() {
         .map(|f| f["plan"].as_str().unwrap().to_string())
         .unwrap();
     assert!(plan.contains("the workload's"), "{plan}");
+    // The `run it:` line is a command a shell takes as it is: the workload one argument.
+    let line = e
+        .stderr
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("run it: "))
+        .expect("a run it: line");
+    let out = Command::new("sh")
+        .args([
+            "-c",
+            &format!("for a in {line}; do printf '%s\\0' \"$a\"; done"),
+        ])
+        .output()
+        .unwrap();
+    let argv: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .split_terminator('\0')
+        .map(str::to_string)
+        .collect();
+    let reproduce: Vec<String> = e.summary["findings"][0]["reproduce"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(argv, reproduce, "{line}");
+    assert!(argv.contains(&workload), "{argv:?}");
 
     let fixed = explore(dir.path(), "orphan-cleaner-fixed", &args);
     assert_eq!(fixed.code, Some(0), "{}\n{}", fixed.stderr, fixed.summary);

@@ -32,7 +32,8 @@ pub enum Record {
         code: u16,
         latency_ms: f64,
         /// How the proxy answered: `upstream`, `injected` (an `errors` window), `view`
-        /// (a resourceVersion=0 read from the client's view), `view-violation`.
+        /// (a resourceVersion=0 read from the client's view), `view-violation`;
+        /// `abandoned` (code 499): a write whose client went away before its answer.
         answer: &'static str,
         #[serde(skip_serializing_if = "Option::is_none")]
         window: Option<String>,

@@ -353,7 +353,7 @@ impl Search {
             refs.seconds,
             refs.reference.anchors.len(),
             plans.len(),
-            humantime::format_duration(refs.trial_quiet),
+            humantime::format_duration(Duration::from_millis(refs.trial_quiet.as_millis() as u64)),
             humantime::format_duration(Duration::from_millis(refs.longest_gap.as_millis() as u64)),
         ));
         self.progress.say(&format!(

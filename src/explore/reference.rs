@@ -134,7 +134,10 @@ impl Search {
             baseline: Arc::new(baseline),
             hint,
             reference: plan::read(&a.trace),
-            trial_quiet: sh.cfg.quiet.max(gap * 2),
+            trial_quiet: sh
+                .cfg
+                .quiet
+                .max(Duration::from_millis((gap * 2).as_millis() as u64)),
             longest_gap: gap,
             focus,
         })))

@@ -108,6 +108,45 @@ pub struct Call {
     rewind: Option<crate::watch::view::Rewind>,
     /// The request counts as in flight for its client until the call is finished.
     in_flight: activity::InFlight,
+    /// A write whose client went away before its answer is traced all the same.
+    abandoned: Option<Abandoned>,
+}
+
+/// A write in flight: if its client goes away before the answer (a controller killed by
+/// a restart, or crashing), hyper drops the call and no answer is traced — yet the
+/// upstream may have done it. Traced as `abandoned` (code 499, nginx's "client closed
+/// request"), so explore counts it as maybe done rather than not done.
+struct Abandoned {
+    armed: bool,
+    trace: crate::trace::Trace,
+    start: Instant,
+    client: String,
+    verb: &'static str,
+    resource: String,
+    namespace: Option<String>,
+    name: Option<String>,
+}
+
+impl Drop for Abandoned {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        self.trace.record(crate::trace::Record::Request {
+            client: std::mem::take(&mut self.client),
+            verb: self.verb,
+            resource: std::mem::take(&mut self.resource),
+            namespace: self.namespace.take(),
+            name: self.name.take(),
+            code: 499,
+            latency_ms: self.start.elapsed().as_secs_f64() * 1000.0,
+            answer: "abandoned",
+            window: None,
+            resource_version: None,
+            note: None,
+            precondition: false,
+        });
+    }
 }
 
 impl Call {
@@ -202,6 +241,17 @@ async fn classify(proxy: &Proxy, req: &Request<Body>, peer: &Peer) -> Call {
     let in_flight = proxy
         .activity
         .started(keys, labels.http_verb, &labels.resource);
+    let abandoned =
+        (labels.http_verb.is_write() && proxy.gates.trace.enabled()).then(|| Abandoned {
+            armed: true,
+            trace: proxy.gates.trace.clone(),
+            start,
+            client: labels.client.clone(),
+            verb: labels.verb,
+            resource: labels.resource.clone(),
+            namespace: labels.namespace.clone(),
+            name: labels.name.clone(),
+        });
     Call {
         start,
         info,
@@ -210,6 +260,7 @@ async fn classify(proxy: &Proxy, req: &Request<Body>, peer: &Peer) -> Call {
         deferred: Vec::new(),
         rewind: None,
         in_flight,
+        abandoned,
     }
 }
 
@@ -425,7 +476,11 @@ fn ungated(proxy: &Proxy, l: &Labels, reason: &'static str) {
 /// Stage 7: Oracles, trace and metrics hear how the request was answered; then the effects
 /// its triggers put off (a `restart` kills the controller only once its write has been
 /// answered).
-fn finish(proxy: &Proxy, call: Call, resp: Response<Body>) -> Response<Body> {
+fn finish(proxy: &Proxy, mut call: Call, resp: Response<Body>) -> Response<Body> {
+    // Answered: not abandoned.
+    if let Some(a) = &mut call.abandoned {
+        a.armed = false;
+    }
     let l = &call.labels;
     let status = resp.status().as_u16();
     proxy.oracles.on_request(

@@ -342,3 +342,54 @@ async fn a_crash_is_restarted_and_a_crash_loop_fails_the_run() {
         "{why}"
     );
 }
+
+/// A write whose client goes away before its answer (a controller killed mid-request)
+/// is traced all the same, as `abandoned` with code 499: the upstream may have done it,
+/// and explore must not count it as not done.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_its_client_gave_up_on_is_traced_as_abandoned() {
+    let dir = tempfile::tempdir().unwrap();
+    // Creates of configmaps wait 3 s in the proxy; the client gives up after 1 s.
+    let schedule: crate::schedule::Schedule = serde_json::from_value(serde_json::json!({
+        "clients": {"controller": {"listener": "controller"}},
+        "windows": [{"name": "slow", "client": "controller", "resources": ["configmaps"],
+                     "fault": {"latency": {"verbs": ["create"], "delay": "3s"}},
+                     "trigger": {"at": "0s"}, "duration": "30s"}]
+    }))
+    .unwrap();
+    let controller = sh(
+        dir.path(),
+        "kubectl get configmaps -n demo >/dev/null; timeout 1 kubectl create configmap slow -n demo; exec sleep 60",
+    );
+    let mut o = Options::new(
+        std::sync::Arc::new(upstream::sim::Sim),
+        schedule,
+        controller,
+        dir.path().to_path_buf(),
+    );
+    o.setup = setup();
+    o.end = End::After(Duration::from_secs(4));
+    o.trace = TraceTo::Memory;
+    let out = run(o).await.unwrap();
+    let abandoned: Vec<_> = out
+        .trace
+        .iter()
+        .filter(|s| {
+            matches!(
+                &s.record,
+                Record::Request {
+                    verb: "create",
+                    code: 499,
+                    answer: "abandoned",
+                    ..
+                }
+            )
+        })
+        .collect();
+    assert_eq!(
+        abandoned.len(),
+        1,
+        "{:#?}",
+        requests(&out.trace, CONTROLLER)
+    );
+}
