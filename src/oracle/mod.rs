@@ -15,7 +15,9 @@
 //! All state is plain data updated by `on_*` calls with explicit times, so the rules are
 //! tested without a clock; [`Oracles::evaluate`] turns it into verdicts.
 
+mod config;
 pub mod kstatus;
+mod paths;
 mod rates;
 pub mod staleness;
 pub mod truth;
@@ -27,87 +29,12 @@ use std::time::{Duration, SystemTime};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::duration::GoDuration;
 use crate::request::Verb;
-
-/// The `oracles` section of a schedule.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct OracleConfig {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub convergence: Option<ConvergenceConfig>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub readiness_race: Option<ReadinessConfig>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub hot_loop: Option<HotLoopConfig>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub conflicts: Option<ConflictsConfig>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct ConvergenceConfig {
-    /// Resources as kubectl names them (`plural.group`).
-    pub resources: Vec<String>,
-    /// How long after the last window closes the objects have to become Current.
-    #[serde(default = "thirty_seconds")]
-    pub settle: GoDuration,
-}
-
-fn thirty_seconds() -> GoDuration {
-    GoDuration(Duration::from_secs(30))
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct ReadinessConfig {
-    pub resources: Vec<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct HotLoopConfig {
-    pub max_writes_per_object_per_minute: u32,
-    /// How long after a window closes its effects are still its own: writes in a window
-    /// or this soon after are reported as seen there, not as a violation (`rates.rs`).
-    #[serde(default = "ten_seconds")]
-    pub grace: GoDuration,
-    /// Resources whose objects are watched to name the churning fields (default: the
-    /// convergence resources). Writes are counted for every resource.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub resources: Vec<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct ConflictsConfig {
-    pub max_per_object_per_minute: u32,
-    /// As `hotLoop.grace`: 409s in a window or this soon after it closed are the
-    /// window's doing (a client retrying against the cache it held), reported, not judged.
-    #[serde(default = "ten_seconds")]
-    pub grace: GoDuration,
-}
-
-fn ten_seconds() -> GoDuration {
-    GoDuration(Duration::from_secs(10))
-}
-
-impl OracleConfig {
-    /// The resources ground truth must watch.
-    pub fn watched_resources(&self) -> BTreeSet<String> {
-        let mut r = BTreeSet::new();
-        if let Some(c) = &self.convergence {
-            r.extend(c.resources.iter().cloned());
-        }
-        if let Some(c) = &self.readiness_race {
-            r.extend(c.resources.iter().cloned());
-        }
-        if let Some(h) = &self.hot_loop {
-            r.extend(h.resources.iter().cloned());
-        }
-        r
-    }
-}
+pub use config::{
+    ConflictsConfig, ConvergenceConfig, HotLoopConfig, OracleConfig, ReadinessConfig,
+};
+pub use paths::changed_paths;
+pub(crate) use paths::segment;
 
 /// One object, as the report names it.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -344,52 +271,6 @@ pub struct Oracles {
     last_writes: Mutex<std::collections::HashMap<String, SystemTime>>,
     /// `config.watched_resources()`, asked at every watch stream's start.
     watched: BTreeSet<String>,
-}
-
-/// A JSON path segment: `.name`, or `["a.b/c"]` when the key is not a plain word.
-pub(crate) fn segment(k: &str) -> String {
-    if !k.is_empty()
-        && k.chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-    {
-        format!(".{k}")
-    } else {
-        format!("[{}]", serde_json::Value::String(k.to_string()))
-    }
-}
-
-/// Paths of the leaves that differ between two objects (resourceVersion and
-/// managedFields, which change on every write by definition, are left out).
-pub fn changed_paths(a: &Value, b: &Value) -> BTreeSet<String> {
-    fn walk(path: &str, a: &Value, b: &Value, out: &mut BTreeSet<String>) {
-        if matches!(
-            path,
-            ".metadata.resourceVersion" | ".metadata.managedFields"
-        ) {
-            return;
-        }
-        match (a, b) {
-            (Value::Object(x), Value::Object(y)) => {
-                for k in x.keys().chain(y.keys()).collect::<BTreeSet<_>>() {
-                    walk(
-                        &format!("{path}{}", segment(k)),
-                        x.get(k).unwrap_or(&Value::Null),
-                        y.get(k).unwrap_or(&Value::Null),
-                        out,
-                    );
-                }
-            }
-            (x, y) if x != y => {
-                out.insert(path.to_string());
-            }
-            _ => {}
-        }
-    }
-    let mut out = BTreeSet::new();
-    walk("", a, b, &mut out);
-    out.into_iter()
-        .map(|p| p.strip_prefix('.').map(str::to_string).unwrap_or(p))
-        .collect()
 }
 
 impl Oracles {

@@ -1,0 +1,87 @@
+//! The `oracles` section of a schedule: what each oracle judges, and its limits.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::duration::GoDuration;
+
+/// The `oracles` section of a schedule.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct OracleConfig {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub convergence: Option<ConvergenceConfig>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub readiness_race: Option<ReadinessConfig>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hot_loop: Option<HotLoopConfig>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conflicts: Option<ConflictsConfig>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ConvergenceConfig {
+    /// Resources as kubectl names them (`plural.group`).
+    pub resources: Vec<String>,
+    /// How long after the last window closes the objects have to become Current.
+    #[serde(default = "thirty_seconds")]
+    pub settle: GoDuration,
+}
+
+fn thirty_seconds() -> GoDuration {
+    GoDuration(Duration::from_secs(30))
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ReadinessConfig {
+    pub resources: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct HotLoopConfig {
+    pub max_writes_per_object_per_minute: u32,
+    /// How long after a window closes its effects are still its own: writes in a window
+    /// or this soon after are reported as seen there, not as a violation (`rates.rs`).
+    #[serde(default = "ten_seconds")]
+    pub grace: GoDuration,
+    /// Resources whose objects are watched to name the churning fields (default: the
+    /// convergence resources). Writes are counted for every resource.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resources: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ConflictsConfig {
+    pub max_per_object_per_minute: u32,
+    /// As `hotLoop.grace`: 409s in a window or this soon after it closed are the
+    /// window's doing (a client retrying against the cache it held), reported, not judged.
+    #[serde(default = "ten_seconds")]
+    pub grace: GoDuration,
+}
+
+fn ten_seconds() -> GoDuration {
+    GoDuration(Duration::from_secs(10))
+}
+
+impl OracleConfig {
+    /// The resources ground truth must watch.
+    pub fn watched_resources(&self) -> BTreeSet<String> {
+        let mut r = BTreeSet::new();
+        if let Some(c) = &self.convergence {
+            r.extend(c.resources.iter().cloned());
+        }
+        if let Some(c) = &self.readiness_race {
+            r.extend(c.resources.iter().cloned());
+        }
+        if let Some(h) = &self.hot_loop {
+            r.extend(h.resources.iter().cloned());
+        }
+        r
+    }
+}
