@@ -437,6 +437,12 @@ fn a_python_controllers_bug_is_found_and_its_fix_is_clean() {
         .filter(|f| f["message"].as_str().unwrap_or("").contains("absent here"))
         .collect();
     assert!(early.is_empty(), "{early:#?}");
+    // The focus: the setup's Widget, and the ConfigMaps it owns.
+    assert_eq!(
+        e.summary["focus"],
+        serde_json::json!(["configmaps", "widgets.demo.stalemate.dev"])
+    );
+    assert!(e.summary["plansByRank"][0].as_u64().unwrap() > 0);
     let fixed = explore_cmd(dir.path(), "python-child-fixed", &argv(true), &args);
     assert_eq!(fixed.code, Some(0), "{}\n{}", fixed.stderr, fixed.summary);
     let trials = fixed.summary["trials"].as_array().unwrap();

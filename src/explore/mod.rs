@@ -382,13 +382,15 @@ impl Search {
             &self.trials,
             refs.trial_quiet,
         )?;
-        let summary = output::Summary::new(
+        let mut summary = output::Summary::new(
             &self.shared.cfg,
             &findings,
             &self.trials,
             self.elapsed(),
             refs.seconds,
         );
+        summary.focus = refs.focus.resources.iter().cloned().collect();
+        summary.plans_by_rank = Some(ranks);
         self.shared.out.write_summary(&summary)?;
         self.progress.say(&summary.terminal(&self.shared.cfg.out));
         if *self.shared.stop.borrow() {

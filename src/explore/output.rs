@@ -224,6 +224,12 @@ pub struct Summary {
     pub without_faults: Vec<Found>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub reference_files: Vec<String>,
+    /// The resources plans were ranked by (`focus.rs`), and how many plans each rank
+    /// held (on it, near it, elsewhere).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub focus: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plans_by_rank: Option<[usize; 3]>,
     pub trials: Vec<Trial>,
 }
 
@@ -248,6 +254,8 @@ impl Summary {
             findings: vec![],
             without_faults: vec![],
             reference_files: vec![],
+            focus: vec![],
+            plans_by_rank: None,
             trials: vec![],
         }
     }
@@ -420,8 +428,13 @@ table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ddd;pad
             esc(&t
                 .found
                 .iter()
-                .map(|f| f.message.as_str())
-                .chain(t.error.as_deref())
+                .map(|f| f.message.clone())
+                .chain(t.error.clone())
+                .chain((!t.exits.is_empty()).then(|| format!(
+                    "the controller exited {}× and was restarted: {}",
+                    t.exits.len(),
+                    t.exits.join("; ")
+                )))
                 .collect::<Vec<_>>()
                 .join("; "))
         ));
