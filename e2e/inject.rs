@@ -590,6 +590,10 @@ fn scripts_pass_shellcheck() {
             ".ci/run",
             "e2e/suite.sh",
             "e2e/assets/build.sh",
+            "e2e/assets/build-flux.sh",
+            "examples/flux/source-controller.sh",
+            "examples/kube-controller-manager/kube-controller-manager.sh",
+            "examples/kube-controller-manager/workload.sh",
         ])
         .current_dir(root)
         .output()

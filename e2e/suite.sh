@@ -10,7 +10,9 @@
 # control plane — etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl
 # and kwok, built from the Go module proxy by e2e/assets/build.sh into
 # ~/.cache/stalemate/kube/ (minutes the first time, a second after) — which the tests
-# find through KUBEBUILDER_ASSETS.
+# find through KUBEBUILDER_ASSETS; Flux's source-controller, built the same way by
+# e2e/assets/build-flux.sh into ~/.cache/stalemate/flux/ (STALEMATE_FLUX_ASSETS), and git
+# (its loopback git server, e2e/assets/git_http.py, is Debian's `git http-backend`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
@@ -58,6 +60,11 @@ have go || { echo "suite.sh: no Go toolchain (go) on this machine: Kubernetes is
 echo "== real control plane (e2e/assets/build.sh)"
 KUBEBUILDER_ASSETS=$(bash e2e/assets/build.sh | tail -n1)
 export KUBEBUILDER_ASSETS
+# Flux's source-controller (e2e/flux.rs) and the git server it clones from.
+have git || apt_install --no-install-recommends git
+echo "== Flux source-controller (e2e/assets/build-flux.sh)"
+STALEMATE_FLUX_ASSETS=$(bash e2e/assets/build-flux.sh | tail -n1)
+export STALEMATE_FLUX_ASSETS
 have cargo || { echo "suite.sh: no Rust toolchain (cargo) on this machine" >&2; exit 1; }
 if have rustup; then
     rustup component add rustfmt clippy >/dev/null 2>&1 || true
