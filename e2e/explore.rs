@@ -466,6 +466,33 @@ fn a_python_controllers_bug_is_found_and_its_fix_is_clean() {
     );
 }
 
+/// A controller that writes nothing in its fault-free runs gives explore nothing to
+/// perturb: exit 2 with advice, never "clean".
+#[test]
+fn a_controller_that_writes_nothing_is_not_called_clean() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("kubectl-cache");
+    let watcher = vec![
+        "sh".to_string(),
+        "-c".to_string(),
+        format!(
+            "exec kubectl --cache-dir {} get configmaps -n demo --watch -o name",
+            cache.display()
+        ),
+    ];
+    let setup = widgets_setup();
+    let e = explore_cmd(dir.path(), "watcher", &watcher, &["--setup", &setup]);
+    assert_eq!(e.code, Some(2), "{}", e.stderr);
+    assert!(
+        e.stderr.contains("nothing to perturb")
+            && e.stderr
+                .contains("give a --setup that needs reconciling or a --workload"),
+        "{}",
+        e.stderr
+    );
+}
+
 /// On a real kube-apiserver (`--envtest`: a control plane of its own per run, side by
 /// side): F1 found, its reproducer — `stalemate run --envtest` — fails, the fix is clean,
 /// and no etcd or apiserver is left running afterwards.
