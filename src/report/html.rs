@@ -245,46 +245,37 @@ pub fn render(r: &Report) -> String {
     }
     svg.push_str("</svg>");
 
+    // One item per violation (or per rate seen inside windows).
+    let item = |list: &mut String, x: &crate::oracle::Violation, class: &str, when: &str| {
+        let _ = write!(
+            list,
+            r#"<li class="{class}" data-oracle="{o}"><b>{o}</b> {res} {ns}/{name}{client} — {when} +{since:.1}s: {rule}</li>"#,
+            o = esc(&x.oracle),
+            res = esc(&x.resource),
+            ns = esc(&x.namespace),
+            name = esc(&x.name),
+            client = x
+                .client
+                .as_deref()
+                .map_or(String::new(), |c| format!(" (client {})", esc(c))),
+            since = r.offset(x.since),
+            rule = esc(&x.rule),
+        );
+    };
     let mut list = String::new();
     if v.violations.is_empty() {
         list.push_str(r#"<p class="none">No violations.</p>"#);
     } else {
         list.push_str("<ul class=\"violations\">");
         for x in &v.violations {
-            let _ = write!(
-                list,
-                r#"<li class="violation" data-oracle="{o}"><b>{o}</b> {res} {ns}/{name}{client} — since +{since:.1}s: {rule}</li>"#,
-                o = esc(&x.oracle),
-                res = esc(&x.resource),
-                ns = esc(&x.namespace),
-                name = esc(&x.name),
-                client = x
-                    .client
-                    .as_deref()
-                    .map_or(String::new(), |c| format!(" (client {})", esc(c))),
-                since = r.offset(x.since),
-                rule = esc(&x.rule),
-            );
+            item(&mut list, x, "violation", "since");
         }
         list.push_str("</ul>");
     }
     if !v.inside_windows.is_empty() {
         list.push_str("<p>Seen inside windows (or just after one closed), not violations:</p><ul class=\"inside-windows\">");
         for x in &v.inside_windows {
-            let _ = write!(
-                list,
-                r#"<li class="inside" data-oracle="{o}"><b>{o}</b> {res} {ns}/{name}{client} — from +{since:.1}s: {rule}</li>"#,
-                o = esc(&x.oracle),
-                res = esc(&x.resource),
-                ns = esc(&x.namespace),
-                name = esc(&x.name),
-                client = x
-                    .client
-                    .as_deref()
-                    .map_or(String::new(), |c| format!(" (client {})", esc(c))),
-                since = r.offset(x.since),
-                rule = esc(&x.rule),
-            );
+            item(&mut list, x, "inside", "from");
         }
         list.push_str("</ul>");
     }

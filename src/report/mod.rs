@@ -165,24 +165,28 @@ impl Report {
         let writes = v.timeline.iter().filter(|m| m.code != 409).count();
         let conflicts = v.timeline.iter().filter(|m| m.code == 409).count();
         let _ = writeln!(o, "writes: {writes}, conflicts (409): {conflicts}");
+        // One line per violation (or per rate seen inside windows).
+        let line = |o: &mut String, x: &Violation, when: &str| {
+            let _ = writeln!(
+                o,
+                "  {:<13} {} {}/{}{} {when} {}: {}",
+                x.oracle,
+                x.resource,
+                x.namespace,
+                x.name,
+                x.client
+                    .as_deref()
+                    .map_or(String::new(), |c| format!(" (client {c})")),
+                at(x.since),
+                x.rule
+            );
+        };
         if v.violations.is_empty() {
             let _ = writeln!(o, "violations: none");
         } else {
             let _ = writeln!(o, "violations ({}):", v.violations.len());
             for x in &v.violations {
-                let _ = writeln!(
-                    o,
-                    "  {:<13} {} {}/{}{} since {}: {}",
-                    x.oracle,
-                    x.resource,
-                    x.namespace,
-                    x.name,
-                    x.client
-                        .as_deref()
-                        .map_or(String::new(), |c| format!(" (client {c})")),
-                    at(x.since),
-                    x.rule
-                );
+                line(&mut o, x, "since");
             }
         }
         if !v.inside_windows.is_empty() {
@@ -192,19 +196,7 @@ impl Report {
                 v.inside_windows.len()
             );
             for x in &v.inside_windows {
-                let _ = writeln!(
-                    o,
-                    "  {:<13} {} {}/{}{} from {}: {}",
-                    x.oracle,
-                    x.resource,
-                    x.namespace,
-                    x.name,
-                    x.client
-                        .as_deref()
-                        .map_or(String::new(), |c| format!(" (client {c})")),
-                    at(x.since),
-                    x.rule
-                );
+                line(&mut o, x, "from");
             }
         }
         let verdict = match self.verdict.as_str() {
