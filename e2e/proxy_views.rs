@@ -63,7 +63,7 @@ fn rv(v: &Value) -> u64 {
 async fn views_answer_stale_reads_and_the_optimistic_lock_gets_a_real_409() {
     use k8s_openapi::api::core::v1::ConfigMap;
     use kube::api::{Api, Patch, PatchParams, PostParams};
-    use kube::runtime::{reflector, watcher};
+    use kube::runtime::{WatchStreamExt, reflector, watcher};
     const TOKEN: &str = "admin-secret-token";
     let sim = Sim::start();
     let trace_dir = tempfile::tempdir().unwrap();
@@ -91,7 +91,12 @@ async fn views_answer_stale_reads_and_the_optimistic_lock_gets_a_real_409() {
 
     // A reflector through the proxy: its LIST and watch feed the client's view.
     let (reader, writer) = reflector::store();
-    let rf = reflector(writer, watcher(api.clone(), watcher::Config::default()));
+    // With a back-off: a watcher without one retries a refused connection in a tight
+    // loop that never yields, and the runtime cannot shut down once the proxy is gone.
+    let rf = reflector(
+        writer,
+        watcher(api.clone(), watcher::Config::default()).default_backoff(),
+    );
     let task = tokio::spawn(async move {
         use futures_util::StreamExt;
         rf.for_each(|_| async {}).await;
@@ -832,7 +837,8 @@ async fn rewind_sends_new_readers_back_in_time_then_they_converge() {
         // from a paged list).
         let mut config = watcher::Config::default().any_semantic();
         config.page_size = None;
-        let stream = reflector(writer, watcher(api, config)).applied_objects();
+        // With a back-off (see above): the task outlives the proxy at the end.
+        let stream = reflector(writer, watcher(api, config).default_backoff()).applied_objects();
         let task = tokio::spawn(async move {
             futures_util::pin_mut!(stream);
             use futures_util::StreamExt;
