@@ -11,6 +11,18 @@ fn setup() -> Vec<crate::setup::Manifest> {
     .unwrap()
 }
 
+/// A run of `controller` on a fresh simulator with the `demo` namespace as its setup.
+fn on_sim(dir: &Path, controller: Vec<String>) -> Options {
+    let mut o = Options::new(
+        std::sync::Arc::new(upstream::sim::Sim),
+        Default::default(),
+        controller,
+        dir.to_path_buf(),
+    );
+    o.setup = setup();
+    o
+}
+
 /// `sh -c SCRIPT` with `kubectl` meaning kubectl with its own discovery cache.
 fn sh(dir: &Path, script: &str) -> Vec<String> {
     let cache = dir.join("kubectl-cache");
@@ -48,13 +60,7 @@ async fn ends_when_quiet_with_a_trace_and_the_end_state() {
         dir.path(),
         "kubectl create configmap made -n demo --from-literal=k=v && exec sleep 60",
     );
-    let mut o = Options::new(
-        std::sync::Arc::new(upstream::sim::Sim),
-        Default::default(),
-        controller,
-        dir.path().to_path_buf(),
-    );
-    o.setup = setup();
+    let mut o = on_sim(dir.path(), controller);
     o.end = End::Quiet {
         quiet: Duration::from_millis(700),
         max_run: Duration::from_secs(60),
@@ -91,14 +97,11 @@ async fn ends_when_quiet_with_a_trace_and_the_end_state() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_workload_is_another_client_and_the_run_waits_for_it() {
     let dir = tempfile::tempdir().unwrap();
-    let mut o = Options::new(
-        std::sync::Arc::new(upstream::sim::Sim),
-        Default::default(),
-        // A controller that only watches: ready once its watch is open, never writing.
+    // A controller that only watches: ready once its watch is open, never writing.
+    let mut o = on_sim(
+        dir.path(),
         sh(dir.path(), "kubectl get configmaps -n demo --watch -o name"),
-        dir.path().to_path_buf(),
     );
-    o.setup = setup();
     o.workload = Some(
         sh(
             dir.path(),
@@ -148,13 +151,7 @@ async fn a_busy_controller_is_cut_and_a_bad_setup_is_an_error() {
         dir.path(),
         "while true; do kubectl annotate --overwrite namespace demo at=$(date +%s%N) >/dev/null; done",
     );
-    let mut o = Options::new(
-        std::sync::Arc::new(upstream::sim::Sim),
-        Default::default(),
-        busy.clone(),
-        dir.path().to_path_buf(),
-    );
-    o.setup = setup();
+    let mut o = on_sim(dir.path(), busy.clone());
     o.end = End::Quiet {
         quiet: Duration::from_secs(2),
         max_run: Duration::from_secs(4),
@@ -191,13 +188,7 @@ async fn what_the_simulator_cannot_answer_stops_the_run() {
         dir.path(),
         "kubectl get --raw /api/v1/namespaces/demo/pods/p/log; exec sleep 60",
     );
-    let mut o = Options::new(
-        std::sync::Arc::new(upstream::sim::Sim),
-        Default::default(),
-        controller,
-        dir.path().to_path_buf(),
-    );
-    o.setup = setup();
+    let mut o = on_sim(dir.path(), controller);
     o.end = End::Quiet {
         quiet: Duration::from_millis(700),
         max_run: Duration::from_secs(60),
@@ -221,13 +212,7 @@ async fn quiet_counts_from_a_slow_controllers_first_request() {
         dir.path(),
         "sleep 2; kubectl create configmap late -n demo; exec sleep 60",
     );
-    let mut o = Options::new(
-        std::sync::Arc::new(upstream::sim::Sim),
-        Default::default(),
-        controller,
-        dir.path().to_path_buf(),
-    );
-    o.setup = setup();
+    let mut o = on_sim(dir.path(), controller);
     o.end = End::Quiet {
         quiet: Duration::from_millis(300),
         max_run: Duration::from_secs(60),
@@ -247,13 +232,7 @@ async fn quiet_counts_from_a_slow_controllers_first_request() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_controller_that_never_starts_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
-    let mut o = Options::new(
-        std::sync::Arc::new(upstream::sim::Sim),
-        Default::default(),
-        sh(dir.path(), "exec sleep 60"),
-        dir.path().to_path_buf(),
-    );
-    o.setup = setup();
+    let mut o = on_sim(dir.path(), sh(dir.path(), "exec sleep 60"));
     o.start_timeout = Duration::from_secs(1);
     o.end = End::Quiet {
         quiet: Duration::from_millis(300),
@@ -289,13 +268,7 @@ async fn a_crash_is_restarted_and_a_crash_loop_fails_the_run() {
         max_backoff: Duration::from_millis(200),
         give_up_after: 3,
     };
-    let mut o = Options::new(
-        std::sync::Arc::new(upstream::sim::Sim),
-        Default::default(),
-        controller,
-        dir.path().to_path_buf(),
-    );
-    o.setup = setup();
+    let mut o = on_sim(dir.path(), controller);
     o.restart_crashed = Some(policy);
     o.end = End::Quiet {
         quiet: Duration::from_millis(500),
@@ -319,16 +292,13 @@ async fn a_crash_is_restarted_and_a_crash_loop_fails_the_run() {
         "judged on what the restarted controller did"
     );
 
-    let mut o = Options::new(
-        std::sync::Arc::new(upstream::sim::Sim),
-        Default::default(),
+    let mut o = on_sim(
+        dir.path(),
         sh(
             dir.path(),
             "kubectl get configmaps -n demo >/dev/null; exit 4",
         ),
-        dir.path().to_path_buf(),
     );
-    o.setup = setup();
     o.restart_crashed = Some(policy);
     o.end = End::Quiet {
         quiet: Duration::from_millis(500),
@@ -361,13 +331,8 @@ async fn a_write_its_client_gave_up_on_is_traced_as_abandoned() {
         dir.path(),
         "kubectl get configmaps -n demo >/dev/null; timeout 1 kubectl create configmap slow -n demo; exec sleep 60",
     );
-    let mut o = Options::new(
-        std::sync::Arc::new(upstream::sim::Sim),
-        schedule,
-        controller,
-        dir.path().to_path_buf(),
-    );
-    o.setup = setup();
+    let mut o = on_sim(dir.path(), controller);
+    o.schedule = schedule;
     o.end = End::After(Duration::from_secs(4));
     o.trace = TraceTo::Memory;
     let out = run(o).await.unwrap();
