@@ -2,14 +2,18 @@
 # `stalemate explore` on the demo's GitRepository controller (buggy: F1) on each kind of
 # upstream, one after the other in one run on this machine: the simulator and a real
 # control plane per trial (--envtest) with --jobs 1 and --jobs 2, and a cluster (a real
-# kube-apiserver from `stalemate envtest`, trials one at a time, put back between them).
-# Seconds to the first finding, trials per minute, seconds per trial. A benchmark, not a
-# test: the figures go in README "Find bugs you don't know about" and bench/README.md.
+# kube-apiserver from `stalemate envtest`, trials one at a time, put back between them);
+# and `flux`: Flux's real source-controller (v1.9.1, e2e/assets/build-flux.sh) on
+# --envtest with --jobs 1 and 2, cloning from a git server on loopback.
+# Seconds to the first finding, trials per minute, seconds per trial, trials whose
+# window never opened. A benchmark, not a test: the figures go in README "Find bugs you
+# don't know about", "Flux's source-controller" and bench/README.md.
 #
-#   bash bench/explore.sh [--rounds N] [--budget N] [--upstreams "sim envtest cluster"]
+#   bash bench/explore.sh [--rounds N] [--budget N] [--upstreams "sim envtest cluster flux"]
 #
 # Release builds; the whole plan list unless --budget (shrinking adds a few trials).
-# envtest and cluster need KUBEBUILDER_ASSETS (built by e2e/assets/build.sh if unset).
+# envtest, cluster and flux need KUBEBUILDER_ASSETS (built by e2e/assets/build.sh if
+# unset); flux needs git and Go (build-flux.sh, ~3 min the first time).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=1 budget="" upstreams="sim envtest cluster"
@@ -24,7 +28,7 @@ done
 command -v python3 >/dev/null 2>&1 || { echo "explore.sh: python3 is needed to read summary.json" >&2; exit 2; }
 cargo build --release --bin stalemate --example gitrepo-controller >&2
 case " $upstreams " in
-    *" envtest "* | *" cluster "*)
+    *" envtest "* | *" cluster "* | *" flux "*)
         if [ -z "${KUBEBUILDER_ASSETS:-}" ]; then
             KUBEBUILDER_ASSETS=$(bash e2e/assets/build.sh | tail -n1)
             export KUBEBUILDER_ASSETS
@@ -33,19 +37,44 @@ esac
 out=$(mktemp -d)
 cluster_pid=""
 cleanup() {
-    if [ -n "$cluster_pid" ]; then kill "$cluster_pid" 2>/dev/null || true; wait "$cluster_pid" 2>/dev/null || true; fi
+    for p in "$cluster_pid" "$git_pid"; do
+        if [ -n "$p" ]; then kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; fi
+    done
     rm -rf "$out"
 }
 trap cleanup EXIT
 
-# One explore; prints its row.
+# Flux's source-controller: its binary and CRDs, a bare repository with one commit served
+# on loopback, the GitRepository pointed at it ($flux_setup: --setup flags).
+flux_setup=()
+git_pid=""
+start_flux() {
+    local assets
+    assets=$(bash e2e/assets/build-flux.sh | tail -n1)
+    export SOURCE_CONTROLLER=$assets/source-controller
+    mkdir -p "$out/git/work"
+    git init -q --bare -b master "$out/git/podinfo.git"
+    (cd "$out/git/work" && git init -q -b master && echo podinfo >README.md && git add README.md &&
+        git -c user.name=bench -c user.email=bench@stalemate.dev commit -qm 'Initial commit' &&
+        git push -q ../podinfo.git master)
+    python3 e2e/assets/git_http.py "$out/git" >"$out/git.url" 2>/dev/null &
+    git_pid=$!
+    for _ in $(seq 100); do [ -s "$out/git.url" ] && break; sleep 0.1; done
+    sed "s|GIT_URL|$(head -n1 "$out/git.url")podinfo.git|" examples/flux/gitrepository.yaml >"$out/gitrepository.yaml"
+    for f in "$assets"/crds/*.yaml "$out/gitrepository.yaml"; do flux_setup+=(--setup "$f"); done
+}
+
+# One explore; prints its row. The controller is the demo's unless $controller is set
+# (then the flags carry its setup).
 explore() { # upstream jobs round flags...
     local upstream=$1 jobs=$2 round=$3
     shift 3
     local dir="$out/$upstream-j$jobs-r$round"
+    local setup=(--setup examples/gitrepo/setup.yaml) controller=target/release/examples/gitrepo-controller
+    if [ "$upstream" = flux ]; then setup=("${flux_setup[@]}"); controller=examples/flux/source-controller.sh; fi
     # shellcheck disable=SC2086 # $budget is a flag and its value, or nothing
-    target/release/stalemate explore --setup examples/gitrepo/setup.yaml --jobs "$jobs" $budget "$@" \
-        --out "$dir" -- target/release/examples/gitrepo-controller >/dev/null 2>&1 || true
+    target/release/stalemate explore "${setup[@]}" --jobs "$jobs" $budget "$@" \
+        --out "$dir" -- "$controller" >/dev/null 2>&1 || true
     python3 - "$dir/summary.json" "$upstream" "$jobs" "$round" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))
@@ -53,7 +82,8 @@ first = s.get("firstFindingSeconds")
 trials = [t["seconds"] for t in s["trials"]]
 per = sum(trials) / len(trials) if trials else 0.0
 print(f"{sys.argv[2]:<8} {sys.argv[3]:<5} {sys.argv[4]:<5} {s['trialsRun']:>6} {s['seconds']:>8.1f} {s['trialsPerMinute']:>10.1f} "
-      f"{per:>9.1f}s {s['referenceSeconds']:>9.1f}s {(f'{first:.1f}s' if first is not None else 'none'):>8}  ({len(s['findings'])} findings)")
+      f"{per:>9.1f}s {s['referenceSeconds']:>9.1f}s {(f'{first:.1f}s' if first is not None else 'none'):>8}  "
+      f"({len(s['findings'])} findings, {s.get('notExercised', 0)} not exercised)")
 PY
 }
 
@@ -73,7 +103,15 @@ for round in $(seq "$rounds"); do
                 for _ in $(seq 600); do [ -s "$out/cluster.kubeconfig" ] && grep -q '^https' "$out/cluster.out" && break; sleep 0.1; done
                 explore cluster 1 "$round" --upstream-kubeconfig "$out/cluster.kubeconfig"
                 kill "$cluster_pid"; wait "$cluster_pid" 2>/dev/null || true; cluster_pid="" ;;
-            *) echo "explore.sh: unknown upstream $upstream (sim, envtest, cluster)" >&2; exit 2 ;;
+            flux)
+                [ ${#flux_setup[@]} -gt 0 ] || start_flux
+                for jobs in 1 2; do
+                    # shellcheck disable=SC2016 # stalemate expands it, per run
+                    explore flux "$jobs" "$round" --envtest "$KUBEBUILDER_ASSETS" --quiet 2s \
+                        --idle-url 'http://127.0.0.1:$STALEMATE_METRICS_PORT/metrics' \
+                        --converge gitrepositories.source.toolkit.fluxcd.io
+                done ;;
+            *) echo "explore.sh: unknown upstream $upstream (sim, envtest, cluster, flux)" >&2; exit 2 ;;
         esac
     done
 done

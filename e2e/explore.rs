@@ -174,6 +174,9 @@ fn finds_f1_with_a_reproducer_and_nothing_on_the_fix() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let setup = gitrepo_setup();
+    // `--settle 5s` here and below: the example controllers do not back off after
+    // errors, so the default 30 s of recovery allowance would only make failing trials
+    // slower (e2e/flux.rs keeps the default for a controller that does).
     let args = [
         "--setup",
         &setup,
@@ -183,6 +186,8 @@ fn finds_f1_with_a_reproducer_and_nothing_on_the_fix() {
         "2",
         "--budget",
         "6",
+        "--settle",
+        "5s",
         "--shrink-steps",
         "2",
     ];
@@ -302,6 +307,8 @@ fn a_workload_driven_bug_is_found_with_a_workload() {
         "2",
         "--budget",
         "8",
+        "--settle",
+        "5s",
         "--shrink-steps",
         "1",
     ];
@@ -370,6 +377,8 @@ fn duplicate_children_are_found_and_the_fix_is_clean() {
         "2",
         "--budget",
         "6",
+        "--settle",
+        "5s",
         "--shrink-steps",
         "1",
     ];
@@ -513,6 +522,8 @@ fn finds_f1_on_a_real_apiserver() {
         "2",
         "--budget",
         "4",
+        "--settle",
+        "5s",
         "--shrink-steps",
         "1",
     ];
@@ -592,6 +603,8 @@ fn explores_a_cluster_and_puts_it_back() {
             "2s",
             "--budget",
             "2",
+            "--settle",
+            "5s",
             "--shrink-steps",
             "0",
         ],

@@ -9,6 +9,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
+use std::time::{Duration, SystemTime};
 
 use common::envtest::{assets, output_in_group};
 use common::{BIN, KillOnDrop, repo};
@@ -110,44 +111,32 @@ fn setup(dir: &Path, url: &str) -> Vec<String> {
     crds
 }
 
-/// Fault-free, source-controller converges: the GitRepository is Ready with an artifact
-/// and `observedGeneration == generation` (kstatus Current), judged by the convergence
-/// oracle; exit 0. Its workqueue metrics say idle (`--idle-url`).
-#[test]
-fn source_controller_converges_without_faults() {
-    let dir = tempfile::tempdir().unwrap();
-    let (_git, url) = git_server(dir.path());
-    let schedule = dir.path().join("schedule.json");
-    std::fs::write(
-        &schedule,
-        r#"{"oracles": {"convergence": {"resources": ["gitrepositories.source.toolkit.fluxcd.io"], "settle": "3s"}}}"#,
-    )
-    .unwrap();
-    let report = dir.path().join("report.json");
+/// `stalemate SUBCOMMAND --envtest` with source-controller's CRDs and the GitRepository
+/// as setup, idle by its workqueue metrics, then `extra`, then the controller as
+/// `examples/flux/source-controller.sh` runs it; the exit code and all it said.
+fn stalemate_on_flux(
+    subcommand: &str,
+    dir: &Path,
+    url: &str,
+    extra: &[&str],
+) -> (Option<i32>, String) {
     let mut args: Vec<String> = vec![
-        "run".into(),
+        subcommand.into(),
         "--envtest".into(),
         assets().display().to_string(),
     ];
-    for s in setup(dir.path(), &url) {
+    for s in setup(dir, url) {
         args.extend(["--setup".into(), s]);
     }
     args.extend(
         [
-            "--quiet",
-            "3s",
-            "--max-run",
-            "120s",
             "--idle-url",
             "http://127.0.0.1:$STALEMATE_METRICS_PORT/metrics",
-            "--schedule",
-            schedule.to_str().unwrap(),
-            "--report-json",
-            report.to_str().unwrap(),
-            "--",
         ]
         .map(String::from),
     );
+    args.extend(extra.iter().map(|a| a.to_string()));
+    args.push("--".into());
     args.push(
         repo("examples/flux/source-controller.sh")
             .display()
@@ -163,18 +152,260 @@ fn source_controller_converges_without_faults() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    assert_eq!(out.status.code(), Some(0), "{said}");
+    (out.status.code(), said)
+}
+
+/// The GitRepository's entry in a run's JSON report: Current, judged, passed.
+fn assert_gitrepository_current(report: &Path) {
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(report).unwrap()).unwrap();
+    assert_eq!(r["verdict"], "pass", "{r}");
+    assert_eq!(r["judged"], true, "{r}");
+    let gitrepo = r["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["name"] == "podinfo")
+        .unwrap_or_else(|| panic!("{r}"))
+        .clone();
+    assert_eq!(gitrepo["status"], "Current", "{gitrepo}");
+}
+
+/// Fault-free, source-controller converges: the GitRepository is Ready with an artifact
+/// and `observedGeneration == generation` (kstatus Current), judged by the convergence
+/// oracle; exit 0. Its workqueue metrics say idle (`--idle-url`).
+#[test]
+fn source_controller_converges_without_faults() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_git, url) = git_server(dir.path());
+    let schedule = dir.path().join("schedule.json");
+    std::fs::write(
+        &schedule,
+        r#"{"oracles": {"convergence": {"resources": ["gitrepositories.source.toolkit.fluxcd.io"], "settle": "3s"}}}"#,
+    )
+    .unwrap();
+    let report = dir.path().join("report.json");
+    let (code, said) = stalemate_on_flux(
+        "run",
+        dir.path(),
+        &url,
+        &[
+            "--quiet",
+            "3s",
+            "--max-run",
+            "120s",
+            "--schedule",
+            schedule.to_str().unwrap(),
+            "--report-json",
+            report.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, Some(0), "{said}");
     assert!(
         said.contains("stored artifact for commit 'Initial commit'"),
         "{said}"
     );
-    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
-    assert_eq!(r["verdict"], "pass", "{r}");
-    assert_eq!(r["judged"], true, "{r}");
-    let objects = r["objects"].as_array().unwrap();
-    let gitrepo = objects
+    assert_gitrepository_current(&report);
+}
+
+/// F1's trigger, on the real binary: `config/flux-f1.json` (the bug report's window: the
+/// GitRepository's watch frozen for 1.5 s after the controller's first status patch)
+/// makes every try of the optimistic-lock conditions patch fail — five 409s in a row,
+/// the whole of `patchStatusConditions`' back-off — inside the window. v1.9.1 recovers
+/// all the same (the failed patch is an error, so the reconcile is requeued, and the
+/// first one after the window writes conditions and `observedGeneration`:
+/// examples/flux/README.md), and stalemate says so: judged, pass, Current.
+#[test]
+fn f1_window_makes_the_conditions_patch_fail_and_source_controller_recovers() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_git, url) = git_server(dir.path());
+    let report = dir.path().join("report.json");
+    let trace = dir.path().join("trace.jsonl");
+    // The schedule's convergence `settle` is 30 s: the run lasts past it to be judged.
+    let (code, said) = stalemate_on_flux(
+        "run",
+        dir.path(),
+        &url,
+        &[
+            "--duration",
+            "36s",
+            "--schedule",
+            repo("config/flux-f1.json").to_str().unwrap(),
+            "--report-json",
+            report.to_str().unwrap(),
+            "--trace",
+            trace.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, Some(0), "{said}");
+    assert_gitrepository_current(&report);
+    let records: Vec<serde_json::Value> = std::fs::read_to_string(&trace)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let window = |action: &str| {
+        records
+            .iter()
+            .position(|r| r["kind"] == "window" && r["action"] == action)
+            .unwrap_or_else(|| panic!("no window {action} in the trace: {said}"))
+    };
+    let (open, close) = (window("open"), window("close"));
+    // The longest run of 409s on the GitRepository's status patches with a
+    // precondition (the conditions patch), inside the window.
+    let mut run = 0;
+    let mut longest = 0;
+    for r in &records[open..close] {
+        if r["kind"] != "request"
+            || r["verb"] != "patch"
+            || r["resource"] != "gitrepositories.source.toolkit.fluxcd.io/status"
+        {
+            continue;
+        }
+        if r["code"] == 409 && r["precondition"] == true {
+            run += 1;
+            longest = longest.max(run);
+        } else if r["precondition"] == true {
+            run = 0;
+        }
+    }
+    assert!(
+        longest >= 5,
+        "expected every try of a conditions patch to conflict inside the window (5 in a row), longest run {longest}: {said}"
+    );
+}
+
+/// `stalemate explore` on the real source-controller, with nothing given by hand but the
+/// setup: its trials reach the controller (every window opens; the freezes and 409s
+/// make the conditions patch conflict), and it recovers from each — v1.9.1 has no F1
+/// (examples/flux/README.md) — so explore reports it clean, exit 0.
+#[test]
+fn explore_exercises_source_controller_and_finds_it_recovers() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_git, url) = git_server(dir.path());
+    let out = dir.path().join("explore");
+    let (code, said) = stalemate_on_flux(
+        "explore",
+        dir.path(),
+        &url,
+        &[
+            "--quiet",
+            "2s",
+            "--converge",
+            "gitrepositories.source.toolkit.fluxcd.io",
+            "--budget",
+            "6",
+            "--jobs",
+            "2",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, Some(0), "{said}");
+    let s: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(s["verdict"], "clean", "{said}");
+    assert_eq!(s["trialsRun"], 6, "{said}");
+    assert_eq!(s["notExercised"], 0, "{said}");
+    let trials = s["trials"].as_array().unwrap();
+    let most = |field: &str| {
+        trials
+            .iter()
+            .map(|t| t["effect"][field].as_u64().unwrap_or(0))
+            .max()
+            .unwrap_or(0)
+    };
+    for t in trials {
+        assert_eq!(t["verdict"], "pass", "{t}");
+        assert!(
+            t["effect"]["windows"][0]["opened"].is_number(),
+            "a window that never opened: {t}"
+        );
+    }
+    assert!(most("held") >= 1, "no trial held an event: {said}");
+    assert!(
+        most("conflicts") >= 5,
+        "no trial made the conditions patch conflict on every try: {said}"
+    );
+}
+
+/// A controller backing off after errors is given the convergence oracle's `settle` to
+/// recover, not called stuck at the first quiet moment. 500s to source-controller's first
+/// patches (the finalizer) for 1.5 s: each failed reconcile is retried by Flux's rate
+/// limiter (750 ms, doubling), and the requeue after the finalizer lands comes 3 s later —
+/// longer than `--quiet`. The run waits for it: exit 0, Current, and the trace shows the
+/// controller writing again after more than `--quiet` of silence.
+#[test]
+fn a_controller_backing_off_after_errors_is_given_settle_to_recover() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_git, url) = git_server(dir.path());
+    let schedule = dir.path().join("schedule.json");
+    std::fs::write(
+        &schedule,
+        r#"{
+  "clients": {"controller": {"listener": "controller"}},
+  "windows": [{
+    "name": "errors", "client": "controller",
+    "resources": ["gitrepositories.source.toolkit.fluxcd.io"],
+    "fault": {"errors": {"status": 500, "verbs": ["patch"], "rate": 1.0}},
+    "trigger": {"afterRequests": {"verb": "patch", "resource": "gitrepositories.source.toolkit.fluxcd.io", "count": 1}},
+    "duration": "1500ms"
+  }],
+  "oracles": {"convergence": {"resources": ["gitrepositories.source.toolkit.fluxcd.io"], "settle": "30s"}}
+}"#,
+    )
+    .unwrap();
+    let report = dir.path().join("report.json");
+    let trace = dir.path().join("trace.jsonl");
+    let (code, said) = stalemate_on_flux(
+        "run",
+        dir.path(),
+        &url,
+        &[
+            "--quiet",
+            "2s",
+            "--max-run",
+            "120s",
+            "--schedule",
+            schedule.to_str().unwrap(),
+            "--report-json",
+            report.to_str().unwrap(),
+            "--trace",
+            trace.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, Some(0), "{said}");
+    assert_gitrepository_current(&report);
+    let writes: Vec<(SystemTime, serde_json::Value)> = std::fs::read_to_string(&trace)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|r| {
+            r["kind"] == "request"
+                && r["verb"] == "patch"
+                && r["resource"]
+                    .as_str()
+                    .is_some_and(|x| x.starts_with("gitrepositories."))
+        })
+        .map(|r| {
+            let ts = humantime::parse_rfc3339(r["ts"].as_str().unwrap()).unwrap();
+            (ts, r)
+        })
+        .collect();
+    let injected = writes
         .iter()
-        .find(|o| o["name"] == "podinfo")
-        .unwrap_or_else(|| panic!("{r}"));
-    assert_eq!(gitrepo["status"], "Current", "{gitrepo}");
+        .filter(|(_, r)| r["code"] == 500 && r["answer"] == "injected")
+        .count();
+    assert!(
+        injected >= 2,
+        "the window answered {injected} patches: {said}"
+    );
+    let longest_gap = writes
+        .windows(2)
+        .map(|w| w[1].0.duration_since(w[0].0).unwrap_or_default())
+        .max()
+        .unwrap_or_default();
+    assert!(
+        longest_gap > Duration::from_secs(2),
+        "no silence longer than --quiet between two of the controller's patches (longest {longest_gap:?}): the back-off this test is about did not happen: {said}"
+    );
 }

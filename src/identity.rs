@@ -59,12 +59,21 @@ struct Client {
     listener: Option<String>,
 }
 
+/// The key a listener's requests count under in the proxy's client activity (besides
+/// their client's): `listener:NAME`.
+pub fn listener_key(name: &str) -> std::sync::Arc<str> {
+    format!("listener:{name}").into()
+}
+
 /// A schedule's clients, compiled for matching.
 pub struct Clients {
     clients: Vec<Client>,
     specs: BTreeMap<String, ClientMatcher>,
-    /// Names of listeners, for `listener` matchers that name one.
-    listener_names: std::sync::RwLock<std::collections::HashMap<std::net::SocketAddr, String>>,
+    /// Names of listeners, for `listener` matchers that name one, with each one's
+    /// activity key (`listener:NAME`), made once.
+    listener_names: std::sync::RwLock<
+        std::collections::HashMap<std::net::SocketAddr, (String, std::sync::Arc<str>)>,
+    >,
 }
 
 impl Clients {
@@ -92,16 +101,16 @@ impl Clients {
         self.listener_names
             .write()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(addr, name.to_string());
+            .insert(addr, (name.to_string(), listener_key(name)));
     }
 
-    /// The name of the listener at `addr`, if it has one.
-    pub fn listener_name(&self, addr: std::net::SocketAddr) -> Option<String> {
+    /// The activity key (`listener:NAME`) of the listener at `addr`, if it has a name.
+    pub fn listener_key(&self, addr: std::net::SocketAddr) -> Option<std::sync::Arc<str>> {
         self.listener_names
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .get(&addr)
-            .cloned()
+            .map(|(_, key)| key.clone())
     }
 
     /// Whether `name` is a client (or `*`, everyone).
@@ -145,7 +154,7 @@ impl Clients {
                                         .read()
                                         .unwrap_or_else(|p| p.into_inner())
                                         .get(&listener)
-                                        .cloned()
+                                        .map(|(name, _)| name.clone())
                                 })
                                 .as_ref()
                 });

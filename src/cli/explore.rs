@@ -77,9 +77,18 @@ pub struct ExploreArgs {
     pub out: PathBuf,
 
     /// A run ends once nothing has happened for this long (no write by the controller,
-    /// no window open, opened or closed). Also the convergence oracle's settle time.
+    /// no window open, opened or closed) — if everything the convergence oracle judges
+    /// is Current by then; otherwise it goes on until it is, or until --settle.
     #[arg(long, default_value = "2s", value_parser = super::parse_duration, value_name = "DURATION")]
     pub quiet: Duration,
+
+    /// What a controller is given to recover after the last fault: an object not
+    /// Current this long after the last window closed is a convergence violation. Real
+    /// controllers back off after errors (Flux's source-controller: 750 ms, doubling),
+    /// so a trial whose controller is not Current once quiet goes on until it is or
+    /// this has passed.
+    #[arg(long, default_value = "30s", value_parser = super::parse_duration, value_name = "DURATION")]
+    pub settle: Duration,
 
     /// The longest one run may take.
     #[arg(long, default_value = "60s", value_parser = super::parse_duration, value_name = "DURATION")]
@@ -121,7 +130,7 @@ pub async fn run(args: ExploreArgs) -> Result<ExitCode> {
                 anyhow::anyhow!("--oracles {}: {}: {}", p.display(), e.path(), e.inner())
             })?
         }
-        None => explore::default_oracles(&setup, &args.converge, args.quiet),
+        None => explore::default_oracles(&setup, &args.converge, args.settle),
     };
     let choice = match (args.envtest.choice(), args.upstream_kubeconfig) {
         (Some(c), _) => c,

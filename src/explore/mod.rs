@@ -16,6 +16,7 @@
 //! time, the cluster put back between them.
 
 pub mod differ;
+pub mod effect;
 pub mod focus;
 pub mod judge;
 pub mod output;
@@ -93,6 +94,9 @@ pub struct Trial {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shrinking: Option<usize>,
     pub schedule: Schedule,
+    /// What its faults did (`effect.rs`); `None` when the trial could not run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub effect: Option<effect::Effect>,
     /// pass | fail | error
     pub verdict: String,
     pub found: Vec<Found>,
@@ -145,12 +149,12 @@ pub fn base_schedule(cfg: &Config) -> Schedule {
     }
 }
 
-/// Default oracles: convergence and hot loop over the setup's custom resources (or its
-/// objects' resources), conflict storms, settle = quiet.
+/// Default oracles: convergence (with `settle` to recover after the last window) and hot
+/// loop over the setup's custom resources (or its objects' resources), conflict storms.
 pub fn default_oracles(
     setup: &[crate::setup::Manifest],
     converge: &[String],
-    quiet: Duration,
+    settle: Duration,
 ) -> OracleConfig {
     let mut resources: Vec<String> = if converge.is_empty() {
         setup.iter().filter_map(|m| m.crd_resource()).collect()
@@ -166,7 +170,7 @@ pub fn default_oracles(
     if !resources.is_empty() {
         config.convergence = Some(crate::oracle::ConvergenceConfig {
             resources,
-            settle: crate::duration::GoDuration(quiet),
+            settle: crate::duration::GoDuration(settle),
         });
     }
     config
@@ -295,8 +299,10 @@ impl Shared {
         let started = Instant::now();
         let mut files = vec![format!("logs/{name}.log")];
         let mut exits = Vec::new();
+        let mut effect = None;
         let (verdict, found, error, ended) = match self.one(o).await {
             Ok(outcome) => {
+                effect = Some(effect::Effect::of(&job.schedule, &outcome));
                 exits = outcome
                     .crashes
                     .iter()
@@ -324,6 +330,7 @@ impl Shared {
             exits,
             shrinking: job.shrinking,
             schedule: job.schedule,
+            effect,
             verdict,
             found,
             error,

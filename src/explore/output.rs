@@ -215,6 +215,9 @@ pub struct Summary {
     /// How long a fault-free run took to go quiet.
     pub reference_seconds: f64,
     pub trials_run: usize,
+    /// Trials whose faults never reached the controller (no window opened): they say
+    /// nothing about it, pass or not (`effect.rs`).
+    pub not_exercised: usize,
     pub trials_per_minute: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_finding_seconds: Option<f64>,
@@ -249,6 +252,7 @@ impl Summary {
             seconds,
             reference_seconds: 0.0,
             trials_run: 0,
+            not_exercised: 0,
             trials_per_minute: 0.0,
             first_finding_seconds: None,
             findings: vec![],
@@ -275,6 +279,10 @@ impl Summary {
         };
         s.reference_seconds = reference_seconds;
         s.trials_run = trials.len();
+        s.not_exercised = trials
+            .iter()
+            .filter(|t| t.effect.as_ref().is_some_and(|e| !e.exercised()))
+            .count();
         s.trials_per_minute = if seconds > 0.0 {
             trials.len() as f64 * 60.0 / seconds
         } else {
@@ -302,14 +310,26 @@ impl Summary {
         s
     }
 
+    /// `, 2 not exercised` when some trials' windows never opened.
+    fn not_exercised_note(&self) -> String {
+        match self.not_exercised {
+            0 => String::new(),
+            n => format!(
+                ", {n} not exercised: {} window never opened",
+                if n == 1 { "its" } else { "their" }
+            ),
+        }
+    }
+
     /// What the terminal gets at the end.
     pub fn terminal(&self, out: &Path) -> String {
         let mut t = String::new();
         t.push_str(&format!(
-            "explore: {} trials in {:.0}s ({:.1}/min); {} finding{}\n",
+            "explore: {} trials in {:.0}s ({:.1}/min{}); {} finding{}\n",
             self.trials_run,
             self.seconds,
             self.trials_per_minute,
+            self.not_exercised_note(),
             self.findings.len(),
             if self.findings.len() == 1 { "" } else { "s" }
         ));
@@ -368,12 +388,13 @@ table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ddd;pad
 </style></head><body>",
     );
     h.push_str(&format!(
-        "<h1>stalemate explore: {}</h1><p><code>{}</code> — {} trials in {:.0}s ({:.1}/min){}</p>",
+        "<h1>stalemate explore: {}</h1><p><code>{}</code> — {} trials in {:.0}s ({:.1}/min{}){}</p>",
         esc(s.verdict),
         esc(&s.controller.join(" ")),
         s.trials_run,
         s.seconds,
         s.trials_per_minute,
+        esc(&s.not_exercised_note()),
         s.first_finding_seconds
             .map(|f| format!("; first finding after {f:.0}s"))
             .unwrap_or_default()
@@ -430,6 +451,7 @@ table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ddd;pad
                 .iter()
                 .map(|f| f.message.clone())
                 .chain(t.error.clone())
+                .chain(t.effect.as_ref().map(|e| e.describe()))
                 .chain((!t.exits.is_empty()).then(|| format!(
                     "the controller exited {}× and was restarted: {}",
                     t.exits.len(),

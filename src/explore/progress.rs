@@ -49,6 +49,11 @@ impl Progress {
             "error" => format!("error: {}", t.error.as_deref().unwrap_or("")),
             v => v.to_string(),
         };
+        // What the faults did: a pass whose window never opened says nothing.
+        let what = match &t.effect {
+            Some(e) => format!("{what} ({})", e.describe()),
+            None => what,
+        };
         // Exits the controller came back from are not findings, but worth saying.
         let what = match t.exits.as_slice() {
             [] => what,
@@ -67,7 +72,8 @@ impl Progress {
                     "{findings} finding{}",
                     if findings == 1 { "" } else { "s" }
                 ));
-                if t.verdict != "pass" || !t.exits.is_empty() {
+                let unexercised = t.effect.as_ref().is_some_and(|e| !e.exercised());
+                if t.verdict != "pass" || !t.exits.is_empty() || unexercised {
                     b.println(format!("trial {}: {} → {what}", t.id, t.plan));
                 }
             }

@@ -738,8 +738,26 @@ impl Oracles {
         }
     }
 
+    /// Whether the convergence oracle can judge now (see [`Oracles::update_gauge`]): a
+    /// quiet run ends only then, so a controller backing off after errors gets its
+    /// `settle` to recover.
+    pub fn can_judge(&self, now: SystemTime) -> bool {
+        self.update_gauge(now)
+    }
+
+    /// How many windows have closed so far.
+    pub fn windows_closed(&self) -> usize {
+        self.lock()
+            .windows
+            .iter()
+            .filter(|w| w.closed_at.is_some())
+            .count()
+    }
+
     /// Only set `stalemate_oracle_violations` (for a scrape: no report is built);
-    /// returns whether the convergence oracle can judge yet.
+    /// returns whether the convergence oracle can judge yet: no window open, and either
+    /// `settle` has passed since the last one closed or every object it judges is
+    /// Current.
     pub fn update_gauge(&self, now: SystemTime) -> bool {
         let s = self.lock();
         self.judge(&s, now).0
@@ -755,34 +773,54 @@ impl Oracles {
             let last_close = s.windows.iter().filter_map(|w| w.closed_at).max();
             let from = last_close.unwrap_or(self.started);
             let due = from + c.settle.0;
+            let judging = s
+                .objects
+                .iter()
+                .filter(|(k, o)| !o.deleted && c.resources.contains(&k.resource));
+            let none_yet = judging.clone().next().is_none();
+            let not_current: Vec<Violation> = judging
+                .filter_map(|(k, o)| {
+                    let (v, since) = (o.verdict.as_ref()?, o.not_current_since?);
+                    Some(Violation {
+                        oracle: "convergence".into(),
+                        resource: k.resource.clone(),
+                        namespace: k.namespace.clone(),
+                        name: k.name.clone(),
+                        rule: format!("{:?}: {}", v.status, v.rule),
+                        since,
+                        client: None,
+                        until: None,
+                        peak: None,
+                    })
+                })
+                .collect();
             if let Some(w) = open {
                 judged = false;
                 pending = Some(format!("window {:?} is still open", w.name));
-            } else if now < due {
+            } else if now < due && (none_yet || !not_current.is_empty()) {
+                // `settle` is what a controller is given to recover: one that backs off
+                // after errors (controller-runtime's rate limiter; Flux's starts at
+                // 750 ms and doubles) may still be on its way. Once everything is
+                // Current there is nothing left to wait for (with nothing to judge yet,
+                // there is: the objects may still come).
                 judged = false;
+                let waiting = match none_yet {
+                    true => "none of its objects exists yet".to_string(),
+                    false => format!(
+                        "{} is not Current yet",
+                        not_current
+                            .iter()
+                            .map(|v| format!("{}/{}", v.namespace, v.name))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                };
                 pending = Some(format!(
-                    "settle ({}) has not passed since the last window closed",
-                    humantime::format_duration(c.settle.0)
+                    "settle ({}) has not passed since the last window closed, and {waiting}",
+                    humantime::format_duration(c.settle.0),
                 ));
             } else {
-                for (k, o) in &s.objects {
-                    if o.deleted || !c.resources.contains(&k.resource) {
-                        continue;
-                    }
-                    if let (Some(v), Some(since)) = (&o.verdict, o.not_current_since) {
-                        violations.push(Violation {
-                            oracle: "convergence".into(),
-                            resource: k.resource.clone(),
-                            namespace: k.namespace.clone(),
-                            name: k.name.clone(),
-                            rule: format!("{:?}: {}", v.status, v.rule),
-                            since,
-                            client: None,
-                            until: None,
-                            peak: None,
-                        });
-                    }
-                }
+                violations = not_current;
             }
         }
         violations.extend(s.settled.iter().cloned());

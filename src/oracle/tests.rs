@@ -90,6 +90,47 @@ fn recovery_time_is_measured_from_the_window_close() {
     assert!(o.evaluate(t(30.0)).violations.is_empty());
 }
 
+/// `settle` is what a controller gets to recover, not a wait imposed on one that has:
+/// once everything judged is Current the oracle can judge (a quiet run may end), while an
+/// object not Current yet — a controller backing off after errors — keeps it waiting;
+/// with nothing to judge yet, it waits for `settle` as before.
+#[test]
+fn convergence_judges_before_settle_once_everything_is_current() {
+    let o = Oracles::new(
+        config(json!({"convergence": {"resources": [GR], "settle": "30s"}})),
+        t(0.0),
+    );
+    let v = o.evaluate(t(1.0));
+    assert!(!v.judged, "no object yet: {:?}", v.pending);
+    assert!(
+        v.pending
+            .as_deref()
+            .is_some_and(|p| p.contains("none of its objects exists yet")),
+        "{:?}",
+        v.pending
+    );
+    o.on_object(GR, &gitrepo(1, Some(1), "True"), t(1.5));
+    o.on_window("w", "freeze", true, t(2.0));
+    o.on_object(GR, &gitrepo(2, Some(1), "True"), t(2.5));
+    o.on_window("w", "freeze", false, t(4.0));
+    // Backing off: not Current 6 s after the window, within settle.
+    let v = o.evaluate(t(10.0));
+    assert!(!v.judged && v.violations.is_empty(), "{v:?}");
+    assert_eq!(
+        v.pending.as_deref(),
+        Some(
+            "settle (30s) has not passed since the last window closed, and flux-system/podinfo is not Current yet"
+        )
+    );
+    assert!(!o.can_judge(t(10.0)));
+    // Its retry comes 12 s after the window: Current, judged at once, no violation.
+    o.on_object(GR, &gitrepo(2, Some(2), "True"), t(16.0));
+    let v = o.evaluate(t(17.0));
+    assert!(v.judged && v.violations.is_empty(), "{v:?}");
+    assert!(o.can_judge(t(17.0)));
+    assert_eq!(v.recoveries[0].seconds, Some(12.0));
+}
+
 /// An operator stamping a timestamp annotation on every reconcile: 300 writes/s in the
 /// seed report; here 40 in a minute against a limit of 30.
 #[test]

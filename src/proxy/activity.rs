@@ -52,33 +52,45 @@ pub struct ClientActivity {
     clients: Mutex<HashMap<String, Snapshot>>,
 }
 
+/// The keys a request counts under: its client, and its listener's (`listener:NAME`,
+/// made once when the listener was named: every request passes here twice).
+#[derive(Debug, Clone)]
+pub struct Keys {
+    client: String,
+    listener: Option<Arc<str>>,
+}
+
+impl Keys {
+    pub fn new(client: &str, listener: Option<Arc<str>>) -> Keys {
+        Keys {
+            client: client.to_string(),
+            listener,
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.client.as_str()).chain(self.listener.as_deref())
+    }
+}
+
 impl ClientActivity {
-    fn with<R>(&self, keys: &[String], mut f: impl FnMut(&mut Snapshot) -> R) -> Option<R> {
+    fn with<R>(&self, keys: &Keys, mut f: impl FnMut(&mut Snapshot) -> R) -> Option<R> {
         let mut m = self.clients.lock().unwrap_or_else(|p| p.into_inner());
         let mut out = None;
-        for k in keys {
-            // Every request looks its keys up twice (arrival, answer): no clone for a
-            // client already known.
+        for k in keys.iter() {
+            // Every request looks its keys up twice (arrival, answer): no allocation for
+            // a client already known.
             let s = match m.get_mut(k) {
                 Some(s) => s,
-                None => m.entry(k.clone()).or_default(),
+                None => m.entry(k.to_string()).or_default(),
             };
             out = Some(f(s));
         }
         out
     }
 
-    /// The keys a request counts under: its client, and its listener's name.
-    pub fn keys(client: &str, listener: Option<&str>) -> Vec<String> {
-        let mut k = vec![client.to_string()];
-        if let Some(l) = listener {
-            k.push(format!("listener:{l}"));
-        }
-        k
-    }
-
     /// A request arrived; it is in flight until the guard is dropped.
-    pub fn started(self: &Arc<Self>, keys: Vec<String>, verb: Verb, resource: &str) -> InFlight {
+    pub fn started(self: &Arc<Self>, keys: Keys, verb: Verb, resource: &str) -> InFlight {
         let now = SystemTime::now();
         let work = verb.is_write() && !NOT_WORK.contains(&resource.split('/').next().unwrap_or(""));
         self.with(&keys, |s| {
@@ -96,7 +108,7 @@ impl ClientActivity {
     }
 
     /// A WatchList stream began delivering its initial state.
-    pub fn initial_state(self: &Arc<Self>, keys: Vec<String>) -> Arc<InitialState> {
+    pub fn initial_state(self: &Arc<Self>, keys: Keys) -> Arc<InitialState> {
         self.with(&keys, |s| s.initial_pending += 1);
         Arc::new(InitialState {
             activity: self.clone(),
@@ -114,11 +126,11 @@ impl ClientActivity {
 /// A request in flight; dropped when it has been answered.
 pub struct InFlight {
     activity: Arc<ClientActivity>,
-    keys: Vec<String>,
+    keys: Keys,
 }
 
 impl InFlight {
-    pub fn keys(&self) -> &[String] {
+    pub fn keys(&self) -> &Keys {
         &self.keys
     }
 }
@@ -134,7 +146,7 @@ impl Drop for InFlight {
 /// the stream ends.
 pub struct InitialState {
     activity: Arc<ClientActivity>,
-    keys: Vec<String>,
+    keys: Keys,
     done: AtomicBool,
 }
 
@@ -170,7 +182,7 @@ mod tests {
     #[test]
     fn a_client_settles_when_its_requests_and_initial_states_are_in() {
         let a = Arc::new(ClientActivity::default());
-        let keys = || ClientActivity::keys("c", Some("controller"));
+        let keys = || Keys::new("c", Some(crate::identity::listener_key("controller")));
         assert!(!a.of("c").settled(), "no request yet");
         let list = a.started(keys(), Verb::List, "configmaps");
         assert!(!a.of("listener:controller").settled());

@@ -236,8 +236,7 @@ async fn classify(proxy: &Proxy, req: &Request<Body>, peer: &Peer) -> Call {
             labels.metric_resource = labels.resource.clone();
         }
     }
-    let listener = proxy.gates.engine.listener_name(peer.local);
-    let keys = activity::ClientActivity::keys(&labels.client, listener.as_deref());
+    let keys = activity::Keys::new(&labels.client, proxy.gates.engine.listener_key(peer.local));
     let in_flight = proxy
         .activity
         .started(keys, labels.http_verb, &labels.resource);
@@ -270,9 +269,10 @@ fn trigger(proxy: &Proxy, call: &mut Call) {
     let Some(r) = call.resource() else { return };
     let resource = r.resource_name();
     let engine = &proxy.gates.engine;
-    let (verb, sub, ns) = (r.verb, r.subresource.clone(), r.namespace.clone());
-    call.deferred = engine.on_request(&call.labels.client, verb, &resource, sub.as_deref());
-    call.windows = engine.windows_for(&call.labels.client, &resource, ns.as_deref());
+    let client = &call.labels.client;
+    let deferred = engine.on_request(client, r.verb, &resource, r.subresource.as_deref());
+    let windows = engine.windows_for(client, &resource, r.namespace.as_deref());
+    (call.deferred, call.windows) = (deferred, windows);
 }
 
 /// Stage 3: A window's fault may answer the request (a view answers a stale read; `errors`
@@ -394,7 +394,7 @@ fn respond(
                         watch_list: r.params.send_initial_events == Some(true),
                         rewind: call.rewind.clone(),
                         initial: (r.params.send_initial_events == Some(true))
-                            .then(|| proxy.activity.initial_state(call.in_flight.keys().to_vec())),
+                            .then(|| proxy.activity.initial_state(call.in_flight.keys().clone())),
                     };
                     let body = gated::gated(body, format, gzip, target, proxy.gates.clone());
                     (body, true)

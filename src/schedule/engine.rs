@@ -509,8 +509,9 @@ impl Engine {
     }
 
     /// The name of the listener at `addr`, if it has one.
-    pub fn listener_name(&self, addr: std::net::SocketAddr) -> Option<String> {
-        self.clients.listener_name(addr)
+    /// The activity key (`listener:NAME`) of the listener at `addr`, if it has a name.
+    pub fn listener_key(&self, addr: std::net::SocketAddr) -> Option<std::sync::Arc<str>> {
+        self.clients.listener_key(addr)
     }
 
     /// The schedule client a request belongs to, or `other`.

@@ -1,6 +1,8 @@
 //! The session's processes — the controller, and the workload once the controller has
 //! settled — run until the run ends: the controller exits, the caller stops it, the
-//! duration is up, or nothing has happened for `quiet` (`activity.rs`).
+//! duration is up, or nothing has happened for `quiet` (`activity.rs`) and the oracles
+//! can judge (everything Current, or the convergence oracle's `settle` has passed since
+//! the last window closed).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -206,9 +208,15 @@ impl Supervised {
             End::After(d) if st.clock.elapsed() >= d => Some(Ended::Duration),
             End::Quiet { quiet, max_run } => {
                 let workload_done = self.workload.is_none() || st.workload_done_at.is_some();
-                if workload_done && idle >= quiet && st.activity.no_window_open() {
+                // Quiet, and the oracles can judge: a controller that is not Current yet
+                // is given the convergence oracle's `settle` (after the last window) to
+                // recover, so one waiting out a retry back-off is not called stuck. That
+                // wait ends by itself (at `settle`), so `max_run`, which caps a
+                // controller that never goes quiet, does not cut it short.
+                let quiet_now = workload_done && idle >= quiet && st.activity.no_window_open();
+                if quiet_now && running.oracles.can_judge(now) {
                     Some(Ended::Quiet)
-                } else if st.clock.elapsed() >= max_run {
+                } else if st.clock.elapsed() >= max_run && !quiet_now {
                     Some(Ended::MaxRun)
                 } else {
                     None
