@@ -30,8 +30,8 @@ done
 [ $# -eq 2 ] || { echo "usage: bash bench/ab.sh [--rounds N] [--seconds S] [--list] [--connections C] [--h2] [--real] BIN_A BIN_B" >&2; exit 2; }
 bin_a=$1 bin_b=$2
 for b in "$bin_a" "$bin_b"; do [ -x "$b" ] || { echo "ab: $b is not an executable" >&2; exit 2; }; done
-tools=(wrk curl)
-[ "$h2" = false ] || tools+=(h2load)
+tools=(curl)
+if [ "$h2" = true ]; then tools+=(h2load); else tools+=(wrk); fi
 for tool in "${tools[@]}"; do
     command -v "$tool" >/dev/null 2>&1 || { echo "ab: $tool is not installed" >&2; exit 2; }
 done

@@ -60,6 +60,7 @@ start_flux() {
     python3 e2e/assets/git_http.py "$out/git" >"$out/git.url" 2>/dev/null &
     git_pid=$!
     for _ in $(seq 100); do [ -s "$out/git.url" ] && break; sleep 0.1; done
+    [ -s "$out/git.url" ] || { echo "explore.sh: the git server (e2e/assets/git_http.py) did not start" >&2; exit 1; }
     sed "s|GIT_URL|$(head -n1 "$out/git.url")podinfo.git|" examples/flux/gitrepository.yaml >"$out/gitrepository.yaml"
     for f in "$assets"/crds/*.yaml "$out/gitrepository.yaml"; do flux_setup+=(--setup "$f"); done
 }

@@ -10,9 +10,18 @@ pids=()
 # apiserver or etcd is not left behind even if its parent died first.
 groups=()
 cleanup() {
+    local p g _ alive
     for g in ${groups[@]+"${groups[@]}"}; do kill -TERM -- "-$g" 2>/dev/null || true; done
-    for p in ${pids[@]+"${pids[@]}"}; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+    for p in ${pids[@]+"${pids[@]}"}; do kill "$p" 2>/dev/null || true; done
+    # Up to 5 s to stop; then whatever ignored SIGTERM is killed.
+    for _ in $(seq 50); do
+        alive=false
+        for p in ${pids[@]+"${pids[@]}"}; do kill -0 "$p" 2>/dev/null && alive=true; done
+        [ "$alive" = true ] || break
+        sleep 0.1
+    done
     for g in ${groups[@]+"${groups[@]}"}; do kill -KILL -- "-$g" 2>/dev/null || true; done
+    for p in ${pids[@]+"${pids[@]}"}; do kill -KILL "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -76,7 +85,10 @@ start_real() {
         kill -0 "$cp_pid" 2>/dev/null || { cat "$work/cp.log" >&2; echo "bench: stalemate envtest exited before the apiserver was ready" >&2; return 1; }
         sleep 0.1
     done
-    api_url=$(grep -m1 '^https://' "$work/cp.out") || { echo "bench: the apiserver was not ready in 3 minutes (log: $work/cp.log)" >&2; return 1; }
+    if ! api_url=$(grep -m1 '^https://' "$work/cp.out") || [ ! -s "$work/admin.kubeconfig" ]; then
+        echo "bench: the apiserver was not ready in 3 minutes (log: $work/cp.log)" >&2
+        return 1
+    fi
     ca=$work/cp/ca.crt
     [ -s "$ca" ] || { echo "bench: no cluster CA at $ca" >&2; return 1; }
     upstream_kubeconfig=$work/admin.kubeconfig

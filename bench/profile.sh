@@ -23,7 +23,7 @@ while [ $# -gt 0 ]; do
 done
 what=${1:-get}
 secs=${2:-5}
-for tool in perf wrk curl $([ "$h2" = false ] || echo h2load); do
+for tool in perf curl $([ "$h2" = true ] && echo h2load || echo wrk); do
     command -v "$tool" >/dev/null 2>&1 || { echo "profile: $tool is not installed" >&2; exit 2; }
 done
 case $what in get | list) ;; *) echo "profile: get or list, not $what" >&2; exit 2 ;; esac

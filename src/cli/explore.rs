@@ -90,7 +90,8 @@ pub struct ExploreArgs {
     #[arg(long, default_value = "30s", value_parser = super::parse_duration, value_name = "DURATION")]
     pub settle: Duration,
 
-    /// The longest one run may take.
+    /// The longest one run may take while its controller is not quiet. A quiet run
+    /// waiting for its controller to recover (--settle) may go on up to twice this.
     #[arg(long, default_value = "60s", value_parser = super::parse_duration, value_name = "DURATION")]
     pub max_run: Duration,
 

@@ -35,13 +35,16 @@ pub struct RunArgs {
     #[arg(long, value_parser = super::parse_duration, value_name = "DURATION")]
     pub duration: Option<Duration>,
 
-    /// End the run once nothing has happened for this long: no write by the controller,
-    /// no window open, opened or closed, the workload done (what `explore` does). With
-    /// --duration, that is the cap; else --max-run.
+    /// End the run once nothing has happened for this long — no write by the controller,
+    /// no window open, opened or closed, the workload done — and the oracles can judge:
+    /// an object not Current yet is given the schedule's convergence `settle` after the
+    /// last window to recover (what `explore` does). With --duration, that is the cap;
+    /// else --max-run.
     #[arg(long, value_parser = super::parse_duration, value_name = "DURATION")]
     pub quiet: Option<Duration>,
 
-    /// With --quiet: the longest a run may take.
+    /// With --quiet: the longest a run may take while its controller is not quiet (one
+    /// quiet but waiting for `settle` may go on up to twice this).
     #[arg(long, default_value = "10m", value_parser = super::parse_duration, value_name = "DURATION")]
     pub max_run: Duration,
 

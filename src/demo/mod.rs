@@ -83,7 +83,8 @@ pub struct DemoArgs {
     #[arg(long, value_enum, default_value = "f1")]
     pub scenario: Scenario,
 
-    /// How long after the last window closes the convergence oracle waits.
+    /// How long after the last window closes the controller has to recover (the
+    /// convergence oracle's `settle`; the verdict comes sooner once it is Current).
     #[arg(long, default_value = "8s", value_parser = crate::duration::parse, value_name = "DURATION")]
     pub settle: Duration,
 

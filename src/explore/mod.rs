@@ -356,12 +356,22 @@ impl Search {
         let mut plans = plan::plans(&refs.reference);
         let ranks = refs.focus.order(&mut plans);
         self.progress.say(&format!(
-            "explore: reference runs quiet after {:.1}s; {} anchors, {} plans; trials judged after {} of quiet (the controller's longest gap between writes: {})",
+            "explore: reference runs quiet after {:.1}s; {} anchors, {} plans; trials end after {} of quiet (the controller's longest gap between writes: {}){}",
             refs.seconds,
             refs.reference.anchors.len(),
             plans.len(),
             humantime::format_duration(Duration::from_millis(refs.trial_quiet.as_millis() as u64)),
             humantime::format_duration(Duration::from_millis(refs.longest_gap.as_millis() as u64)),
+            self.shared
+                .cfg
+                .oracles
+                .convergence
+                .as_ref()
+                .map(|c| format!(
+                    " once everything is Current, or {} after the last window (--settle)",
+                    humantime::format_duration(c.settle.0)
+                ))
+                .unwrap_or_default(),
         ));
         self.progress.say(&format!(
             "explore: focus{} {}: {} plans on it, {} near it, {} elsewhere (tried in that order)",

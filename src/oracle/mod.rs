@@ -131,8 +131,9 @@ pub struct ObjectStatus {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Verdicts {
-    /// False while the convergence oracle cannot judge yet (a window is open, or `settle`
-    /// has not passed since the last one closed).
+    /// False while the convergence oracle cannot judge yet: a window is open, or `settle`
+    /// has not passed since the last one closed and an object is not Current yet (or has
+    /// no status yet, or none has been seen).
     pub judged: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pending: Option<String>,
@@ -213,6 +214,9 @@ struct Obj {
     /// (when, changed paths) for each successive state.
     diffs: VecDeque<(SystemTime, BTreeSet<String>)>,
     readiness: Option<SystemTime>,
+    /// No status at all yet (kstatus calls that Current): its controller has not
+    /// written to it, so it is no sign the controller is done.
+    statusless: bool,
 }
 
 /// A client's highest rates on one object: writes and 409s in one minute.
@@ -238,6 +242,8 @@ struct State {
     lanes: staleness::Record,
     /// Entries dropped at a cap.
     dropped: u64,
+    /// An object the convergence oracle judges has been seen (it may be deleted since).
+    convergence_seen: bool,
 }
 
 /// Keep `map` within [`MAX_ENTRIES`] by dropping the entry `last` says was active least
@@ -499,7 +505,13 @@ impl Oracles {
             .readiness_race
             .as_ref()
             .is_some_and(|c| c.resources.iter().any(|r| r == resource));
+        let judged = self
+            .config
+            .convergence
+            .as_ref()
+            .is_some_and(|c| c.resources.iter().any(|r| r == resource));
         let mut s = self.lock();
+        s.convergence_seen |= judged;
         s.lanes.truth(&key, mark);
         let o = s.objects.entry(key.clone()).or_insert_with(|| Obj {
             seen: at,
@@ -509,7 +521,9 @@ impl Oracles {
             last: None,
             diffs: VecDeque::new(),
             readiness: None,
+            statusless: false,
         });
+        o.statusless = kstatus::has_no_status(obj);
         o.seen = at;
         o.deleted = false;
         if verdict.status == kstatus::Status::Current {
@@ -640,6 +654,13 @@ impl Oracles {
     pub fn on_window(&self, name: &str, fault: &str, open: bool, at: SystemTime) {
         let mut s = self.lock();
         if open {
+            // Opened again while open (an `every` trigger faster than its duration, a
+            // second `ctl freeze`): the engine keeps one window, so one span stays open.
+            for w in s.windows.iter_mut() {
+                if w.name == name && w.closed_at.is_none() {
+                    w.closed_at = Some(at);
+                }
+            }
             s.windows.push_back(WindowSpan {
                 name: name.to_string(),
                 fault: fault.to_string(),
@@ -773,12 +794,13 @@ impl Oracles {
             let last_close = s.windows.iter().filter_map(|w| w.closed_at).max();
             let from = last_close.unwrap_or(self.started);
             let due = from + c.settle.0;
-            let judging = s
+            let judging: Vec<(&ObjectRef, &Obj)> = s
                 .objects
                 .iter()
-                .filter(|(k, o)| !o.deleted && c.resources.contains(&k.resource));
-            let none_yet = judging.clone().next().is_none();
+                .filter(|(k, o)| !o.deleted && c.resources.contains(&k.resource))
+                .collect();
             let not_current: Vec<Violation> = judging
+                .iter()
                 .filter_map(|(k, o)| {
                     let (v, since) = (o.verdict.as_ref()?, o.not_current_since?);
                     Some(Violation {
@@ -794,27 +816,38 @@ impl Oracles {
                     })
                 })
                 .collect();
+            let statusless: Vec<String> = judging
+                .iter()
+                .filter(|(_, o)| o.statusless)
+                .map(|(k, _)| format!("{}/{}", k.namespace, k.name))
+                .collect();
+            // `settle` is what a controller is given to recover: one that backs off
+            // after errors (controller-runtime's rate limiter; Flux's starts at 750 ms
+            // and doubles) may still be on its way. Once everything is Current — with a
+            // status its controller wrote: kstatus calls an object without one Current —
+            // there is nothing left to wait for; with nothing seen yet, there is (the
+            // objects may still come). Objects all deleted since: nothing to wait for.
+            let waiting = if !s.convergence_seen {
+                Some("none of its objects exists yet".to_string())
+            } else if !not_current.is_empty() {
+                Some(format!(
+                    "{} is not Current yet",
+                    not_current
+                        .iter()
+                        .map(|v| format!("{}/{}", v.namespace, v.name))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+            } else if !statusless.is_empty() {
+                Some(format!("{} has no status yet", statusless.join(", ")))
+            } else {
+                None
+            };
             if let Some(w) = open {
                 judged = false;
                 pending = Some(format!("window {:?} is still open", w.name));
-            } else if now < due && (none_yet || !not_current.is_empty()) {
-                // `settle` is what a controller is given to recover: one that backs off
-                // after errors (controller-runtime's rate limiter; Flux's starts at
-                // 750 ms and doubles) may still be on its way. Once everything is
-                // Current there is nothing left to wait for (with nothing to judge yet,
-                // there is: the objects may still come).
+            } else if let (true, Some(waiting)) = (now < due, waiting) {
                 judged = false;
-                let waiting = match none_yet {
-                    true => "none of its objects exists yet".to_string(),
-                    false => format!(
-                        "{} is not Current yet",
-                        not_current
-                            .iter()
-                            .map(|v| format!("{}/{}", v.namespace, v.name))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                };
                 pending = Some(format!(
                     "settle ({}) has not passed since the last window closed, and {waiting}",
                     humantime::format_duration(c.settle.0),

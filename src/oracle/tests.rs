@@ -131,6 +131,44 @@ fn convergence_judges_before_settle_once_everything_is_current() {
     assert_eq!(v.recoveries[0].seconds, Some(12.0));
 }
 
+/// kstatus calls an object with no status Current; it is no sign its controller is done,
+/// so it does not end the wait. Objects all deleted since leave nothing to wait for. A
+/// window opened again while open leaves no span open forever (a quiet run would wait
+/// for it).
+#[test]
+fn settle_waits_for_a_status_not_for_deleted_objects_nor_for_reopened_windows() {
+    let o = Oracles::new(
+        config(json!({"convergence": {"resources": [GR], "settle": "30s"}})),
+        t(0.0),
+    );
+    let mut fresh = gitrepo(1, None, "True");
+    fresh["status"] = json!({});
+    o.on_object(GR, &fresh, t(0.5));
+    let v = o.evaluate(t(1.0));
+    assert!(!v.judged, "{v:?}");
+    assert!(
+        v.pending
+            .as_deref()
+            .is_some_and(|p| p.ends_with("flux-system/podinfo has no status yet")),
+        "{:?}",
+        v.pending
+    );
+    o.on_delete(GR, "flux-system", "podinfo", t(2.0));
+    let v = o.evaluate(t(3.0));
+    assert!(v.judged && v.violations.is_empty(), "{v:?}");
+
+    o.on_window("w", "freeze", true, t(4.0));
+    o.on_window("w", "freeze", true, t(5.0));
+    o.on_window("w", "freeze", false, t(6.0));
+    let v = o.evaluate(t(40.0));
+    assert!(v.judged, "{v:?}");
+    assert!(
+        v.windows.iter().all(|w| w.closed_at.is_some()),
+        "{:?}",
+        v.windows
+    );
+}
+
 /// An operator stamping a timestamp annotation on every reconcile: 300 writes/s in the
 /// seed report; here 40 in a minute against a limit of 30.
 #[test]

@@ -78,8 +78,8 @@ impl ClientActivity {
         let mut m = self.clients.lock().unwrap_or_else(|p| p.into_inner());
         let mut out = None;
         for k in keys.iter() {
-            // Every request looks its keys up twice (arrival, answer): no allocation for
-            // a client already known.
+            // Every request looks its keys up twice (arrival, answer): a client already
+            // known is not copied into the map again.
             let s = match m.get_mut(k) {
                 Some(s) => s,
                 None => m.entry(k.to_string()).or_default(),

@@ -508,7 +508,6 @@ impl Engine {
         self.clients.name_listener(addr, name);
     }
 
-    /// The name of the listener at `addr`, if it has one.
     /// The activity key (`listener:NAME`) of the listener at `addr`, if it has a name.
     pub fn listener_key(&self, addr: std::net::SocketAddr) -> Option<std::sync::Arc<str>> {
         self.clients.listener_key(addr)

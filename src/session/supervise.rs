@@ -212,11 +212,13 @@ impl Supervised {
                 // is given the convergence oracle's `settle` (after the last window) to
                 // recover, so one waiting out a retry back-off is not called stuck. That
                 // wait ends by itself (at `settle`), so `max_run`, which caps a
-                // controller that never goes quiet, does not cut it short.
+                // controller that never goes quiet, does not cut it short — up to twice
+                // `max_run`, a hard limit whatever `settle` says.
                 let quiet_now = workload_done && idle >= quiet && st.activity.no_window_open();
+                let elapsed = st.clock.elapsed();
                 if quiet_now && running.oracles.can_judge(now) {
                     Some(Ended::Quiet)
-                } else if st.clock.elapsed() >= max_run && !quiet_now {
+                } else if elapsed >= max_run && (!quiet_now || elapsed >= max_run * 2) {
                     Some(Ended::MaxRun)
                 } else {
                     None
