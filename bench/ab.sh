@@ -38,13 +38,7 @@ done
 
 # shellcheck source=bench/lib.sh
 . bench/lib.sh
-auth=()
-if [ "$real" = true ]; then
-    start_real "$bin_a"
-    auth=(-H "Authorization: Bearer $(client_token bench-client)")
-else
-    start_sim "$bin_a"
-fi
+start_upstream "$bin_a"
 path=$list_path
 [ "$what" = get ] && path=$get_path
 

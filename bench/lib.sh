@@ -102,6 +102,17 @@ start_real() {
     k -n bench create role configmap-reader --verb=get,list --resource=configmaps >/dev/null
     k -n bench create rolebinding configmap-reader --role=configmap-reader --serviceaccount=bench:bench-client >/dev/null
 }
+# start_upstream BIN: start_real when $real is true (and $auth: a token header for wrk
+# and h2load), else start_sim (no token).
+start_upstream() {
+    auth=()
+    if [ "${real:-false}" = true ]; then
+        start_real "$1"
+        auth=(-H "Authorization: Bearer $(client_token bench-client)")
+    else
+        start_sim "$1"
+    fi
+}
 # kubectl with its own cache directory (not ~/.kube/cache) and the admin kubeconfig.
 k() { "$kubectl" --kubeconfig "$work/admin.kubeconfig" --cache-dir "$work/kubectl-cache" "$@"; }
 # Tokens live in $work only (gone on exit); 6 hours outlast any run of these scripts.

@@ -35,13 +35,7 @@ fi
 
 # shellcheck source=bench/lib.sh
 . bench/lib.sh
-auth=()
-if [ "$real" = true ]; then
-    start_real "$bin"
-    auth=(-H "Authorization: Bearer $(client_token bench-client)")
-else
-    start_sim "$bin"
-fi
+start_upstream "$bin"
 start_proxy stalemate "$bin"
 target=$proxy_url$list_path
 [ "$what" = get ] && target=$proxy_url$get_path
