@@ -33,7 +33,8 @@
 # its clients send none. Checked before any load: GET 200 through each target, and the
 # identity the apiserver sees (SelfSubjectReview) is the service account, not the admin.
 #
-# Prints the table (medians, ratios to direct and to nginx), then, as its last line, the
+# Prints the table (medians, ratios to direct and to nginx with the spread of each round's
+# own ratio to nginx), then, as its last line, the
 # path of a JSON result kept under ${STALEMATE_CACHE:-~/.cache/stalemate}/bench/.
 # Installs wrk, h2load (nghttp2-client) and nginx from Debian when missing; the control
 # plane comes from e2e/assets/build.sh (KUBEBUILDER_ASSETS). Loopback only; every process
@@ -357,11 +358,24 @@ for w, p in cases:
                "non_2xx_or_errors": sum(r["non_2xx_or_errors"] for r in rs)}
         rows.append(row)
         med[w, p, t] = row
+# Each round's ratio to nginx, from the two runs of that round (run one after the other):
+# the machine's drift over the whole run cancels out, and their spread says whether a
+# difference between medians is more than noise.
+by_round = {(r["workload"], r["protocol"], r["target"], r["round"]): r for r in runs}
+for row in rows:
+    key = (row["workload"], row["protocol"], row["target"])
+    for field in ("req_per_s", "cpu_ms_per_req"):
+        ratios = []
+        for rnd in sorted({r["round"] for r in runs}):
+            a, b = by_round.get(key + (rnd,)), by_round.get(key[:2] + ("nginx", rnd))
+            if a and b and a[field] is not None and b[field]:
+                ratios.append(round(a[field] / b[field], 3))
+        row[field + "_ratio_to_nginx_rounds"] = ratios
 json.dump({"rows": rows, "meta": meta, "runs": runs}, open(result, "w"), indent=1)
 
 name = {"get": "GET", "list": "LIST-500", "h1": "HTTP/1.1", "h2": "HTTP/2"}
-def line(label, cells):
-    print(f"{label:<28}" + "".join(f"{c:>15}" for c in cells))
+def line(label, cells, width=15):
+    print(f"{label:<28}" + "".join(f"{c:>{width}}" for c in cells))
 def fmt(v, spec):
     return "-" if v is None else format(v, spec)
 def ratio(a, b):
@@ -376,13 +390,20 @@ print("ratio to direct (req/s)")
 for w, p in cases:
     d = med.get((w, p, "direct"), {}).get("req_per_s")
     line(f"  {name[w]} {name[p]}", [ratio(med[w, p, t]["req_per_s"], d) if (w, p, t) in med else "-" for t in targets])
-print("ratio to nginx (req/s: higher is better; CPU: lower is cheaper)")
-for w, p in cases:
-    n = med.get((w, p, "nginx"), {}).get("req_per_s")
-    line(f"  {name[w]} {name[p]} req/s", [ratio(med[w, p, t]["req_per_s"], n) if (w, p, t) in med else "-" for t in targets])
-for w, p in cases:
-    n = med.get((w, p, "nginx"), {}).get("cpu_ms_per_req")
-    line(f"  CPU/{name[w].split('-')[0]} {name[p]}", [ratio(med[w, p, t]["cpu_ms_per_req"], n) if (w, p, t) in med else "-" for t in targets])
+def to_nginx(row, field):
+    rs = row.get(field + "_ratio_to_nginx_rounds") or []
+    if not rs:
+        return "-"
+    if row["target"] == "nginx" or len(rs) == 1:
+        return f"{rs[0]:.2f}"
+    return f"{statistics.median(rs):.2f} ({min(rs):.2f}-{max(rs):.2f})"
+print("ratio to nginx (req/s: higher is better; CPU: lower is cheaper): the median of the rounds'")
+print("own ratios (each round runs the two back to back), lowest-highest in brackets: noise if it spans 1")
+line("", targets, width=18)
+for field, label in (("req_per_s", "req/s"), ("cpu_ms_per_req", "CPU")):
+    for w, p in cases:
+        line(f"  {name[w]} {name[p]} {label}", [to_nginx(med[w, p, t], field) if (w, p, t) in med else "-"
+                                                for t in targets], width=18)
 bad = sum(r["non_2xx_or_errors"] for r in runs)
 high = [r for r in runs if r["steal_pct"] > meta["max_steal_pct"]]
 print(f"GET {meta['get_bytes']} B, LIST of {meta['list_items']} = {meta['list_bytes']} B; {meta['h1']} (h1), {meta['h2']} (h2); "

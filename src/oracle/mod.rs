@@ -1,10 +1,11 @@
 //! Oracles: did the controller recover? Judged from ground truth — the upstream watched
 //! directly (`truth.rs`), never through a window — and from the requests the proxy saw.
 //!
-//! - **convergence** (kstatus, `kstatus.rs`): after the last window closes plus `settle`,
-//!   every object of the listed resources must be Current; stuck ones are reported with
-//!   the rule that failed and since when; each object's recovery time after each window
-//!   is measured.
+//! - **convergence** (kstatus, `kstatus.rs`; judged in `convergence.rs`): once no window
+//!   is open and either `settle` has passed since the last one closed or everything is
+//!   Current, every object of the listed resources must be Current; stuck ones are
+//!   reported with the rule that failed and since when; each object's recovery time
+//!   after each window is measured.
 //! - **readiness race**: an object kstatus calls Current before its controller wrote any
 //!   status (no observedGeneration, no conditions).
 //! - **hot loop**: more successful writes to one object by one client in a minute than
@@ -16,10 +17,12 @@
 //! tested without a clock; [`Oracles::evaluate`] turns it into verdicts.
 
 mod config;
+mod convergence;
 pub mod kstatus;
 mod paths;
 mod rates;
 pub mod staleness;
+mod time_format;
 pub mod truth;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -35,6 +38,7 @@ pub use config::{
 };
 pub use paths::changed_paths;
 pub(crate) use paths::segment;
+pub(crate) use time_format::{millis as rfc3339, optional as rfc3339_opt};
 
 /// One object, as the report names it.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -155,41 +159,6 @@ pub struct Verdicts {
     /// What each client was given of those objects (the report's delivery lanes).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub deliveries: Vec<staleness::DeliveryMark>,
-}
-
-pub(crate) mod rfc3339 {
-    use std::time::SystemTime;
-
-    pub fn serialize<S: serde::Serializer>(t: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&humantime::format_rfc3339_millis(*t).to_string())
-    }
-
-    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<SystemTime, D::Error> {
-        let s: String = serde::Deserialize::deserialize(d)?;
-        humantime::parse_rfc3339_weak(&s).map_err(serde::de::Error::custom)
-    }
-}
-
-pub(crate) mod rfc3339_opt {
-    use std::time::SystemTime;
-
-    pub fn serialize<S: serde::Serializer>(
-        t: &Option<SystemTime>,
-        s: S,
-    ) -> Result<S::Ok, S::Error> {
-        match t {
-            Some(t) => super::rfc3339::serialize(t, s),
-            None => s.serialize_none(),
-        }
-    }
-
-    pub fn deserialize<'de, D: serde::Deserializer<'de>>(
-        d: D,
-    ) -> Result<Option<SystemTime>, D::Error> {
-        let s: Option<String> = serde::Deserialize::deserialize(d)?;
-        s.map(|s| humantime::parse_rfc3339_weak(&s).map_err(serde::de::Error::custom))
-            .transpose()
-    }
 }
 
 const MINUTE: Duration = Duration::from_secs(60);
@@ -313,13 +282,6 @@ impl Oracles {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn convergence_covers(&self, resource: &str) -> bool {
-        self.config
-            .convergence
-            .as_ref()
-            .is_some_and(|c| c.resources.iter().any(|r| r == resource))
     }
 
     /// A request the proxy answered. Writes and conflicts on named objects count.
@@ -687,29 +649,9 @@ impl Oracles {
         {
             w.closed_at = Some(at);
         }
-        // Recovery is measured for every object the convergence oracle watches.
-        let objs: Vec<(ObjectRef, bool)> = s
-            .objects
-            .iter()
-            .filter(|(k, o)| !o.deleted && self.convergence_covers(&k.resource))
-            .map(|(k, o)| (k.clone(), o.not_current_since.is_none()))
-            .collect();
-        for (k, current) in objs {
-            if s.recoveries.len() >= MAX_ENTRIES {
-                s.recoveries.pop_front();
-                self.count_dropped(&mut s, 1);
-            }
-            s.recoveries.push_back((
-                Recovery {
-                    window: name.to_string(),
-                    resource: k.resource,
-                    namespace: k.namespace,
-                    name: k.name,
-                    closed_at: at,
-                    seconds: None,
-                },
-                current.then_some(at),
-            ));
+        if let Some(c) = &self.config.convergence {
+            let dropped = convergence::start_recoveries(c, &mut s, name, at);
+            self.count_dropped(&mut s, dropped);
         }
     }
 
@@ -786,76 +728,13 @@ impl Oracles {
 
     /// (judged, why not, violations) as of `now`; sets `stalemate_oracle_violations`.
     fn judge(&self, s: &State, now: SystemTime) -> (bool, Option<String>, Vec<Violation>) {
-        let mut violations = Vec::new();
-        let mut judged = true;
-        let mut pending = None;
-        if let Some(c) = &self.config.convergence {
-            let open = s.windows.iter().find(|w| w.closed_at.is_none());
-            let last_close = s.windows.iter().filter_map(|w| w.closed_at).max();
-            let from = last_close.unwrap_or(self.started);
-            let due = from + c.settle.0;
-            let judging: Vec<(&ObjectRef, &Obj)> = s
-                .objects
-                .iter()
-                .filter(|(k, o)| !o.deleted && c.resources.contains(&k.resource))
-                .collect();
-            let not_current: Vec<Violation> = judging
-                .iter()
-                .filter_map(|(k, o)| {
-                    let (v, since) = (o.verdict.as_ref()?, o.not_current_since?);
-                    Some(Violation {
-                        oracle: "convergence".into(),
-                        resource: k.resource.clone(),
-                        namespace: k.namespace.clone(),
-                        name: k.name.clone(),
-                        rule: format!("{:?}: {}", v.status, v.rule),
-                        since,
-                        client: None,
-                        until: None,
-                        peak: None,
-                    })
-                })
-                .collect();
-            let statusless: Vec<String> = judging
-                .iter()
-                .filter(|(_, o)| o.statusless)
-                .map(|(k, _)| format!("{}/{}", k.namespace, k.name))
-                .collect();
-            // `settle` is what a controller is given to recover: one that backs off
-            // after errors (controller-runtime's rate limiter; Flux's starts at 750 ms
-            // and doubles) may still be on its way. Once everything is Current — with a
-            // status its controller wrote: kstatus calls an object without one Current —
-            // there is nothing left to wait for; with nothing seen yet, there is (the
-            // objects may still come). Objects all deleted since: nothing to wait for.
-            let waiting = if !s.convergence_seen {
-                Some("none of its objects exists yet".to_string())
-            } else if !not_current.is_empty() {
-                Some(format!(
-                    "{} is not Current yet",
-                    not_current
-                        .iter()
-                        .map(|v| format!("{}/{}", v.namespace, v.name))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ))
-            } else if !statusless.is_empty() {
-                Some(format!("{} has no status yet", statusless.join(", ")))
-            } else {
-                None
-            };
-            if let Some(w) = open {
-                judged = false;
-                pending = Some(format!("window {:?} is still open", w.name));
-            } else if let (true, Some(waiting)) = (now < due, waiting) {
-                judged = false;
-                pending = Some(format!(
-                    "settle ({}) has not passed since the last window closed, and {waiting}",
-                    humantime::format_duration(c.settle.0),
-                ));
-            } else {
-                violations = not_current;
+        let (judged, pending, mut violations) = match &self.config.convergence {
+            Some(c) => {
+                let j = convergence::judge(c, s, self.started, now);
+                (j.judged, j.pending, j.violations)
             }
-        }
+            None => (true, None, Vec::new()),
+        };
         violations.extend(s.settled.iter().cloned());
         for (k, o) in &s.objects {
             if let Some(at) = o.readiness {

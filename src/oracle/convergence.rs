@@ -1,0 +1,140 @@
+//! The convergence oracle's judgement: after the last window closes, every object of the
+//! listed resources must be Current (kstatus). `settle` is what a controller is given to
+//! get there, not a wait: it is judged as soon as nothing is left to wait for.
+
+use std::time::SystemTime;
+
+use super::{ConvergenceConfig, MAX_ENTRIES, Obj, ObjectRef, Recovery, State, Violation};
+
+/// Whether the convergence oracle can judge yet, why not, and what it finds.
+pub(super) struct Judgement {
+    pub judged: bool,
+    /// Why it cannot judge yet (for the report and the session's end line).
+    pub pending: Option<String>,
+    /// The objects not Current, once it can judge.
+    pub violations: Vec<Violation>,
+}
+
+impl Judgement {
+    fn waiting(why: String) -> Judgement {
+        Judgement {
+            judged: false,
+            pending: Some(why),
+            violations: Vec::new(),
+        }
+    }
+}
+
+/// The judgement as of `now`, of a run started at `started`: not while a window is open;
+/// then once `settle` has passed since the last one closed, or earlier once every object
+/// it judges is Current with a status its controller wrote.
+pub(super) fn judge(
+    c: &ConvergenceConfig,
+    s: &State,
+    started: SystemTime,
+    now: SystemTime,
+) -> Judgement {
+    let open = s.windows.iter().find(|w| w.closed_at.is_none());
+    let last_close = s.windows.iter().filter_map(|w| w.closed_at).max();
+    let from = last_close.unwrap_or(started);
+    let due = from + c.settle.0;
+    let judging: Vec<(&ObjectRef, &Obj)> = s
+        .objects
+        .iter()
+        .filter(|(k, o)| !o.deleted && c.resources.contains(&k.resource))
+        .collect();
+    let not_current: Vec<Violation> = judging
+        .iter()
+        .filter_map(|(k, o)| {
+            let (v, since) = (o.verdict.as_ref()?, o.not_current_since?);
+            Some(Violation {
+                oracle: "convergence".into(),
+                resource: k.resource.clone(),
+                namespace: k.namespace.clone(),
+                name: k.name.clone(),
+                rule: format!("{:?}: {}", v.status, v.rule),
+                since,
+                client: None,
+                until: None,
+                peak: None,
+            })
+        })
+        .collect();
+    let statusless: Vec<String> = judging
+        .iter()
+        .filter(|(_, o)| o.statusless)
+        .map(|(k, _)| format!("{}/{}", k.namespace, k.name))
+        .collect();
+    // `settle` is what a controller is given to recover: one that backs off
+    // after errors (controller-runtime's rate limiter; Flux's starts at 750 ms
+    // and doubles) may still be on its way. Once everything is Current — with a
+    // status its controller wrote: kstatus calls an object without one Current —
+    // there is nothing left to wait for; with nothing seen yet, there is (the
+    // objects may still come). Objects all deleted since: nothing to wait for.
+    let waiting = if !s.convergence_seen {
+        Some("none of its objects exists yet".to_string())
+    } else if !not_current.is_empty() {
+        Some(format!(
+            "{} is not Current yet",
+            not_current
+                .iter()
+                .map(|v| format!("{}/{}", v.namespace, v.name))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    } else if !statusless.is_empty() {
+        Some(format!("{} has no status yet", statusless.join(", ")))
+    } else {
+        None
+    };
+    if let Some(w) = open {
+        Judgement::waiting(format!("window {:?} is still open", w.name))
+    } else if let (true, Some(waiting)) = (now < due, waiting) {
+        Judgement::waiting(format!(
+            "settle ({}) has not passed since the last window closed, and {waiting}",
+            humantime::format_duration(c.settle.0),
+        ))
+    } else {
+        Judgement {
+            judged: true,
+            pending: None,
+            violations: not_current,
+        }
+    }
+}
+
+/// Window `window` closed at `at`: measure how long each object the oracle judges takes
+/// to be Current again (done at once for those that are). Returns how many old
+/// measurements were dropped at the cap.
+pub(super) fn start_recoveries(
+    c: &ConvergenceConfig,
+    s: &mut State,
+    window: &str,
+    at: SystemTime,
+) -> u64 {
+    let objs: Vec<(ObjectRef, bool)> = s
+        .objects
+        .iter()
+        .filter(|(k, o)| !o.deleted && c.resources.contains(&k.resource))
+        .map(|(k, o)| (k.clone(), o.not_current_since.is_none()))
+        .collect();
+    let mut dropped = 0;
+    for (k, current) in objs {
+        if s.recoveries.len() >= MAX_ENTRIES {
+            s.recoveries.pop_front();
+            dropped += 1;
+        }
+        s.recoveries.push_back((
+            Recovery {
+                window: window.to_string(),
+                resource: k.resource,
+                namespace: k.namespace,
+                name: k.name,
+                closed_at: at,
+                seconds: None,
+            },
+            current.then_some(at),
+        ));
+    }
+    dropped
+}
