@@ -34,8 +34,8 @@
 # identity the apiserver sees (SelfSubjectReview) is the service account, not the admin.
 #
 # Prints the table (medians, ratios to direct and to nginx with the spread of each round's
-# own ratio to nginx), then, as its last line, the
-# path of a JSON result kept under ${STALEMATE_CACHE:-~/.cache/stalemate}/bench/.
+# own ratio to nginx), then, as its last line, the path of a JSON result kept under
+# ${STALEMATE_CACHE:-~/.cache/stalemate}/bench/.
 # Installs wrk, h2load (nghttp2-client) and nginx from Debian when missing; the control
 # plane comes from e2e/assets/build.sh (KUBEBUILDER_ASSETS). Loopback only; every process
 # started here is stopped on exit. Load generators, proxies and the apiserver share the

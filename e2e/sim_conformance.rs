@@ -119,12 +119,9 @@ fn shape(v: &Value) -> Value {
 /// second boundary the recording did not may order them differently: compare them by
 /// manager, operation and subresource instead.
 fn managed_shape(v: &Value) -> Value {
-    let Value::Array(a) = v else { return shape(v) };
-    let mut entries: Vec<&Value> = a.iter().collect();
-    entries.sort_by_key(|e| {
-        ["manager", "operation", "subresource"].map(|k| e[k].as_str().unwrap_or("").to_string())
-    });
-    Value::Array(entries.into_iter().map(shape).collect())
+    let mut sorted = v.clone();
+    common::api_script::sort_managed_fields(&mut sorted);
+    shape(&sorted)
 }
 
 /// Learn recorded→replayed values of `resourceVersion` and `uid` at aligned places.

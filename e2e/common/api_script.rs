@@ -768,7 +768,7 @@ fn diff_at(path: &str, a: &Value, b: &Value, out: &mut Vec<String>) {
 /// direct and through the proxy — whose two writes fall on either side of a second
 /// boundary in one run and not in the other list the same entries in another order. With
 /// the times masked, order them by what they say.
-fn sort_managed_fields(v: &mut Value) {
+pub fn sort_managed_fields(v: &mut Value) {
     if let Value::Array(entries) = v {
         entries.sort_by_cached_key(|e| {
             let field = |k: &str| e[k].as_str().unwrap_or("").to_string();

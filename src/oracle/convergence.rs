@@ -34,17 +34,12 @@ pub(super) fn judge(
     started: SystemTime,
     now: SystemTime,
 ) -> Judgement {
-    let open = s.windows.iter().find(|w| w.closed_at.is_none());
+    if let Some(w) = s.windows.iter().find(|w| w.closed_at.is_none()) {
+        return Judgement::waiting(format!("window {:?} is still open", w.name));
+    }
     let last_close = s.windows.iter().filter_map(|w| w.closed_at).max();
-    let from = last_close.unwrap_or(started);
-    let due = from + c.settle.0;
-    let judging: Vec<(&ObjectRef, &Obj)> = s
-        .objects
-        .iter()
-        .filter(|(k, o)| !o.deleted && c.resources.contains(&k.resource))
-        .collect();
-    let not_current: Vec<Violation> = judging
-        .iter()
+    let due = last_close.unwrap_or(started) + c.settle.0;
+    let not_current: Vec<Violation> = judged_objects(c, s)
         .filter_map(|(k, o)| {
             let (v, since) = (o.verdict.as_ref()?, o.not_current_since?);
             Some(Violation {
@@ -60,17 +55,23 @@ pub(super) fn judge(
             })
         })
         .collect();
-    let statusless: Vec<String> = judging
-        .iter()
-        .filter(|(_, o)| o.statusless)
-        .map(|(k, _)| format!("{}/{}", k.namespace, k.name))
-        .collect();
+    if now >= due {
+        return Judgement {
+            judged: true,
+            pending: None,
+            violations: not_current,
+        };
+    }
     // `settle` is what a controller is given to recover: one that backs off
     // after errors (controller-runtime's rate limiter; Flux's starts at 750 ms
     // and doubles) may still be on its way. Once everything is Current — with a
     // status its controller wrote: kstatus calls an object without one Current —
     // there is nothing left to wait for; with nothing seen yet, there is (the
     // objects may still come). Objects all deleted since: nothing to wait for.
+    let statusless: Vec<String> = judged_objects(c, s)
+        .filter(|(_, o)| o.statusless)
+        .map(|(k, _)| format!("{}/{}", k.namespace, k.name))
+        .collect();
     let waiting = if !s.convergence_seen {
         Some("none of its objects exists yet".to_string())
     } else if !not_current.is_empty() {
@@ -87,20 +88,27 @@ pub(super) fn judge(
     } else {
         None
     };
-    if let Some(w) = open {
-        Judgement::waiting(format!("window {:?} is still open", w.name))
-    } else if let (true, Some(waiting)) = (now < due, waiting) {
-        Judgement::waiting(format!(
+    match waiting {
+        Some(waiting) => Judgement::waiting(format!(
             "settle ({}) has not passed since the last window closed, and {waiting}",
             humantime::format_duration(c.settle.0),
-        ))
-    } else {
-        Judgement {
+        )),
+        None => Judgement {
             judged: true,
             pending: None,
             violations: not_current,
-        }
+        },
     }
+}
+
+/// The objects the oracle judges: those of its resources that exist.
+fn judged_objects<'a>(
+    c: &'a ConvergenceConfig,
+    s: &'a State,
+) -> impl Iterator<Item = (&'a ObjectRef, &'a Obj)> {
+    s.objects
+        .iter()
+        .filter(|(k, o)| !o.deleted && c.resources.contains(&k.resource))
 }
 
 /// Window `window` closed at `at`: measure how long each object the oracle judges takes
@@ -112,10 +120,7 @@ pub(super) fn start_recoveries(
     window: &str,
     at: SystemTime,
 ) -> u64 {
-    let objs: Vec<(ObjectRef, bool)> = s
-        .objects
-        .iter()
-        .filter(|(k, o)| !o.deleted && c.resources.contains(&k.resource))
+    let objs: Vec<(ObjectRef, bool)> = judged_objects(c, s)
         .map(|(k, o)| (k.clone(), o.not_current_since.is_none()))
         .collect();
     let mut dropped = 0;

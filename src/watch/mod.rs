@@ -18,6 +18,7 @@ pub mod json;
 pub mod proto;
 
 pub mod view;
+mod view_parse;
 
 use bytes::Bytes;
 
