@@ -467,3 +467,61 @@ pub fn write_reports(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::local::Local;
+
+    /// A kube-rs client of the proxy with a token of its own (passed through upstream).
+    fn client_of(running: &Running, token: String) -> kube::Client {
+        use rustls::pki_types::CertificateDer;
+        use rustls::pki_types::pem::PemObject;
+        let ca = running.ca.as_deref().expect("the proxy's CA");
+        let mut cfg = kube::Config::new(running.url.parse().expect("proxy URL"));
+        cfg.root_cert = Some(
+            CertificateDer::pem_slice_iter(ca.as_bytes())
+                .map(|c| c.expect("PEM").to_vec())
+                .collect(),
+        );
+        cfg.auth_info.token = Some(token.into());
+        kube::Client::try_from(cfg).expect("client")
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn requests_reuse_upstream_connections_and_outlive_an_apiserver_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let local = Local::start(dir.path(), crate::sim::SimConfig::default())
+            .await
+            .unwrap();
+        let certs = crate::certs::generate("stalemate-test", &[]).unwrap();
+        let mut o = Options::loopback(
+            &certs,
+            local.source(),
+            crate::schedule::Schedule::default(),
+            None,
+        );
+        o.threads = 1;
+        let running = start(o).await.unwrap();
+        let client = client_of(&running, local.sim.token_for("admin"));
+        for _ in 0..5 {
+            client.apiserver_version().await.unwrap();
+        }
+        let namespaces: kube::Api<k8s_openapi::api::core::v1::Namespace> =
+            kube::Api::all(client.clone());
+        namespaces.list(&Default::default()).await.unwrap();
+        let opened = running.upstream.connections_opened();
+        assert_eq!(opened, 1, "one request at a time: one upstream connection");
+
+        // The apiserver restarts: its connections are gone; the next request is answered
+        // on a new one (a dead connection is seen at checkout, or gives the request back
+        // unsent), not failed.
+        local.sim.restart(Duration::ZERO);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        client.apiserver_version().await.unwrap();
+        assert_eq!(running.upstream.connections_opened(), opened + 1);
+
+        running.stop().await;
+        local.stop().await;
+    }
+}

@@ -137,8 +137,9 @@ pub struct ServeArgs {
     pub drain_timeout: Duration,
 
     /// Serving threads, each with its own event loop and upstream connection pool. A new
-    /// connection goes to the thread with the fewest and stays there with its requests.
-    /// Default: one per CPU this process may use.
+    /// connection goes to the first thread that is not busy three quarters of the time
+    /// (else to the one with the fewest connections) and stays there with its requests:
+    /// a light load runs on one thread. Default: one per CPU this process may use.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub threads: Option<u16>,
 }

@@ -205,24 +205,85 @@ where
 /// A connection on its way to a serving thread, counted on that thread from now on.
 type Handoff = (std::net::TcpStream, SocketAddr, Load);
 
+/// A serving thread counts as saturated once it has been busy this share of the time
+/// lately: new connections then go to the next thread.
+const SATURATED: f64 = 0.75;
+
+/// How long a measured busy share stands before it is measured again (on an accept).
+const SAMPLE_EVERY: Duration = Duration::from_millis(100);
+
+/// How busy a serving thread has been since it was last looked at, from its runtime's own
+/// count of the time it spent running tasks.
+struct BusyShare {
+    total: Box<dyn Fn() -> Duration + Send + Sync>,
+    at: std::time::Instant,
+    seen: Duration,
+    share: f64,
+}
+
+impl BusyShare {
+    fn new(total: Box<dyn Fn() -> Duration + Send + Sync>) -> BusyShare {
+        BusyShare {
+            seen: total(),
+            total,
+            at: std::time::Instant::now(),
+            share: 0.0,
+        }
+    }
+
+    /// Of the time since the last measurement, the share the thread was busy.
+    fn share(&mut self, now: std::time::Instant) -> f64 {
+        let elapsed = now.saturating_duration_since(self.at);
+        if elapsed >= SAMPLE_EVERY {
+            let total = (self.total)();
+            self.share = total.saturating_sub(self.seen).as_secs_f64() / elapsed.as_secs_f64();
+            (self.at, self.seen) = (now, total);
+        }
+        self.share
+    }
+}
+
 /// A serving thread, as the accept loop sees it.
 struct ServingThread {
     tx: tokio::sync::mpsc::UnboundedSender<Handoff>,
     /// Connections open on it.
     load: Arc<AtomicUsize>,
+    busy: BusyShare,
     thread: usize,
 }
 
-/// Give a connection to the least-loaded serving thread. A thread that is gone (it could
-/// not start, or died) would look least loaded forever: it leaves `threads`, and the
-/// connection goes to the next one. `false` when no thread is left.
+/// Connections a thread gathers before new ones go to the next, however idle it is: a
+/// controller opens one or two, a benchmark's load generator a handful; a hundred are
+/// many clients whose load, once it comes, one thread could not carry — and a
+/// connection never moves once placed.
+const GATHER: usize = 16;
+
+/// Which thread a new connection goes to, given each one's busy share and open
+/// connections: the first that is not saturated and holds fewer than [`GATHER`] — so a
+/// light load gathers on one thread, as nginx's does on one worker, and its requests and
+/// upstream connections never wait on another thread — else the one with the fewest
+/// connections.
+fn pick(threads: &[(f64, usize)]) -> Option<usize> {
+    (0..threads.len())
+        .find(|i| threads[*i].0 < SATURATED && threads[*i].1 < GATHER)
+        .or_else(|| (0..threads.len()).min_by_key(|i| threads[*i].1))
+}
+
+/// Give a connection to a serving thread ([`pick`]). A thread that is gone (it could not
+/// start, or died) leaves `threads`, and the connection goes to the next one. `false`
+/// when no thread is left.
 fn hand_over(
     threads: &mut Vec<ServingThread>,
     mut tcp: std::net::TcpStream,
     remote: SocketAddr,
 ) -> bool {
-    while let Some(i) = (0..threads.len()).min_by_key(|i| threads[*i].load.load(Ordering::Relaxed))
-    {
+    let now = std::time::Instant::now();
+    loop {
+        let seen: Vec<(f64, usize)> = threads
+            .iter_mut()
+            .map(|t| (t.busy.share(now), t.load.load(Ordering::Relaxed)))
+            .collect();
+        let Some(i) = pick(&seen) else { return false };
         let t = &threads[i];
         t.load.fetch_add(1, Ordering::Relaxed);
         match t.tx.send((tcp, remote, Load(t.load.clone()))) {
@@ -233,16 +294,15 @@ fn hand_over(
                     "a serving thread is gone; serving on the others"
                 );
                 tcp = back;
-                threads.swap_remove(i);
+                threads.remove(i);
             }
         }
     }
-    false
 }
 
 /// [`serve`] on `threads` OS threads, each with its own single-threaded runtime, the way
 /// nginx runs one event loop per worker process. The caller's runtime accepts and hands
-/// each connection to the thread with the fewest open ones; the connection, its
+/// each connection to the first thread that is not saturated ([`pick`]); the connection, its
 /// requests and — through `on_thread_start`, which the proxy uses to give each thread its
 /// own upstream pool — their upstream connections then stay on that thread: nothing hops
 /// between work-stealing workers per request (bench/README.md has the measurements).
@@ -276,6 +336,7 @@ where
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
+        let metrics = rt.metrics();
         std::thread::Builder::new()
             .name(format!("stalemate-serve-{i}"))
             .spawn(move || {
@@ -306,6 +367,7 @@ where
         serving.push(ServingThread {
             tx,
             load: Arc::new(AtomicUsize::new(0)),
+            busy: BusyShare::new(Box::new(move || metrics.worker_total_busy_duration(0))),
             thread: i,
         });
         stopped.push(done_rx);
@@ -380,10 +442,10 @@ mod tests {
     }
 
     /// The name of the thread that served a request on this connection.
-    async fn served_by(send: &mut Sender) -> String {
+    async fn served_by(send: &mut Sender, path: &str) -> String {
         let resp = send
             .send_request(
-                Request::get("/")
+                Request::get(path)
                     .header("host", "localhost")
                     .body(http_body_util::Empty::new())
                     .unwrap(),
@@ -394,43 +456,95 @@ mod tests {
         String::from_utf8(body.to_vec()).unwrap()
     }
 
+    fn serving_thread(
+        thread: usize,
+    ) -> (ServingThread, tokio::sync::mpsc::UnboundedReceiver<Handoff>) {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Handoff>();
+        let thread = ServingThread {
+            tx,
+            load: Arc::new(AtomicUsize::new(0)),
+            busy: BusyShare::new(Box::new(|| Duration::ZERO)),
+            thread,
+        };
+        (thread, rx)
+    }
+
     #[test]
     fn a_gone_thread_leaves_the_rotation() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let conn = || std::net::TcpStream::connect(addr).unwrap();
-        let serving_thread = |thread| {
-            let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Handoff>();
-            let thread = ServingThread {
-                tx,
-                load: Arc::new(AtomicUsize::new(0)),
-                thread,
-            };
-            (thread, rx)
-        };
         let (a, rx_a) = serving_thread(0);
         let (b, mut rx_b) = serving_thread(1);
+        let (c, mut rx_c) = serving_thread(2);
         drop(rx_a); // thread 0 is gone
-        let mut serving = vec![a, b];
+        let mut serving = vec![a, b, c];
         assert!(hand_over(&mut serving, conn(), addr));
-        assert_eq!(serving.iter().map(|l| l.thread).collect::<Vec<_>>(), [1]);
+        // The others keep their order: thread 1 is now the first.
+        assert_eq!(serving.iter().map(|l| l.thread).collect::<Vec<_>>(), [1, 2]);
         let (_, _, load) = rx_b.try_recv().expect("thread 1 got the connection");
         assert_eq!(serving[0].load.load(Ordering::Relaxed), 1);
         drop(load);
         assert_eq!(serving[0].load.load(Ordering::Relaxed), 0);
         drop(rx_b);
+        assert!(hand_over(&mut serving, conn(), addr));
+        assert!(rx_c.try_recv().is_ok(), "thread 2 got the next one");
+        drop(rx_c);
         assert!(!hand_over(&mut serving, conn(), addr));
         assert!(serving.is_empty());
     }
 
+    #[test]
+    fn connections_fill_the_first_thread_that_is_not_saturated() {
+        // (busy share, open connections) of each thread.
+        assert_eq!(pick(&[(0.1, 4), (0.0, 0), (0.0, 0)]), Some(0));
+        assert_eq!(pick(&[(0.9, 4), (0.5, 9), (0.0, 0)]), Some(1));
+        assert_eq!(pick(&[(0.9, 4), (0.8, 9), (0.2, 3)]), Some(2));
+        // Idle but holding many connections: the next thread.
+        assert_eq!(pick(&[(0.0, GATHER), (0.0, 0)]), Some(1));
+        // None with room: the fewest connections.
+        assert_eq!(pick(&[(0.9, 40), (0.8, 9), (1.0, 30)]), Some(1));
+        assert_eq!(pick(&[(0.0, GATHER + 3), (0.0, GATHER)]), Some(1));
+        assert_eq!(pick(&[]), None);
+    }
+
+    #[test]
+    fn busy_share_is_measured_over_the_time_since_the_last_look() {
+        let busy = Arc::new(std::sync::Mutex::new(Duration::ZERO));
+        let mut share = BusyShare::new(Box::new({
+            let busy = busy.clone();
+            move || *busy.lock().unwrap()
+        }));
+        let t0 = share.at;
+        assert_eq!(share.share(t0), 0.0);
+        *busy.lock().unwrap() = Duration::from_millis(300);
+        // Looked at again too soon: the last measurement stands.
+        assert_eq!(share.share(t0 + SAMPLE_EVERY / 2), 0.0);
+        let s = share.share(t0 + Duration::from_millis(400));
+        assert!((s - 0.75).abs() < 1e-9, "{s}");
+        // Nothing more done: idle since.
+        let s = share.share(t0 + Duration::from_millis(800));
+        assert_eq!(s, 0.0);
+    }
+
+    /// A test server on three threads whose handler names the thread it ran on, and
+    /// keeps that thread busy for three seconds when asked for `/spin`.
     #[tokio::test]
-    async fn connections_go_to_the_least_loaded_thread_and_stay_there() {
+    async fn connections_follow_the_load_and_stay_on_their_thread() {
         let certs = crate::certs::generate("t", &[]).unwrap();
         let tls =
             tls::server_config(certs.cert_pem.as_bytes(), certs.key_pem.as_bytes(), "t").unwrap();
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let handler = |_req: Request<Incoming>, _peer: Peer| async {
+        let handler = |req: Request<Incoming>, _peer: Peer| async move {
+            if req.uri().path() == "/spin" {
+                // Busy as a thread serving a heavy load is, from its runtime's view:
+                // short polls, one after another.
+                for _ in 0..300 {
+                    std::thread::sleep(Duration::from_millis(10));
+                    tokio::task::yield_now().await;
+                }
+            }
             let name = std::thread::current().name().unwrap_or("?").to_string();
             Response::new(body::full(name.into_bytes()))
         };
@@ -452,61 +566,61 @@ mod tests {
         )
         .unwrap();
         let serving = tokio::spawn(serving);
-
-        // Six connections opened one after another and kept open: two per thread.
-        let mut conns = Vec::new();
-        for _ in 0..6 {
+        let open = || async {
             let mut c = connect(addr, &certs.ca_cert_pem).await;
-            let name = served_by(&mut c).await;
-            conns.push((c, name));
+            let name = served_by(&mut c, "/").await;
+            (c, name)
+        };
+
+        // A light load: connections opened one after another gather on the first thread.
+        let mut conns = Vec::new();
+        for _ in 0..3 {
+            tokio::time::sleep(SAMPLE_EVERY * 2).await;
+            conns.push(open().await);
         }
         let names: Vec<&str> = conns.iter().map(|(_, n)| n.as_str()).collect();
-        assert_eq!(
-            names,
-            [
-                "stalemate-serve-0",
-                "stalemate-serve-1",
-                "stalemate-serve-2",
-                "stalemate-serve-0",
-                "stalemate-serve-1",
-                "stalemate-serve-2"
-            ]
-        );
+        assert_eq!(names, ["stalemate-serve-0"; 3]);
         let mut started = started.lock().unwrap().clone();
         started.sort();
         assert_eq!(started, [0, 1, 2]);
+
+        // Thread 0 busy: the next connection goes to thread 1, and while thread 0 was
+        // busy over the time since, the one after that too.
+        let mut spinning = connect(addr, &certs.ca_cert_pem).await;
+        let spin = tokio::spawn(async move { served_by(&mut spinning, "/spin").await });
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let (c, name) = open().await;
+        assert_eq!(name, "stalemate-serve-1");
+        conns.push((c, name));
+        assert_eq!(spin.await.unwrap(), "stalemate-serve-0");
+        let (c, name) = open().await;
+        assert_eq!(name, "stalemate-serve-1");
+        conns.push((c, name));
+        // Idle again: back to thread 0.
+        tokio::time::sleep(SAMPLE_EVERY * 3).await;
+        let (c, name) = open().await;
+        assert_eq!(name, "stalemate-serve-0");
+        conns.push((c, name));
+
+        // Many connections do not all gather on one thread, however idle it is.
+        for _ in 0..GATHER {
+            conns.push(open().await);
+        }
+        let on_first = conns
+            .iter()
+            .filter(|(_, n)| n == "stalemate-serve-0")
+            .count();
+        assert!(on_first <= GATHER, "{on_first} connections on thread 0");
+
         // A connection keeps its thread for every request.
         for (c, name) in conns.iter_mut() {
             for _ in 0..3 {
-                assert_eq!(&served_by(c).await, name);
+                assert_eq!(&served_by(c, "/").await, name);
             }
-        }
-        // Thread 1's two connections close: the next two connections go there.
-        let mut kept = Vec::new();
-        for (c, name) in conns {
-            if name == "stalemate-serve-1" {
-                drop(c);
-            } else {
-                kept.push(c);
-            }
-        }
-        for _ in 0..2 {
-            let mut c = connect(addr, &certs.ca_cert_pem).await;
-            // The closed connections' tasks end once the server reads their EOF.
-            let mut name = served_by(&mut c).await;
-            let mut tries = 0;
-            while name != "stalemate-serve-1" {
-                tries += 1;
-                assert!(tries < 250, "thread 1 never got its load back: {name}");
-                tokio::time::sleep(Duration::from_millis(20)).await;
-                c = connect(addr, &certs.ca_cert_pem).await;
-                name = served_by(&mut c).await;
-            }
-            kept.push(c);
         }
 
         // Shutdown: every thread drains (open connections are idle) and the future ends.
-        drop(kept);
+        drop(conns);
         stop_tx.send(true).unwrap();
         tokio::time::timeout(Duration::from_secs(30), serving)
             .await

@@ -4,7 +4,6 @@
 //! Failures become the `Status` a Kubernetes client understands.
 
 use http::{Request, Response};
-use hyper::body::Incoming;
 
 use super::headers::{is_upgrade, sanitize_request_headers};
 use super::{Call, Proxy, status_response};
@@ -18,7 +17,7 @@ pub async fn forward(
     proxy: &Proxy,
     call: &Call,
     mut req: Request<Body>,
-) -> Result<(Response<Incoming>, Option<WatchSlot>), Response<Body>> {
+) -> Result<(Response<Body>, Option<WatchSlot>), Response<Body>> {
     let l = &call.labels;
     let upgrade = is_upgrade(req.headers());
     let client_upgrade = upgrade.then(|| hyper::upgrade::on(&mut req));

@@ -359,7 +359,7 @@ fn prepare(
 fn respond(
     proxy: &Proxy,
     call: &Call,
-    resp: Response<Incoming>,
+    resp: Response<Body>,
     slot: Option<crate::upstream::WatchSlot>,
     list_view: Option<(crate::watch::view::ViewKey, bool)>,
 ) -> Response<Body> {
@@ -374,7 +374,6 @@ fn respond(
     let (mut parts, body) = resp.into_parts();
     let switching = parts.status == http::StatusCode::SWITCHING_PROTOCOLS;
     strip_hop_by_hop(&mut parts.headers, switching);
-    let body: Body = body.map_err(BodyError::from).boxed();
     let r = call.resource();
     let body = match r {
         Some(r) if l.watch && parts.status.is_success() => {

@@ -15,12 +15,13 @@
 //! upstream credentials: the kubeconfig's client certificate on the connection, or its
 //! token / exec-plugin credentials through kube's auth layer. When the upstream
 //! credentials include no certificate, both share one pool. Requests go over pooled
-//! HTTP/1.1 connections, one pool per serving thread ("lane"), so a request and its
-//! upstream connection run on the same thread; watches share a pool of HTTP/2
-//! connections.
+//! HTTP/1.1 connections, one pool per serving thread ("lane") whose connections the
+//! request's own task drives (`inline`), so a request and its upstream connection are
+//! one task on one thread; watches share a pool of HTTP/2 connections.
 
 pub mod discovery;
 pub mod error;
+pub mod inline;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -30,6 +31,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use bytes::Bytes;
 use http::{Request, Response, Uri};
+use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -41,11 +43,11 @@ use tower::{Layer, ServiceExt};
 use crate::listen::Body;
 
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
-type Svc = BoxCloneSyncService<Request<Body>, Response<Incoming>, BoxError>;
+type Svc = BoxCloneSyncService<Request<Body>, Response<Body>, BoxError>;
 /// The upstream's answer, as a boxed `'static` future (which also keeps the service's
 /// trait-object types out of the callers' async state machines).
 pub type ResponseFuture = std::pin::Pin<
-    Box<dyn std::future::Future<Output = Result<Response<Incoming>, BoxError>> + Send + 'static>,
+    Box<dyn std::future::Future<Output = Result<Response<Body>, BoxError>> + Send + 'static>,
 >;
 
 /// Where the upstream configuration comes from.
@@ -69,6 +71,8 @@ pub struct Upstream {
     pub base: Uri,
     /// Request clients, one set per serving thread (see [`use_lane`]).
     lanes: Arc<[Lane]>,
+    /// The serving threads' request pools, for [`Upstream::connections_opened`].
+    inline_pools: Arc<[inline::InlinePool]>,
     watches: Arc<WatchPool>,
     pub has_credentials: bool,
     /// The loaded configuration, for stalemate's own clients of the upstream (the
@@ -310,7 +314,17 @@ fn client(
 fn boxed(c: Client<hyper_rustls::HttpsConnector<HttpConnector>, Body>) -> Svc {
     BoxCloneSyncService::new(tower::service_fn(move |req: Request<Body>| {
         let c = c.clone();
-        async move { c.request(req).await.map_err(BoxError::from) }
+        async move {
+            let resp = c.request(req).await.map_err(BoxError::from)?;
+            Ok(resp.map(|b: Incoming| b.map_err(crate::listen::BodyError::from).boxed()))
+        }
+    }))
+}
+
+fn boxed_inline(pool: inline::InlinePool) -> Svc {
+    BoxCloneSyncService::new(tower::service_fn(move |req: Request<Body>| {
+        let pool = pool.clone();
+        async move { pool.send(req).await }
     }))
 }
 
@@ -364,19 +378,38 @@ impl Upstream {
         } else {
             active_plain.clone()
         };
+        // A serving thread's requests go over connections its own tasks drive
+        // (`inline`); lane 0 — the rest of the process, on a work-stealing runtime —
+        // keeps hyper-util's pool, whose connection tasks may run anywhere.
+        let base = cfg.cluster_url.clone();
+        let mut inline_pools = Vec::new();
+        let mut inline_pair = || -> Result<(Svc, Svc)> {
+            let mut pool = |tls: &rustls::ClientConfig| {
+                let pool = inline::InlinePool::new(&base, tls.clone(), opts.connect_timeout)?;
+                inline_pools.push(pool.clone());
+                Ok::<_, anyhow::Error>(boxed_inline(pool))
+            };
+            let plain = pool(&tls_plain)?;
+            let authed = if presents_certificate {
+                with_auth(&pool(&tls)?)
+            } else {
+                with_auth(&plain)
+            };
+            Ok((plain, authed))
+        };
         let lanes: Arc<[Lane]> = (0..opts.lanes.max(1))
-            .map(|_| {
-                let (passthrough, authed) = pair(false);
+            .map(|i| {
+                let (passthrough, authed) = if i == 0 { pair(false) } else { inline_pair()? };
                 // Upgrades (exec, attach, port-forward) exist only in HTTP/1.1.
                 let (upgrade, authed_upgrade) = pair(false);
-                Lane {
+                Ok(Lane {
                     passthrough,
                     authed,
                     upgrade,
                     authed_upgrade,
-                }
+                })
             })
-            .collect();
+            .collect::<Result<_>>()?;
         let watches = Arc::new(WatchPool {
             plain: watch_plain,
             authed: watch_authed,
@@ -387,9 +420,19 @@ impl Upstream {
             base: cfg.cluster_url.clone(),
             config: cfg,
             lanes,
+            inline_pools: inline_pools.into(),
             watches,
             has_credentials,
         })
+    }
+
+    /// Upstream connections the serving threads' request pools have opened so far
+    /// (watches, upgrades and the rest of the process not counted).
+    pub fn connections_opened(&self) -> usize {
+        self.inline_pools
+            .iter()
+            .map(inline::InlinePool::connections_opened)
+            .sum()
     }
 
     /// A kube-rs client of the upstream with stalemate's own (the upstream) credentials.
@@ -476,7 +519,7 @@ impl Upstream {
     }
 
     fn probe_result(
-        r: Result<Result<Response<Incoming>, BoxError>, tokio::time::error::Elapsed>,
+        r: Result<Result<Response<Body>, BoxError>, tokio::time::error::Elapsed>,
         timeout: Duration,
     ) -> Result<u16, String> {
         match r {
