@@ -209,7 +209,8 @@ type Handoff = (std::net::TcpStream, SocketAddr, Load);
 /// lately: new connections then go to the next thread.
 const SATURATED: f64 = 0.75;
 
-/// How long a measured busy share stands before it is measured again (on an accept).
+/// How long a measured busy share stands before it is measured again (the accept loop
+/// looks this often, and on every accept).
 const SAMPLE_EVERY: Duration = Duration::from_millis(100);
 
 /// How busy a serving thread has been since it was last looked at, from its runtime's own
@@ -374,9 +375,20 @@ where
     }
     let mut stop = shutdown;
     Ok(async move {
+        // Busy shares are measured every SAMPLE_EVERY, not only when a connection comes:
+        // a share measured over the long quiet before an accept would hide how busy the
+        // thread was just now.
+        let mut sample = tokio::time::interval(SAMPLE_EVERY);
+        sample.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         loop {
             let (tcp, remote) = tokio::select! {
                 _ = stop.wait_for(|s| *s) => break,
+                now = sample.tick() => {
+                    for t in serving.iter_mut() {
+                        t.busy.share(now.into_std());
+                    }
+                    continue;
+                }
                 accepted = accept(&listener) => accepted,
             };
             // Moving the socket between runtimes: deregister here, register there.

@@ -35,9 +35,10 @@ use tokio::net::TcpStream;
 use super::BoxError;
 use crate::listen::{Body, BodyError};
 
-/// How long a connection may wait unused before it is closed (hyper-util's default,
-/// which the other pools use too).
-const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
+/// How long a connection may wait unused before it is closed: well under the 90 s after
+/// which kube-apiserver closes an idle one (`IdleTimeout` in k8s.io/apiserver
+/// `secure_serving.go`), so a request is not written into a connection as it closes.
+const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The most a response body frame carries when chunks are joined: a few TLS records to
 /// the client, and a bound on what one client's body holds at once.
@@ -212,6 +213,7 @@ fn respond(s: &Arc<Shared>, conn: Conn, resp: Response<Incoming>) -> Response<Bo
             first: None,
             joined: BytesMut::new(),
             trailers: None,
+            error: None,
         }
         .boxed()
     })
@@ -283,9 +285,11 @@ fn checkout(s: &Shared) -> Option<Conn> {
     })
 }
 
-/// Put a connection whose response is over back on this thread's idle stack.
+/// Put a connection whose response is over back on this thread's idle stack — unless it
+/// is closed, or still busy (the apiserver answered before the request body was all
+/// sent: only driving it would finish that, and nothing drives an idle connection).
 fn checkin(s: &Shared, conn: Conn) {
-    if conn.conn.is_none() || conn.send.is_closed() {
+    if conn.conn.is_none() || !conn.send.is_ready() {
         return;
     }
     IDLE.with(|idle| {
@@ -367,6 +371,8 @@ struct DrivenBody {
     joined: BytesMut,
     /// Trailers that arrived behind data still to hand out.
     trailers: Option<http::HeaderMap>,
+    /// The error the body ended with, behind data still to hand out.
+    error: Option<BodyError>,
 }
 
 impl DrivenBody {
@@ -414,6 +420,9 @@ impl http_body::Body for DrivenBody {
         if let Some(t) = this.trailers.take() {
             return Poll::Ready(Some(Ok(Frame::trailers(t))));
         }
+        if let Some(e) = this.error.take() {
+            return Poll::Ready(Some(Err(e)));
+        }
         loop {
             if let Some(conn) = this.conn.as_mut() {
                 let _ = conn.poll_conn(cx);
@@ -422,6 +431,12 @@ impl http_body::Body for DrivenBody {
                 Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
                     Ok(data) => {
                         this.gather(data);
+                        if this.inner.is_end_stream() {
+                            // The last chunk (a Content-Length body): the server may
+                            // not poll again, so the connection goes back now.
+                            this.finish();
+                            return Poll::Ready(this.take_gathered().map(Ok));
+                        }
                         if this.gathered() >= JOIN_LIMIT {
                             return Poll::Ready(this.take_gathered().map(Ok));
                         }
@@ -430,6 +445,8 @@ impl http_body::Body for DrivenBody {
                         let Ok(trailers) = frame.into_trailers() else {
                             continue;
                         };
+                        // Trailers end an HTTP/1.1 body.
+                        this.finish();
                         return Poll::Ready(Some(Ok(match this.take_gathered() {
                             Some(data) => {
                                 this.trailers = Some(trailers);
@@ -439,10 +456,17 @@ impl http_body::Body for DrivenBody {
                         })));
                     }
                 },
-                // The connection is unusable; what was gathered is lost with the body.
+                // The connection is unusable; what was read before the error goes first.
                 Poll::Ready(Some(Err(e))) => {
                     this.conn = None;
-                    return Poll::Ready(Some(Err(BodyError::from(e))));
+                    let e = BodyError::from(e);
+                    return Poll::Ready(Some(match this.take_gathered() {
+                        Some(data) => {
+                            this.error = Some(e);
+                            Ok(data)
+                        }
+                        None => Err(e),
+                    }));
                 }
                 Poll::Ready(None) => {
                     this.finish();
@@ -463,15 +487,18 @@ impl http_body::Body for DrivenBody {
             && self.first.is_none()
             && self.joined.is_empty()
             && self.trailers.is_none()
+            && self.error.is_none()
     }
 
     fn size_hint(&self) -> SizeHint {
-        let mut hint = self.inner.size_hint();
+        let inner = self.inner.size_hint();
         let gathered = self.gathered() as u64;
-        hint.set_lower(hint.lower() + gathered);
-        if let Some(upper) = hint.upper() {
-            hint.set_upper(upper + gathered);
+        let mut hint = SizeHint::new();
+        // Upper first: `set_lower` asserts it stays at or below the upper bound.
+        if let Some(upper) = inner.upper() {
+            hint.set_upper(upper.saturating_add(gathered));
         }
+        hint.set_lower(inner.lower().saturating_add(gathered));
         hint
     }
 }
