@@ -356,22 +356,28 @@ impl Upstream {
             Some(l) => BoxCloneSyncService::new(l.layer(inner.clone()).map_err(BoxError::from)),
             None => inner.clone(),
         };
-        // One client per connection kind: the authed one shares the plain one's pool
-        // unless it must present a certificate.
-        let pair = |http2: bool| -> (Svc, Svc) {
-            let plain = boxed(client(tls_plain.clone(), opts, http2));
+        // One client per connection kind, made by `make` from a TLS configuration: the
+        // authed one shares the plain one's pool unless it must present a certificate.
+        let kinds = |make: &mut dyn FnMut(&rustls::ClientConfig) -> Result<Svc>| {
+            let plain = make(&tls_plain)?;
             let authed = if presents_certificate {
-                with_auth(&boxed(client(tls.clone(), opts, http2)))
+                with_auth(&make(&tls)?)
             } else {
                 with_auth(&plain)
             };
-            (plain, authed)
+            Ok::<_, anyhow::Error>((plain, authed))
+        };
+        let pair = |http2: bool| {
+            kinds(&mut |tls: &rustls::ClientConfig| Ok(boxed(client(tls.clone(), opts, http2))))
         };
         // Requests: a pool of HTTP/1.1 connections (measured faster than one shared
         // HTTP/2 connection for GET and LIST, bench/run.sh). Watches: HTTP/2, many
         // streams per connection, over several connections (see `WatchPool`).
-        let (watch_plain, watch_authed): (Vec<Svc>, Vec<Svc>) =
-            (0..WATCH_CONNECTIONS).map(|_| pair(true)).unzip();
+        let (watch_plain, watch_authed): (Vec<Svc>, Vec<Svc>) = (0..WATCH_CONNECTIONS)
+            .map(|_| pair(true))
+            .collect::<Result<Vec<_>>>()?
+            .into_iter()
+            .unzip();
         let active_plain = counters(WATCH_CONNECTIONS);
         let active_authed = if presents_certificate {
             counters(WATCH_CONNECTIONS)
@@ -383,25 +389,18 @@ impl Upstream {
         // keeps hyper-util's pool, whose connection tasks may run anywhere.
         let base = cfg.cluster_url.clone();
         let mut inline_pools = Vec::new();
-        let mut inline_pair = || -> Result<(Svc, Svc)> {
-            let mut pool = |tls: &rustls::ClientConfig| {
+        let mut inline_pair = || {
+            kinds(&mut |tls: &rustls::ClientConfig| {
                 let pool = inline::InlinePool::new(&base, tls.clone(), opts.connect_timeout)?;
                 inline_pools.push(pool.clone());
-                Ok::<_, anyhow::Error>(boxed_inline(pool))
-            };
-            let plain = pool(&tls_plain)?;
-            let authed = if presents_certificate {
-                with_auth(&pool(&tls)?)
-            } else {
-                with_auth(&plain)
-            };
-            Ok((plain, authed))
+                Ok(boxed_inline(pool))
+            })
         };
         let lanes: Arc<[Lane]> = (0..opts.lanes.max(1))
             .map(|i| {
-                let (passthrough, authed) = if i == 0 { pair(false) } else { inline_pair()? };
+                let (passthrough, authed) = if i == 0 { pair(false)? } else { inline_pair()? };
                 // Upgrades (exec, attach, port-forward) exist only in HTTP/1.1.
-                let (upgrade, authed_upgrade) = pair(false);
+                let (upgrade, authed_upgrade) = pair(false)?;
                 Ok(Lane {
                     passthrough,
                     authed,
