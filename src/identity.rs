@@ -53,7 +53,8 @@ impl ClientMatcher {
 }
 
 struct Client {
-    name: String,
+    /// Shared: every request of this client carries it (labels, activity keys).
+    name: std::sync::Arc<str>,
     user_agent: Option<regex::Regex>,
     service_account: Option<String>,
     listener: Option<String>,
@@ -63,6 +64,13 @@ struct Client {
 /// their client's): `listener:NAME`.
 pub fn listener_key(name: &str) -> std::sync::Arc<str> {
     format!("listener:{name}").into()
+}
+
+/// [`OTHER`], made once: most requests belong to no schedule client.
+fn other() -> std::sync::Arc<str> {
+    static OTHER_NAME: std::sync::LazyLock<std::sync::Arc<str>> =
+        std::sync::LazyLock::new(|| OTHER.into());
+    OTHER_NAME.clone()
 }
 
 /// A schedule's clients, compiled for matching.
@@ -82,7 +90,7 @@ impl Clients {
             clients: specs
                 .iter()
                 .map(|(name, m)| Client {
-                    name: name.clone(),
+                    name: name.as_str().into(),
                     user_agent: m
                         .user_agent
                         .as_ref()
@@ -120,10 +128,14 @@ impl Clients {
 
     /// The client a request belongs to, or [`OTHER`]. `listener` is the local address the
     /// request arrived on (formatted only when a client is matched by it).
-    pub fn identify(&self, headers: &HeaderMap, listener: std::net::SocketAddr) -> String {
+    pub fn identify(
+        &self,
+        headers: &HeaderMap,
+        listener: std::net::SocketAddr,
+    ) -> std::sync::Arc<str> {
         // Every request passes here: without clients there is nothing to decode.
         if self.clients.is_empty() {
-            return OTHER.into();
+            return other();
         }
         let ua = headers
             .get(http::header::USER_AGENT)
@@ -162,7 +174,7 @@ impl Clients {
                 return c.name.clone();
             }
         }
-        OTHER.into()
+        other()
     }
 
     /// The client names.
@@ -220,23 +232,23 @@ mod tests {
         let l: std::net::SocketAddr = "127.0.0.1:7443".parse().unwrap();
         let mut h = HeaderMap::new();
         h.insert("user-agent", "source-controller/v1.2 flux".parse().unwrap());
-        assert_eq!(c.identify(&h, l), "sc");
+        assert_eq!(&*c.identify(&h, l), "sc");
         let mut h = HeaderMap::new();
         let tok = unsigned_jwt("system:serviceaccount:kube-system:gc");
         h.insert("authorization", format!("Bearer {tok}").parse().unwrap());
-        assert_eq!(c.identify(&h, l), "gc");
-        assert_eq!(c.identify(&HeaderMap::new(), l), "other");
+        assert_eq!(&*c.identify(&h, l), "gc");
+        assert_eq!(&*c.identify(&HeaderMap::new(), l), "other");
         let second: std::net::SocketAddr = "127.0.0.1:7444".parse().unwrap();
-        assert_eq!(c.identify(&HeaderMap::new(), second), "lc");
+        assert_eq!(&*c.identify(&HeaderMap::new(), second), "lc");
         assert!(c.defines("sc") && c.defines("*") && !c.defines("ghost"));
         // A listener named by the proxy that owns it.
         let specs: BTreeMap<String, ClientMatcher> =
             serde_json::from_str(r#"{"workload": {"listener": "workload"}}"#).unwrap();
         let c = Clients::new(&specs);
         let third: std::net::SocketAddr = "127.0.0.1:7555".parse().unwrap();
-        assert_eq!(c.identify(&HeaderMap::new(), third), "other");
+        assert_eq!(&*c.identify(&HeaderMap::new(), third), "other");
         c.name_listener(third, "workload");
-        assert_eq!(c.identify(&HeaderMap::new(), third), "workload");
+        assert_eq!(&*c.identify(&HeaderMap::new(), third), "workload");
         assert_eq!(jwt_subject("a.b"), None);
         assert_eq!(jwt_subject("a.!!!.c"), None);
     }

@@ -135,6 +135,24 @@ pub enum RequestInfo {
     Resource(Box<ResourceRequest>),
 }
 
+impl RequestInfo {
+    /// The namespace a resource request addresses.
+    pub fn namespace(&self) -> Option<&str> {
+        match self {
+            RequestInfo::Resource(r) => r.namespace.as_deref(),
+            RequestInfo::NonResource { .. } => None,
+        }
+    }
+
+    /// The object a resource request names.
+    pub fn name(&self) -> Option<&str> {
+        match self {
+            RequestInfo::Resource(r) => r.name.as_deref(),
+            RequestInfo::NonResource { .. } => None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResourceRequest {
     pub verb: Verb,
@@ -196,8 +214,15 @@ pub fn classify(method: &http::Method, path: &str, query: Option<&str>) -> Reque
         path: path.to_string(),
         discovery,
     };
-    let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
-    let (group, version, rest): (&str, &str, &[&str]) = match parts.as_slice() {
+    // Every pattern below looks at most at the first nine segments (or matches a path
+    // shorter than ten), so ten on the stack tell them all apart — no Vec per request.
+    let mut segments = [""; 10];
+    let mut count = 0;
+    for (slot, seg) in segments.iter_mut().zip(path.trim_matches('/').split('/')) {
+        *slot = seg;
+        count += 1;
+    }
+    let (group, version, rest): (&str, &str, &[&str]) = match &segments[..count] {
         ["api"] | ["apis"] => return non_resource(true),
         ["api", _version] => return non_resource(true),
         ["apis", _group] | ["apis", _group, _] => return non_resource(true),
@@ -338,6 +363,39 @@ mod tests {
         assert_eq!(r.verb, Verb::Create);
         let r = res(Method::PUT, "/api/v1/namespaces/a/configmaps/x", None);
         assert_eq!(r.verb, Verb::Update);
+    }
+
+    /// Paths longer than the ten segments `classify` keeps on the stack: a pod's proxy
+    /// subresource with a path of its own, and the longest watch form.
+    #[test]
+    fn long_paths_keep_their_resource_name_and_subresource() {
+        let r = res(
+            Method::GET,
+            "/api/v1/namespaces/ns/pods/web-0/proxy/a/b/c/d/e/f",
+            None,
+        );
+        assert_eq!(
+            (
+                r.resource.as_str(),
+                r.name.as_deref(),
+                r.subresource.as_deref(),
+                r.namespace.as_deref()
+            ),
+            ("pods", Some("web-0"), Some("proxy"), Some("ns"))
+        );
+        let r = res(
+            Method::GET,
+            "/apis/apps/v1/watch/namespaces/ns/deployments/d/scale",
+            None,
+        );
+        assert_eq!(
+            (r.verb, r.group.as_str(), r.subresource.as_deref()),
+            (Verb::Watch, "apps", Some("scale"))
+        );
+        let info = classify(&Method::GET, "/api/v1/namespaces/ns/configmaps/cm", None);
+        assert_eq!((info.namespace(), info.name()), (Some("ns"), Some("cm")));
+        let info = classify(&Method::GET, "/version/a/b/c/d/e/f/g/h/i/j/k", None);
+        assert_eq!((info.namespace(), info.name()), (None, None));
     }
 
     #[test]

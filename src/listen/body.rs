@@ -36,6 +36,14 @@ impl http_body::Body for ChannelBody {
     }
 }
 
+/// No body. Zero-sized, so boxing it allocates nothing (most requests are GETs).
+pub fn empty() -> Body {
+    use http_body_util::BodyExt;
+    http_body_util::Empty::new()
+        .map_err(|never| match never {})
+        .boxed()
+}
+
 /// A whole body in one piece.
 pub fn full(bytes: impl Into<Bytes>) -> Body {
     use http_body_util::BodyExt;

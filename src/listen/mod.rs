@@ -13,6 +13,7 @@
 //! resume (PROTOCOL.md §C).
 
 pub mod body;
+mod kill;
 pub mod tls;
 
 use std::convert::Infallible;
@@ -108,7 +109,7 @@ struct Conns<H> {
     acceptor: TlsAcceptor,
     handler: H,
     builder: Arc<auto::Builder<TokioExecutor>>,
-    kill: watch::Receiver<u64>,
+    kill: kill::KillSwitch,
     graceful: hyper_util::server::graceful::GracefulShutdown,
 }
 
@@ -127,7 +128,7 @@ where
             acceptor: TlsAcceptor::from(tls),
             handler,
             builder: Arc::new(builder),
-            kill,
+            kill: kill::KillSwitch::new(kill),
             graceful: hyper_util::server::graceful::GracefulShutdown::new(),
         }
     }
@@ -139,11 +140,11 @@ where
         let acceptor = self.acceptor.clone();
         let handler = self.handler.clone();
         let builder = self.builder.clone();
-        let mut kill = self.kill.clone();
         let watcher = self.graceful.watcher();
-        tokio::spawn(async move {
-            let _load = load;
-            let epoch = *kill.borrow_and_update();
+        let registered = self.kill.register();
+        let id = registered.id();
+        let task = tokio::spawn(async move {
+            let (_load, _registered) = (load, registered);
             let tls = match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await
             {
                 Ok(Ok(s)) => s,
@@ -172,23 +173,11 @@ where
                 async move { Ok::<_, Infallible>(fut.await) }
             });
             let conn = builder.serve_connection_with_upgrades(TokioIo::new(tls), svc);
-            let conn = watcher.watch(conn.into_owned());
-            tokio::select! {
-                res = conn => {
-                    if let Err(e) = res {
-                        tracing::debug!(%remote, error = %e, "connection ended with an error");
-                    }
-                }
-                _ = async {
-                    while kill.changed().await.is_ok() {
-                        if *kill.borrow() != epoch { return; }
-                    }
-                    std::future::pending::<()>().await
-                } => {
-                    tracing::debug!(%remote, "connection dropped on request");
-                }
+            if let Err(e) = watcher.watch(conn.into_owned()).await {
+                tracing::debug!(%remote, error = %e, "connection ended with an error");
             }
         });
+        self.kill.attach(id, &task);
     }
 
     /// Let open connections finish for at most `drain`, then drop them.

@@ -56,20 +56,17 @@ pub struct ClientActivity {
 /// made once when the listener was named: every request passes here twice).
 #[derive(Debug, Clone)]
 pub struct Keys {
-    client: String,
+    client: Arc<str>,
     listener: Option<Arc<str>>,
 }
 
 impl Keys {
-    pub fn new(client: &str, listener: Option<Arc<str>>) -> Keys {
-        Keys {
-            client: client.to_string(),
-            listener,
-        }
+    pub fn new(client: Arc<str>, listener: Option<Arc<str>>) -> Keys {
+        Keys { client, listener }
     }
 
     fn iter(&self) -> impl Iterator<Item = &str> {
-        std::iter::once(self.client.as_str()).chain(self.listener.as_deref())
+        std::iter::once(&*self.client).chain(self.listener.as_deref())
     }
 }
 
@@ -182,7 +179,12 @@ mod tests {
     #[test]
     fn a_client_settles_when_its_requests_and_initial_states_are_in() {
         let a = Arc::new(ClientActivity::default());
-        let keys = || Keys::new("c", Some(crate::identity::listener_key("controller")));
+        let keys = || {
+            Keys::new(
+                "c".into(),
+                Some(crate::identity::listener_key("controller")),
+            )
+        };
         assert!(!a.of("c").settled(), "no request yet");
         let list = a.started(keys(), Verb::List, "configmaps");
         assert!(!a.of("listener:controller").settled());

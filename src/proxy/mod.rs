@@ -72,7 +72,7 @@ pub const OTHER: &str = "other";
 
 /// Labels for one request, and how it was answered (for the trace).
 pub struct Labels {
-    pub client: String,
+    pub client: Arc<str>,
     /// The verb (non-resource requests count as `get`).
     pub http_verb: Verb,
     pub verb: &'static str,
@@ -82,8 +82,6 @@ pub struct Labels {
     /// discovery knows it, else `other` (label sets stay bounded whatever URLs arrive).
     pub metric_resource: String,
     pub watch: bool,
-    pub namespace: Option<String>,
-    pub name: Option<String>,
     /// upstream | injected | view | view-violation
     pub answer: &'static str,
     pub window: Option<String>,
@@ -159,7 +157,10 @@ impl Call {
 }
 
 pub async fn handle(proxy: Arc<Proxy>, req: Request<Incoming>, peer: Peer) -> Response<Body> {
-    let req = req.map(|b| b.map_err(BodyError::from).boxed());
+    let req = req.map(|b| match http_body::Body::is_end_stream(&b) {
+        true => crate::listen::body::empty(),
+        false => b.map_err(BodyError::from).boxed(),
+    });
     let mut call = classify(&proxy, &req, &peer).await;
     let mut req = match call.resource().map(|r| r.verb) {
         Some(verb) if verb.is_write() => {
@@ -198,8 +199,6 @@ async fn classify(proxy: &Proxy, req: &Request<Body>, peer: &Peer) -> Call {
             resource: String::new(),
             metric_resource: String::new(),
             watch: false,
-            namespace: None,
-            name: None,
             answer: "upstream",
             window: None,
             rv: None,
@@ -214,10 +213,9 @@ async fn classify(proxy: &Proxy, req: &Request<Body>, peer: &Peer) -> Call {
                 Some(s) => format!("{}/{s}", r.resource_name()),
                 None => r.resource_name(),
             },
-            metric_resource: OTHER.to_string(),
+            // Set below, once discovery has been asked.
+            metric_resource: String::new(),
             watch: r.verb == Verb::Watch,
-            namespace: r.namespace.clone(),
-            name: r.name.clone(),
             answer: "upstream",
             window: None,
             rv: None,
@@ -227,16 +225,23 @@ async fn classify(proxy: &Proxy, req: &Request<Body>, peer: &Peer) -> Call {
     };
     if let RequestInfo::Resource(r) = &info {
         let known = &proxy.known;
-        if !known.knows_group_version(&r.group, &r.version) {
+        let sub = r.subresource.as_deref();
+        let mut listed = known.lookup(&r.group, &r.version, &r.resource, sub);
+        if listed.is_none() {
             // Boxed: discovery's future is large, and inlined it would grow every
             // request's (thousands of them are in flight when watches open at once).
             Box::pin(known.refresh_for(&r.group, &r.version)).await;
+            listed = known.lookup(&r.group, &r.version, &r.resource, sub);
         }
-        if known.knows(&r.group, &r.version, &r.resource, r.subresource.as_deref()) {
-            labels.metric_resource = labels.resource.clone();
-        }
+        labels.metric_resource = match listed {
+            Some(true) => labels.resource.clone(),
+            _ => OTHER.to_string(),
+        };
     }
-    let keys = activity::Keys::new(&labels.client, proxy.gates.engine.listener_key(peer.local));
+    let keys = activity::Keys::new(
+        labels.client.clone(),
+        proxy.gates.engine.listener_key(peer.local),
+    );
     let in_flight = proxy
         .activity
         .started(keys, labels.http_verb, &labels.resource);
@@ -245,11 +250,11 @@ async fn classify(proxy: &Proxy, req: &Request<Body>, peer: &Peer) -> Call {
             armed: true,
             trace: proxy.gates.trace.clone(),
             start,
-            client: labels.client.clone(),
+            client: labels.client.to_string(),
             verb: labels.verb,
             resource: labels.resource.clone(),
-            namespace: labels.namespace.clone(),
-            name: labels.name.clone(),
+            namespace: info.namespace().map(str::to_string),
+            name: info.name().map(str::to_string),
         });
     Call {
         start,
@@ -267,11 +272,12 @@ async fn classify(proxy: &Proxy, req: &Request<Body>, peer: &Peer) -> Call {
 /// opens already covers the events it causes; then the windows over its target.
 fn trigger(proxy: &Proxy, call: &mut Call) {
     let Some(r) = call.resource() else { return };
-    let resource = r.resource_name();
+    // `plural.group` without the `/subresource` the label adds (no name has a `/`).
+    let resource = call.labels.resource.split('/').next().unwrap_or_default();
     let engine = &proxy.gates.engine;
     let client = &call.labels.client;
-    let deferred = engine.on_request(client, r.verb, &resource, r.subresource.as_deref());
-    let windows = engine.windows_for(client, &resource, r.namespace.as_deref());
+    let deferred = engine.on_request(client, r.verb, resource, r.subresource.as_deref());
+    let windows = engine.windows_for(client, resource, r.namespace.as_deref());
     (call.deferred, call.windows) = (deferred, windows);
 }
 
@@ -336,7 +342,7 @@ fn prepare(
         proxy
             .metrics
             .writes
-            .with_label_values(&[l.client.as_str(), &l.metric_resource, l.verb])
+            .with_label_values(&[&*l.client, &l.metric_resource, l.verb])
             .inc();
     }
     // A LIST that reaches the upstream rebuilds the client's view — except during a
@@ -368,7 +374,7 @@ fn respond(
         proxy
             .metrics
             .conflicts
-            .with_label_values(&[l.client.as_str(), &l.metric_resource])
+            .with_label_values(&[&*l.client, &l.metric_resource])
             .inc();
     }
     let (mut parts, body) = resp.into_parts();
@@ -385,10 +391,10 @@ fn respond(
                         parts.headers.remove(header::CONTENT_LENGTH);
                     }
                     let target = gated::Target {
-                        client: l.client.clone(),
+                        client: l.client.to_string(),
                         resource: l.resource.clone(),
                         label: l.metric_resource.clone(),
-                        namespace: l.namespace.clone(),
+                        namespace: call.info.namespace().map(str::to_string),
                         view: reads::view_key(&l.client, r),
                         watch_list: r.params.send_initial_events == Some(true),
                         rewind: call.rewind.clone(),
@@ -410,7 +416,7 @@ fn respond(
             let gauge = proxy
                 .metrics
                 .watch_streams
-                .with_label_values(&[&l.client, &l.metric_resource]);
+                .with_label_values(&[&*l.client, &l.metric_resource]);
             watch_body::WatchBody::new(inner, gauge, shutdown, slot, !gated).boxed()
         }
         _ => match list_view.filter(|_| parts.status.is_success()) {
@@ -433,7 +439,7 @@ fn respond(
                     .and_then(|v| v.to_str().ok())
                     .is_some_and(|c| c.starts_with("application/vnd.kubernetes.protobuf"));
                 let trace = proxy.gates.trace.clone();
-                let (client, resource) = (l.client.clone(), l.resource.clone());
+                let (client, resource) = (l.client.to_string(), l.resource.clone());
                 created::tee(
                     body,
                     protobuf,
@@ -460,13 +466,13 @@ fn ungated(proxy: &Proxy, l: &Labels, reason: &'static str) {
     proxy
         .metrics
         .ungated
-        .with_label_values(&[l.client.as_str(), &l.metric_resource, reason])
+        .with_label_values(&[&*l.client, &l.metric_resource, reason])
         .inc();
     let first = proxy
         .ungated_seen
         .lock()
         .unwrap_or_else(|p| p.into_inner())
-        .insert((l.client.clone(), l.metric_resource.clone()));
+        .insert((l.client.to_string(), l.metric_resource.clone()));
     if first {
         tracing::warn!(client = %l.client, resource = %l.resource, reason, "a watch stream cannot be gated (its framing is unknown); windows do not apply to it");
     }
@@ -486,18 +492,18 @@ fn finish(proxy: &Proxy, mut call: Call, resp: Response<Body>) -> Response<Body>
         &l.client,
         l.http_verb,
         &l.resource,
-        l.namespace.as_deref(),
-        l.name.as_deref(),
+        call.info.namespace(),
+        call.info.name(),
         status,
         std::time::SystemTime::now(),
     );
     if proxy.gates.trace.enabled() {
         proxy.gates.trace.record(crate::trace::Record::Request {
-            client: l.client.clone(),
+            client: l.client.to_string(),
             verb: l.verb,
             resource: l.resource.clone(),
-            namespace: l.namespace.clone(),
-            name: l.name.clone(),
+            namespace: call.info.namespace().map(str::to_string),
+            name: call.info.name().map(str::to_string),
             code: status,
             latency_ms: call.start.elapsed().as_secs_f64() * 1000.0,
             answer: l.answer,
@@ -511,7 +517,7 @@ fn finish(proxy: &Proxy, mut call: Call, resp: Response<Body>) -> Response<Body>
         .metrics
         .requests
         .with_label_values(&[
-            l.client.as_str(),
+            &*l.client,
             l.verb,
             &l.metric_resource,
             resp.status().as_str(),
@@ -520,7 +526,7 @@ fn finish(proxy: &Proxy, mut call: Call, resp: Response<Body>) -> Response<Body>
     proxy
         .metrics
         .duration
-        .with_label_values(&[l.client.as_str(), l.verb])
+        .with_label_values(&[&*l.client, l.verb])
         .observe(call.start.elapsed().as_secs_f64());
     for d in call.deferred {
         d.run();

@@ -181,7 +181,7 @@ pub fn answer(
         .metrics
         .view_reads
         .with_label_values(&[
-            l.client.as_str(),
+            &*l.client,
             &l.metric_resource,
             if violation { "violated" } else { "kept" },
         ])

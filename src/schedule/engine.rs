@@ -514,7 +514,11 @@ impl Engine {
     }
 
     /// The schedule client a request belongs to, or `other`.
-    pub fn identify(&self, headers: &HeaderMap, listener: std::net::SocketAddr) -> String {
+    pub fn identify(
+        &self,
+        headers: &HeaderMap,
+        listener: std::net::SocketAddr,
+    ) -> std::sync::Arc<str> {
         self.clients.identify(headers, listener)
     }
 

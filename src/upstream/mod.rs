@@ -82,6 +82,9 @@ pub struct Upstream {
 
 /// The request clients of one serving thread, each with its own connection pool.
 struct Lane {
+    /// A serving thread's pool for requests with their own `Authorization`, called
+    /// directly: no tower stack to clone and box per request (the hot path).
+    direct: Option<inline::InlinePool>,
     passthrough: Svc,
     authed: Svc,
     /// HTTP/1.1-only clients for connection upgrades (exec, attach, port-forward).
@@ -390,18 +393,29 @@ impl Upstream {
         let base = cfg.cluster_url.clone();
         let mut inline_pools = Vec::new();
         let mut inline_pair = || {
-            kinds(&mut |tls: &rustls::ClientConfig| {
+            let mut made = Vec::new();
+            let (plain, authed) = kinds(&mut |tls: &rustls::ClientConfig| {
                 let pool = inline::InlinePool::new(&base, tls.clone(), opts.connect_timeout)?;
-                inline_pools.push(pool.clone());
+                made.push(pool.clone());
                 Ok(boxed_inline(pool))
-            })
+            })?;
+            // `kinds` makes the plain one first.
+            let direct = made.first().cloned();
+            inline_pools.extend(made);
+            Ok::<_, anyhow::Error>((plain, authed, direct))
         };
         let lanes: Arc<[Lane]> = (0..opts.lanes.max(1))
             .map(|i| {
-                let (passthrough, authed) = if i == 0 { pair(false)? } else { inline_pair()? };
+                let (passthrough, authed, direct) = if i == 0 {
+                    let (plain, authed) = pair(false)?;
+                    (plain, authed, None)
+                } else {
+                    inline_pair()?
+                };
                 // Upgrades (exec, attach, port-forward) exist only in HTTP/1.1.
                 let (upgrade, authed_upgrade) = pair(false)?;
                 Ok(Lane {
+                    direct,
                     passthrough,
                     authed,
                     upgrade,
@@ -456,6 +470,10 @@ impl Upstream {
     pub fn send(&self, req: Request<Body>, upgrade: bool) -> ResponseFuture {
         let own = req.headers().contains_key(http::header::AUTHORIZATION);
         let lane = self.lane();
+        if let (false, true, Some(pool)) = (upgrade, own, &lane.direct) {
+            let pool = pool.clone();
+            return Box::pin(async move { pool.send(req).await });
+        }
         // Upgrades (exec, attach, port-forward) exist only in HTTP/1.1.
         let svc = match (upgrade, own) {
             (false, true) => &lane.passthrough,
