@@ -6,6 +6,12 @@
 //! The connections themselves never look at it: a `select!` against the switch in each
 //! connection polled it every time the connection woke — twice per request — and each
 //! such poll takes the lock that every connection waiting on the switch shares.
+//!
+//! Each connection is registered with the switch's value when it came; a value it was
+//! not registered under kills it, whichever comes first: the watcher, the serving loop's
+//! drain ([`KillSwitch::sweep`], so a bump made just before a shutdown is never raced by
+//! the graceful close), or the connection's own [`KillSwitch::attach`] (a bump between
+//! registering it and spawning its task).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -15,6 +21,7 @@ use tokio::task::{AbortHandle, JoinHandle};
 
 /// The connections of one serving loop that a bump of the switch drops.
 pub struct KillSwitch {
+    kill: watch::Receiver<u64>,
     open: Arc<Mutex<Open>>,
     /// The watching task ends with the serving loop.
     watcher: AbortHandle,
@@ -23,40 +30,58 @@ pub struct KillSwitch {
 #[derive(Default)]
 struct Open {
     next: u64,
+    tasks: HashMap<u64, Task>,
+}
+
+struct Task {
+    /// The switch's value when the connection came.
+    epoch: u64,
     /// `None` between registering and spawning.
-    tasks: HashMap<u64, Option<AbortHandle>>,
+    handle: Option<AbortHandle>,
+    /// A bump came before the handle: abort it as soon as it is attached.
+    doomed: bool,
 }
 
 impl KillSwitch {
     /// Watch `kill` on the current runtime; a value it holds already kills nothing.
-    pub fn new(mut kill: watch::Receiver<u64>) -> KillSwitch {
-        kill.borrow_and_update();
+    pub fn new(kill: watch::Receiver<u64>) -> KillSwitch {
         let open = Arc::new(Mutex::new(Open::default()));
-        let watched = open.clone();
+        let (watched, mut changes) = (open.clone(), kill.clone());
         let watcher = tokio::spawn(async move {
-            while kill.changed().await.is_ok() {
-                let tasks: Vec<AbortHandle> = lock(&watched)
-                    .tasks
-                    .drain()
-                    .filter_map(|(_, t)| t)
-                    .collect();
-                tracing::debug!(connections = tasks.len(), "dropping connections on request");
-                for t in tasks {
-                    t.abort();
-                }
+            while changes.changed().await.is_ok() {
+                let now = *changes.borrow_and_update();
+                kill_before(&watched, now);
             }
         })
         .abort_handle();
-        KillSwitch { open, watcher }
+        KillSwitch {
+            kill,
+            open,
+            watcher,
+        }
+    }
+
+    /// Kill now, in this task, what the switch's current value kills (the watcher may
+    /// not have run yet).
+    pub fn sweep(&self) {
+        kill_before(&self.open, *self.kill.borrow());
     }
 
     /// A place for a connection about to be spawned: its task holds the [`Registered`],
     /// and the spawner then hands the task to [`KillSwitch::attach`].
     pub fn register(&self) -> Registered {
+        let epoch = *self.kill.borrow();
         let mut open = lock(&self.open);
         let id = open.next;
         open.next += 1;
-        open.tasks.insert(id, None);
+        open.tasks.insert(
+            id,
+            Task {
+                epoch,
+                handle: None,
+                doomed: false,
+            },
+        );
         Registered {
             open: self.open.clone(),
             id,
@@ -64,23 +89,73 @@ impl KillSwitch {
     }
 
     /// The task serving a registered connection, aborted if the switch moves while it
-    /// runs. A task that has already ended (its registration gone) is not kept.
+    /// runs (or moved since it was registered). A task that has already ended (its
+    /// registration gone) is not kept.
     pub fn attach(&self, id: u64, task: &JoinHandle<()>) {
-        if let Some(slot) = lock(&self.open).tasks.get_mut(&id) {
-            *slot = Some(task.abort_handle());
+        let mut open = lock(&self.open);
+        let Some(t) = open.tasks.get_mut(&id) else {
+            return;
+        };
+        if t.doomed {
+            drop(open);
+            task.abort();
+        } else {
+            t.handle = Some(task.abort_handle());
         }
     }
 
-    /// How many connections a bump would drop now.
+    /// How many connections are registered now.
     #[cfg(test)]
     pub fn open(&self) -> usize {
         lock(&self.open).tasks.len()
     }
+
+    /// How many of them a bump has condemned (aborted, or to be on attach).
+    #[cfg(test)]
+    fn doomed(&self) -> usize {
+        lock(&self.open).tasks.values().filter(|t| t.doomed).count()
+    }
 }
 
+/// The serving loop is over: its watcher stops, and connections still open past its
+/// drain are dropped (a serving thread's runtime would drop them anyway; the main
+/// runtime's would not).
 impl Drop for KillSwitch {
     fn drop(&mut self) {
         self.watcher.abort();
+        let handles: Vec<AbortHandle> = lock(&self.open)
+            .tasks
+            .values()
+            .filter_map(|t| t.handle.clone())
+            .collect();
+        for h in handles {
+            h.abort();
+        }
+    }
+}
+
+/// Abort every connection registered under another value than `now`. Entries stay
+/// until their task drops its [`Registered`].
+fn kill_before(open: &Mutex<Open>, now: u64) {
+    let handles: Vec<AbortHandle> = {
+        let mut open = lock(open);
+        open.tasks
+            .values_mut()
+            .filter(|t| t.epoch != now && !t.doomed)
+            .filter_map(|t| {
+                t.doomed = true;
+                t.handle.clone()
+            })
+            .collect()
+    };
+    if !handles.is_empty() {
+        tracing::debug!(
+            connections = handles.len(),
+            "dropping connections on request"
+        );
+    }
+    for h in handles {
+        h.abort();
     }
 }
 
@@ -146,18 +221,53 @@ mod tests {
         assert!(c.await.is_err_and(|e| e.is_cancelled()));
     }
 
+    /// The serving loop sweeps before it drains: a bump just before shutdown has
+    /// dropped its connections before the graceful close can reach them, whether or
+    /// not the watcher has run.
     #[tokio::test]
-    async fn the_watcher_ends_with_the_switch() {
+    async fn a_sweep_kills_at_once_what_the_watcher_has_not_yet() {
+        let (tx, rx) = watch::channel(0u64);
+        let switch = KillSwitch::new(rx);
+        let a = connection(&switch);
+        tx.send_modify(|e| *e += 1);
+        // Registered after the bump, before any task ran: it stays.
+        let b = connection(&switch);
+        // No await since the bump: the watcher has not run; the sweep alone did this.
+        switch.sweep();
+        assert_eq!(switch.doomed(), 1);
+        assert!(a.await.is_err_and(|e| e.is_cancelled()));
+        assert_eq!(switch.open(), 1);
+        tokio::task::yield_now().await;
+        assert!(!b.is_finished());
+        b.abort();
+    }
+
+    /// A bump between registering a connection and attaching its task still kills it.
+    #[tokio::test]
+    async fn a_bump_before_the_task_is_attached_kills_it_on_attach() {
+        let (tx, rx) = watch::channel(0u64);
+        let switch = KillSwitch::new(rx);
+        let registered = switch.register();
+        let id = registered.id();
+        tx.send_modify(|e| *e += 1);
+        switch.sweep();
+        let task = tokio::spawn(async move {
+            let _registered = registered;
+            std::future::pending::<()>().await
+        });
+        switch.attach(id, &task);
+        assert!(task.await.is_err_and(|e| e.is_cancelled()));
+    }
+
+    #[tokio::test]
+    async fn connections_left_when_the_switch_goes_are_dropped() {
         let (tx, rx) = watch::channel(0u64);
         let switch = KillSwitch::new(rx);
         let c = connection(&switch);
         drop(switch);
+        assert!(c.await.is_err_and(|e| e.is_cancelled()));
+        // Its watcher is gone too.
         tokio::task::yield_now().await;
-        // Nobody watches any more: the connection lives on through a bump.
-        tx.send_modify(|e| *e += 1);
-        tokio::task::yield_now().await;
-        assert!(!c.is_finished());
         assert_eq!(tx.receiver_count(), 0);
-        c.abort();
     }
 }

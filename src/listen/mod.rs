@@ -182,6 +182,9 @@ where
 
     /// Let open connections finish for at most `drain`, then drop them.
     async fn drain(self, drain: Duration) {
+        // A bump just before the shutdown drops its connections first: a dying
+        // apiserver sends no GOAWAY (the graceful close would reach them otherwise).
+        self.kill.sweep();
         if tokio::time::timeout(drain, self.graceful.shutdown())
             .await
             .is_err()

@@ -157,6 +157,10 @@ impl Call {
 }
 
 pub async fn handle(proxy: Arc<Proxy>, req: Request<Incoming>, peer: Peer) -> Response<Body> {
+    // A request with no body (most are GETs) gets a zero-sized one: boxing it allocates
+    // nothing. Upstream HTTP/1.1 sends both alike; hyper's HTTP/2 client would add
+    // `content-length: 0` to a bodiless POST for this exact size — only watches (GETs)
+    // go upstream over HTTP/2.
     let req = req.map(|b| match http_body::Body::is_end_stream(&b) {
         true => crate::listen::body::empty(),
         false => b.map_err(BodyError::from).boxed(),
