@@ -384,6 +384,7 @@ fn respond(
     let (mut parts, body) = resp.into_parts();
     let switching = parts.status == http::StatusCode::SWITCHING_PROTOCOLS;
     strip_hop_by_hop(&mut parts.headers, switching);
+    headers::unindexed_unique_values(&mut parts.headers);
     let r = call.resource();
     let body = match r {
         Some(r) if l.watch && parts.status.is_success() => {
