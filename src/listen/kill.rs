@@ -123,40 +123,35 @@ impl KillSwitch {
 impl Drop for KillSwitch {
     fn drop(&mut self) {
         self.watcher.abort();
-        let handles: Vec<AbortHandle> = lock(&self.open)
-            .tasks
-            .values()
-            .filter_map(|t| t.handle.clone())
-            .collect();
-        for h in handles {
-            h.abort();
-        }
+        condemn(&self.open, |_| true);
     }
 }
 
-/// Abort every connection registered under another value than `now`. Entries stay
-/// until their task drops its [`Registered`].
+/// Abort every connection registered under another value than `now`.
 fn kill_before(open: &Mutex<Open>, now: u64) {
-    let handles: Vec<AbortHandle> = {
-        let mut open = lock(open);
-        open.tasks
-            .values_mut()
-            .filter(|t| t.epoch != now && !t.doomed)
-            .filter_map(|t| {
-                t.doomed = true;
-                t.handle.clone()
-            })
-            .collect()
-    };
-    if !handles.is_empty() {
-        tracing::debug!(
-            connections = handles.len(),
-            "dropping connections on request"
-        );
+    let killed = condemn(open, |t| t.epoch != now);
+    if killed > 0 {
+        tracing::debug!(connections = killed, "dropping connections on request");
     }
-    for h in handles {
+}
+
+/// Condemn the connections `which` picks (not already condemned): abort those whose
+/// task is attached, the rest when it is. Entries stay until their task drops its
+/// [`Registered`]. How many were aborted now.
+fn condemn(open: &Mutex<Open>, which: impl Fn(&Task) -> bool) -> usize {
+    let handles: Vec<AbortHandle> = lock(open)
+        .tasks
+        .values_mut()
+        .filter(|t| !t.doomed && which(t))
+        .filter_map(|t| {
+            t.doomed = true;
+            t.handle.clone()
+        })
+        .collect();
+    for h in &handles {
         h.abort();
     }
+    handles.len()
 }
 
 /// A connection counted by the switch until it ends (dropped with its task).
@@ -189,12 +184,17 @@ mod tests {
     fn connection(switch: &KillSwitch) -> JoinHandle<()> {
         let registered = switch.register();
         let id = registered.id();
-        let task = tokio::spawn(async move {
-            let _registered = registered;
-            std::future::pending::<()>().await
-        });
+        let task = serve(registered);
         switch.attach(id, &task);
         task
+    }
+
+    /// The task of a registered connection: it holds its registration until aborted.
+    fn serve(registered: Registered) -> JoinHandle<()> {
+        tokio::spawn(async move {
+            let _registered = registered;
+            std::future::pending::<()>().await
+        })
     }
 
     #[tokio::test]
@@ -251,10 +251,7 @@ mod tests {
         let id = registered.id();
         tx.send_modify(|e| *e += 1);
         switch.sweep();
-        let task = tokio::spawn(async move {
-            let _registered = registered;
-            std::future::pending::<()>().await
-        });
+        let task = serve(registered);
         switch.attach(id, &task);
         assert!(task.await.is_err_and(|e| e.is_cancelled()));
     }

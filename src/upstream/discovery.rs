@@ -107,7 +107,9 @@ impl KnownResources {
         self.lookup(group, version, "", None).is_some()
     }
 
-    /// Whether discovery lists `resource` (or `resource/subresource`) in group/version.
+    /// Whether discovery lists `resource` (or `resource/subresource`) in group/version
+    /// (requests ask [`KnownResources::lookup`], which also tells an unknown group/version).
+    #[cfg(test)]
     pub fn knows(&self, group: &str, version: &str, resource: &str, sub: Option<&str>) -> bool {
         self.lookup(group, version, resource, sub) == Some(true)
     }

@@ -82,14 +82,32 @@ pub struct Upstream {
 
 /// The request clients of one serving thread, each with its own connection pool.
 struct Lane {
-    /// A serving thread's pool for requests with their own `Authorization`, called
-    /// directly: no tower stack to clone and box per request (the hot path).
-    direct: Option<inline::InlinePool>,
-    passthrough: Svc,
+    passthrough: Passthrough,
     authed: Svc,
     /// HTTP/1.1-only clients for connection upgrades (exec, attach, port-forward).
     upgrade: Svc,
     authed_upgrade: Svc,
+}
+
+/// How a lane sends requests with their own `Authorization` — nearly all of them.
+enum Passthrough {
+    /// A serving thread's pool, called directly: no tower stack to clone and box per
+    /// request (the hot path).
+    Inline(inline::InlinePool),
+    /// Lane 0's hyper-util client.
+    Service(Svc),
+}
+
+impl Passthrough {
+    fn send(&self, req: Request<Body>) -> ResponseFuture {
+        match self {
+            Passthrough::Inline(pool) => {
+                let pool = pool.clone();
+                Box::pin(async move { pool.send(req).await })
+            }
+            Passthrough::Service(svc) => Box::pin(svc.clone().oneshot(req)),
+        }
+    }
 }
 
 thread_local! {
@@ -399,23 +417,25 @@ impl Upstream {
                 made.push(pool.clone());
                 Ok(boxed_inline(pool))
             })?;
-            // `kinds` makes the plain one first.
-            let direct = made.first().cloned();
+            // `kinds` makes the plain one first; it is called directly.
+            let passthrough = match made.first() {
+                Some(pool) => Passthrough::Inline(pool.clone()),
+                None => Passthrough::Service(plain),
+            };
             inline_pools.extend(made);
-            Ok::<_, anyhow::Error>((plain, authed, direct))
+            Ok::<_, anyhow::Error>((passthrough, authed))
         };
         let lanes: Arc<[Lane]> = (0..opts.lanes.max(1))
             .map(|i| {
-                let (passthrough, authed, direct) = if i == 0 {
+                let (passthrough, authed) = if i == 0 {
                     let (plain, authed) = pair(false)?;
-                    (plain, authed, None)
+                    (Passthrough::Service(plain), authed)
                 } else {
                     inline_pair()?
                 };
                 // Upgrades (exec, attach, port-forward) exist only in HTTP/1.1.
                 let (upgrade, authed_upgrade) = pair(false)?;
                 Ok(Lane {
-                    direct,
                     passthrough,
                     authed,
                     upgrade,
@@ -470,13 +490,9 @@ impl Upstream {
     pub fn send(&self, req: Request<Body>, upgrade: bool) -> ResponseFuture {
         let own = req.headers().contains_key(http::header::AUTHORIZATION);
         let lane = self.lane();
-        if let (false, true, Some(pool)) = (upgrade, own, &lane.direct) {
-            let pool = pool.clone();
-            return Box::pin(async move { pool.send(req).await });
-        }
         // Upgrades (exec, attach, port-forward) exist only in HTTP/1.1.
         let svc = match (upgrade, own) {
-            (false, true) => &lane.passthrough,
+            (false, true) => return lane.passthrough.send(req),
             (false, false) => &lane.authed,
             (true, true) => &lane.upgrade,
             (true, false) => &lane.authed_upgrade,
