@@ -302,6 +302,9 @@ const ANSWERS_VERSION: &str =
 #[test]
 fn bad_input_is_named_and_nothing_is_left_running() {
     let dir = tempfile::tempdir().unwrap();
+    // Its own temporary directory, to see what each failed start leaves there.
+    let tmp = tempfile::tempdir().unwrap();
+    let tmp_dir = tmp.path().to_str().unwrap();
     let schedule = write(dir.path(), "none.json", "{}");
     let run = |envtest: &str| {
         stalemate(
@@ -314,7 +317,7 @@ fn bad_input_is_named_and_nothing_is_left_running() {
                 "--",
                 "true",
             ],
-            &[],
+            &[("TMPDIR", tmp_dir)],
         )
     };
     let expect = |out: &Output, says: &str| {
@@ -367,7 +370,7 @@ fn bad_input_is_named_and_nothing_is_left_running() {
             "--ready-timeout",
             "3s",
         ],
-        &[],
+        &[("TMPDIR", tmp_dir)],
     );
     expect(&out, "kube-apiserver did not get ready within 3s");
     assert_eq!(
@@ -375,6 +378,21 @@ fn bad_input_is_named_and_nothing_is_left_running() {
         Vec::<String>::new(),
         "the apiserver that never got ready, and its etcd, are gone"
     );
+    // Its temporary directory keeps the logs the error names, not etcd's data.
+    let left = files_under(tmp.path());
+    assert!(
+        !left.is_empty()
+            && left
+                .iter()
+                .all(|f| f.starts_with("stalemate-envtest-") && f.ends_with(".log")),
+        "after a failed start only logs are left: {left:?}"
+    );
+    let log = tmp.path().join(
+        left.iter()
+            .find(|f| f.ends_with("kube-apiserver.log"))
+            .expect("the apiserver's log"),
+    );
+    expect(&out, log.to_str().unwrap());
 
     let out = stalemate(
         &[
@@ -387,12 +405,47 @@ fn bad_input_is_named_and_nothing_is_left_running() {
             "--",
             "true",
         ],
-        &[],
+        &[("TMPDIR", tmp_dir)],
     );
     expect(&out, "\"kube-proxy\" is not a component");
     let out = stalemate(
         &["run", "--with", "kwok", "--schedule", "x", "--", "true"],
-        &[],
+        &[("TMPDIR", tmp_dir)],
     );
     expect(&out, "--envtest");
+    let left = files_under(tmp.path());
+    assert!(
+        left.iter()
+            .all(|f| f.starts_with("stalemate-envtest-") && f.ends_with(".log")),
+        "nothing but that control plane's logs is left: {left:?}"
+    );
+    let dirs: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(dirs.len(), 1, "no other directory is left: {dirs:?}");
+}
+
+/// Every file under `dir`, as a path relative to it.
+fn files_under(dir: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for entry in std::fs::read_dir(&d).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                todo.push(path);
+            } else {
+                found.push(
+                    path.strip_prefix(dir)
+                        .unwrap()
+                        .to_string_lossy()
+                        .into_owned(),
+                );
+            }
+        }
+    }
+    found.sort();
+    found
 }

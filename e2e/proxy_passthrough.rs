@@ -461,6 +461,104 @@ fn clients_without_the_proxy_ca_are_refused_and_upstream_tls_is_verified() {
     assert_eq!(insecure.curl("GET", "/version", &[], None).status, 200);
 }
 
+/// The upstream kubeconfig's `tls-server-name` is what the apiserver's certificate is
+/// checked against, as kubectl and client-go check it: here the simulator listens on
+/// 127.0.0.2, which its certificate (127.0.0.1, ::1, localhost) does not name.
+#[test]
+fn the_upstream_kubeconfigs_tls_server_name_is_what_its_certificate_must_name() {
+    let sim = Sim::start_with(&["--listen", "127.0.0.2:0"]);
+    assert!(sim.url.starts_with("https://127.0.0.2:"), "{}", sim.url);
+    let with_name = |name: &str, label: &str| {
+        let kc = std::fs::read_to_string(&sim.kubeconfig).unwrap();
+        let mut out = String::new();
+        for line in kc.lines() {
+            if let Some(at) = line.find("server: https://127.0.0.2") {
+                out.push_str(&format!("{}tls-server-name: {name}\n", &line[..at]));
+            }
+            out.push_str(line);
+            out.push('\n');
+        }
+        assert!(out.contains("tls-server-name"), "{kc}");
+        let path = sim.dir.path().join(format!("kubeconfig-{label}"));
+        std::fs::write(&path, out).unwrap();
+        path.to_string_lossy().into_owned()
+    };
+    let named = with_name("localhost", "dns");
+    // kubectl direct: the name makes it work (the test's premise).
+    let direct = kubectl_cmd(std::path::Path::new(&named), &sim.cache_dir())
+        .args(["get", "namespace", "default", "-o", "name"])
+        .output()
+        .unwrap();
+    assert!(
+        direct.status.success(),
+        "{}",
+        String::from_utf8_lossy(&direct.stderr)
+    );
+
+    // Through the proxy: requests (the serving threads' pools), a watch (the HTTP/2
+    // watch pool) and kubectl.
+    let proxy = Proxy::start_raw(&["--upstream-kubeconfig", &named]);
+    let r = proxy.curl("GET", "/api/v1/namespaces/default", &[], None);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let w = common::curl(
+        &proxy.ca(),
+        &proxy.url,
+        "GET",
+        "/api/v1/namespaces?watch=1&timeoutSeconds=1",
+        &[],
+        None,
+        &["--max-time", "20"],
+    );
+    assert_eq!(w.status, 200, "{}", w.text());
+    assert!(w.text().contains(r#""type":"ADDED""#), "{}", w.text());
+    assert_eq!(
+        proxy
+            .kubectl_ok(&["get", "namespace", "default", "-o", "name"])
+            .trim(),
+        "namespace/default"
+    );
+
+    // An IP address as the name (checked against the certificate's IP addresses).
+    let by_ip = Proxy::start_raw(&["--upstream-kubeconfig", &with_name("127.0.0.1", "ip")]);
+    let r = by_ip.curl("GET", "/api/v1/namespaces/default", &[], None);
+    assert_eq!(r.status, 200, "{}", r.text());
+
+    // Without it the address is checked, and fails, naming the certificate.
+    let unnamed = Proxy::start(&sim, &[]);
+    let r = unnamed.curl("GET", "/api/v1/namespaces/default", &[], None);
+    assert_eq!(r.status, 502, "{}", r.text());
+    assert!(r.text().contains("not valid for name"), "{}", r.text());
+
+    // An empty one is no name (as in client-go): the address is checked again.
+    let empty = Proxy::start_raw(&["--upstream-kubeconfig", &with_name(r#""""#, "empty")]);
+    let r = empty.curl("GET", "/api/v1/namespaces/default", &[], None);
+    assert_eq!(r.status, 502, "{}", r.text());
+    assert!(r.text().contains("not valid for name"), "{}", r.text());
+
+    // A name that is not one is refused at start.
+    let bad = with_name("not a name!", "bad");
+    let out = Command::new(common::BIN)
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--upstream-kubeconfig",
+            &bad,
+        ])
+        // Its own serving certificate, not one in the user's state directory.
+        .arg("--tls-dir")
+        .arg(sim.dir.path().join("bad-tls"))
+        .env("RUST_LOG", "warn")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(r#"tls-server-name "not a name!" is neither a DNS name nor an IP address"#),
+        "{err}"
+    );
+}
+
 #[test]
 fn large_list_streams_without_buffering_and_metrics_count_it() {
     let sim = Sim::start();

@@ -35,8 +35,17 @@ impl Sim {
         let dir = tempfile::tempdir().expect("tempdir");
         let kubeconfig = dir.path().join("kubeconfig");
         let tls = dir.path().join("tls");
+        // On 127.0.0.1 unless `extra` says where.
+        let elsewhere = extra.iter().any(|a| a.starts_with("--listen"));
+        let listen: &[&str] = if elsewhere {
+            &[]
+        } else {
+            &["--listen", "127.0.0.1:0"]
+        };
         let mut child = Command::new(BIN)
-            .args(["sim", "--listen", "127.0.0.1:0", "--kubeconfig-out"])
+            .arg("sim")
+            .args(listen)
+            .arg("--kubeconfig-out")
             .arg(&kubeconfig)
             .arg("--tls-dir")
             .arg(&tls)
@@ -53,8 +62,12 @@ impl Sim {
             .expect("read the URL line");
         let url = line.trim().to_string();
         assert!(
-            url.starts_with("https://127.0.0.1:"),
-            "unexpected first line: {url:?}"
+            url.starts_with(if elsewhere {
+                "https://"
+            } else {
+                "https://127.0.0.1:"
+            }),
+            "unexpected first line (no URL: did it fail to listen?): {url:?}"
         );
         Sim {
             child,

@@ -32,7 +32,8 @@ pub struct EnvtestArgs {
     pub with: Option<With>,
 
     /// Keep the control plane's files here (default: a new temporary directory, removed
-    /// when it stops).
+    /// when it stops; after a failed start only its logs are kept, for the error names
+    /// them).
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
 
@@ -65,7 +66,15 @@ pub async fn run(args: EnvtestArgs) -> Result<()> {
             true,
         ),
     };
-    let cp = ControlPlane::start(&spec, &dir, &Storage::Own).await?;
+    let cp = match ControlPlane::start(&spec, &dir, &Storage::Own).await {
+        Ok(cp) => cp,
+        Err(e) => {
+            if temporary {
+                keep_only_logs(&dir);
+            }
+            return Err(e);
+        }
+    };
     let written = match &args.kubeconfig_out {
         Some(out) => std::fs::copy(&cp.admin_kubeconfig, out)
             .map(|_| ())
@@ -74,6 +83,9 @@ pub async fn run(args: EnvtestArgs) -> Result<()> {
     };
     if let Err(e) = written {
         cp.stop().await;
+        if temporary {
+            let _ = std::fs::remove_dir_all(&dir);
+        }
         return Err(e);
     }
     {
@@ -89,4 +101,28 @@ pub async fn run(args: EnvtestArgs) -> Result<()> {
         let _ = std::fs::remove_dir_all(&dir);
     }
     Ok(())
+}
+
+/// After a failed start in a temporary directory: remove everything but the processes'
+/// logs (the error quotes their end and names them) — etcd's data is tens of megabytes
+/// that nobody will look at — and the directory itself if no log was written.
+fn keep_only_logs(dir: &std::path::Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut kept = false;
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let is_log = path.extension().is_some_and(|x| x == "log") && path.is_file();
+        if is_log {
+            kept = true;
+        } else if path.is_dir() {
+            let _ = std::fs::remove_dir_all(&path);
+        } else {
+            let _ = std::fs::remove_file(&path);
+        }
+    }
+    if !kept {
+        let _ = std::fs::remove_dir(dir);
+    }
 }

@@ -158,8 +158,6 @@ impl WorldArgs {
 pub async fn run(args: RunArgs) -> Result<ExitCode> {
     let schedule = super::check::load(&args.schedule)?;
     let setup = crate::setup::load(&args.world.setup)?;
-    let dir = std::env::temp_dir().join(format!("stalemate-run-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let choice = match args.envtest.choice() {
         Some(c) => c,
         None if args.sim => Choice::Sim,
@@ -170,6 +168,12 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
         },
     };
     let upstream = choice.for_run().await?;
+    // Made once the upstream is there, so that no error path leaves it behind.
+    let dir = std::env::temp_dir().join(format!("stalemate-run-{}", uuid::Uuid::new_v4()));
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        let _ = upstream.finish().await;
+        return Err(e).with_context(|| format!("creating {}", dir.display()));
+    }
     let mut o = Options::new(upstream.clone(), schedule, args.cmd.clone(), dir.clone());
     o.setup = setup;
     args.world.apply(&mut o);

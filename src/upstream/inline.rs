@@ -116,10 +116,13 @@ fn failed(stage: &'static str, source: impl Into<BoxError>) -> BoxError {
 
 impl InlinePool {
     /// A pool of connections to `base` (`https://host:port`) with this TLS configuration;
-    /// it is told to speak HTTP/1.1 (ALPN), whatever the configuration offered.
+    /// it is told to speak HTTP/1.1 (ALPN), whatever the configuration offered. The
+    /// apiserver's certificate is checked against `server_name` when given (the
+    /// kubeconfig's `tls-server-name`), else against the host.
     pub fn new(
         base: &Uri,
         mut tls: rustls::ClientConfig,
+        server_name: Option<ServerName<'static>>,
         connect_timeout: Duration,
     ) -> anyhow::Result<InlinePool> {
         use anyhow::Context as _;
@@ -131,8 +134,12 @@ impl InlinePool {
             .trim_start_matches('[')
             .trim_end_matches(']')
             .to_string();
-        let server_name = ServerName::try_from(bare.clone())
-            .with_context(|| format!("upstream host {host:?} is not a valid TLS server name"))?;
+        let server_name = match server_name {
+            Some(name) => name,
+            None => ServerName::try_from(bare.clone()).with_context(|| {
+                format!("upstream host {host:?} is not a valid TLS server name")
+            })?,
+        };
         let authority = match base.port_u16() {
             Some(p) => format!("{host}:{p}"),
             None => host.to_string(),
@@ -203,7 +210,7 @@ impl InlinePool {
 fn respond(s: &Arc<Shared>, conn: Conn, resp: Response<Incoming>) -> Response<Body> {
     if resp.body().is_end_stream() {
         checkin(s, conn);
-        return resp.map(|_| http_body_util::Empty::new().map_err(|n| match n {}).boxed());
+        return resp.map(|_| crate::listen::body::empty());
     }
     resp.map(|inner| {
         DrivenBody {

@@ -37,6 +37,7 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use kube::client::ConfigExt;
+use rustls::pki_types::ServerName;
 use tower::util::BoxCloneSyncService;
 use tower::{Layer, ServiceExt};
 
@@ -308,15 +309,20 @@ async fn load(source: &Source) -> Result<kube::Config> {
 fn client(
     tls: rustls::ClientConfig,
     opts: &TransportOptions,
+    server_name: Option<&ServerName<'static>>,
     http2: bool,
 ) -> Client<hyper_rustls::HttpsConnector<HttpConnector>, Body> {
     let mut http = HttpConnector::new();
     http.enforce_http(false);
     http.set_nodelay(true);
     http.set_connect_timeout(Some(opts.connect_timeout));
-    let builder = hyper_rustls::HttpsConnectorBuilder::new()
+    let mut builder = hyper_rustls::HttpsConnectorBuilder::new()
         .with_tls_config(tls)
         .https_only();
+    if let Some(name) = server_name {
+        builder = builder
+            .with_server_name_resolver(hyper_rustls::FixedServerNameResolver::new(name.clone()));
+    }
     let connector = if http2 {
         builder.enable_http1().enable_http2().wrap_connector(http)
     } else {
@@ -330,6 +336,28 @@ fn client(
     b.http2_keep_alive_interval(Duration::from_secs(30))
         .http2_keep_alive_while_idle(true);
     b.build(connector)
+}
+
+/// The kubeconfig's `tls-server-name` (client-go's `TLSClientConfig.ServerName`): the
+/// name the apiserver's certificate is checked against instead of the URL's host (and
+/// sent as SNI when it is a DNS name; an IP address is not, in rustls as in Go) — for an
+/// apiserver reached by an address its certificate does not name (a tunnel, a load
+/// balancer's IP). Every upstream connection uses it, as kube-rs's own client does
+/// (`ConfigExt::rustls_https_connector_with_connector`), and taken as written, as kube-rs
+/// takes it, so that stalemate's own kube clients (discovery, the oracles) agree. Empty
+/// is unset, as in client-go; it is cleared from `cfg` so that kube-rs agrees there too.
+fn tls_server_name(cfg: &mut kube::Config) -> Result<Option<ServerName<'static>>> {
+    if cfg.tls_server_name.as_deref() == Some("") {
+        cfg.tls_server_name = None;
+    }
+    cfg.tls_server_name
+        .as_ref()
+        .map(|name| {
+            ServerName::try_from(name.clone()).with_context(|| {
+                format!("the upstream's tls-server-name {name:?} is neither a DNS name nor an IP address")
+            })
+        })
+        .transpose()
 }
 
 fn boxed(c: Client<hyper_rustls::HttpsConnector<HttpConnector>, Body>) -> Svc {
@@ -355,6 +383,8 @@ impl Upstream {
         if opts.insecure_skip_verify {
             cfg.accept_invalid_certs = true;
         }
+        let server_name = tls_server_name(&mut cfg)?;
+        let server_name = server_name.as_ref();
         let tls = cfg
             .rustls_client_config()
             .context("building the upstream TLS configuration")?;
@@ -389,7 +419,9 @@ impl Upstream {
             Ok::<_, anyhow::Error>((plain, authed))
         };
         let pair = |http2: bool| {
-            kinds(&mut |tls: &rustls::ClientConfig| Ok(boxed(client(tls.clone(), opts, http2))))
+            kinds(&mut |tls: &rustls::ClientConfig| {
+                Ok(boxed(client(tls.clone(), opts, server_name, http2)))
+            })
         };
         // Requests: a pool of HTTP/1.1 connections (measured faster than one shared
         // HTTP/2 connection for GET and LIST, bench/run.sh). Watches: HTTP/2, many
@@ -413,7 +445,12 @@ impl Upstream {
         let mut inline_pair = || {
             let mut made = Vec::new();
             let (plain, authed) = kinds(&mut |tls: &rustls::ClientConfig| {
-                let pool = inline::InlinePool::new(&base, tls.clone(), opts.connect_timeout)?;
+                let pool = inline::InlinePool::new(
+                    &base,
+                    tls.clone(),
+                    server_name.cloned(),
+                    opts.connect_timeout,
+                )?;
                 made.push(pool.clone());
                 Ok(boxed_inline(pool))
             })?;
