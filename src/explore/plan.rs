@@ -50,7 +50,7 @@ pub struct Anchor {
     pub subresource: Option<Subresource>,
     /// The how-manyth such request it was.
     pub count: u64,
-    /// When it happened in the reference run.
+    /// When it reached the proxy in the reference run: where a window it triggers opens.
     pub at: SystemTime,
     /// Whether the reference run's requests of this kind carried a resourceVersion
     /// precondition (so a 409 `Conflict` is one a real apiserver could answer).
@@ -163,6 +163,7 @@ pub fn read(trace: &[Stamped]) -> Reference {
                 verb,
                 resource,
                 precondition,
+                latency_ms,
                 ..
             } if client == CONTROLLER || client == WORKLOAD => {
                 let Some(verb) = Verb::from_name(verb) else {
@@ -202,7 +203,7 @@ pub fn read(trace: &[Stamped]) -> Reference {
                     resource: base,
                     subresource,
                     count: *n,
-                    at: s.at,
+                    at: sent_at(s.at, *latency_ms),
                     preconditioned: false,
                 });
             }
@@ -237,6 +238,16 @@ pub fn read(trace: &[Stamped]) -> Reference {
         ));
     }
     r
+}
+
+/// When a request traced at `answered` (the proxy records a request once it has its
+/// answer) arrived. A window triggered by the request opens then, before the request is
+/// forwarded, so what it would hold is counted from then: the watch event of a create
+/// can reach the controller before the create's answer does, and counted from the
+/// answer it would look like nothing a freeze after the create could hold.
+fn sent_at(answered: SystemTime, latency_ms: f64) -> SystemTime {
+    let latency = Duration::try_from_secs_f64(latency_ms / 1000.0).unwrap_or_default();
+    answered.checked_sub(latency).unwrap_or(answered)
 }
 
 fn window(

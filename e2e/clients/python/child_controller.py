@@ -10,9 +10,18 @@ not yet delivered when the status patch brings the Widget round again — it mak
 With --fixed the child's name is derived from the Widget's, and a create's 409 means it is
 already there (a real apiserver's 409 on a create is AlreadyExists and nothing else).
 
+Like client-go controllers, the worker starts once both caches have synced; like kopf
+(whose batch window is 0.1 s), a key is reconciled a moment after it was queued, so
+events that arrive together are one reconcile. Without that moment the bug is a race
+against the scheduler even with no fault: the child's ADDED reaches its cache only
+~30-40 ms before the status patch brings the Widget round, and a busy machine starving
+one Python thread that long makes a second child in a fault-free run — which explore
+rightly reports as a controller whose fault-free runs disagree. A held watch, not a
+descheduled thread, is what should find it.
+
 Usage: python child_controller.py [--fixed]    (KUBECONFIG points at stalemate)
 """
-import queue
+import heapq
 import sys
 import threading
 import time
@@ -45,30 +54,39 @@ class Caches:
 
 
 class Queue:
-    """A work queue that holds each key once, like client-go's."""
+    """A work queue that holds each key once, like client-go's, and hands a key out
+    BATCH seconds after it was first queued: what else is queued meanwhile joins it."""
+
+    BATCH = 0.2
 
     def __init__(self):
-        self.q = queue.Queue()
+        self.ready = threading.Condition()
+        self.due = []  # (monotonic time due, key), a heap
         self.queued = set()
-        self.lock = threading.Lock()
 
     def add(self, key):
-        with self.lock:
+        with self.ready:
             if key in self.queued:
                 return
             self.queued.add(key)
-        self.q.put(key)
+            heapq.heappush(self.due, (time.monotonic() + self.BATCH, key))
+            self.ready.notify()
 
     def get(self):
-        key = self.q.get()
-        with self.lock:
-            self.queued.discard(key)
-        return key
+        with self.ready:
+            while True:
+                wait = self.due[0][0] - time.monotonic() if self.due else None
+                if wait is not None and wait <= 0:
+                    _, key = heapq.heappop(self.due)
+                    self.queued.discard(key)
+                    return key
+                self.ready.wait(wait)
 
 
-def informer(name, list_fn, on_event):
+def informer(name, list_fn, on_event, synced):
     """List, then watch from the list's resourceVersion; on any error (a 410 Gone, a
-    broken stream) list again after a second, as a reflector does."""
+    broken stream) list again after a second, as a reflector does. `synced` is set once
+    the first list is in the cache."""
     api = client.ApiClient()
     while True:
         try:
@@ -76,6 +94,7 @@ def informer(name, list_fn, on_event):
             if not isinstance(listed, dict):
                 listed = api.sanitize_for_serialization(listed)
             on_event("SYNC", listed.get("items", []))
+            synced.set()
             rv = listed["metadata"]["resourceVersion"]
             for ev in watch.Watch().stream(list_fn, resource_version=rv, timeout_seconds=300):
                 obj = ev["object"]
@@ -123,6 +142,7 @@ def main():
             if "metadata" in o and owner(o):
                 work.add(owner(o))
 
+    widgets_synced, configmaps_synced = threading.Event(), threading.Event()
     threading.Thread(
         target=informer,
         args=(
@@ -131,6 +151,7 @@ def main():
                 GROUP, VERSION, NAMESPACE, PLURAL, **kw
             ),
             on_widget,
+            widgets_synced,
         ),
         daemon=True,
     ).start()
@@ -142,9 +163,14 @@ def main():
                 NAMESPACE, label_selector=LABEL, **kw
             ),
             on_configmap,
+            configmaps_synced,
         ),
         daemon=True,
     ).start()
+    # WaitForCacheSync: a worker that runs before the ConfigMap cache has listed once
+    # would take "not listed yet" for "no child".
+    widgets_synced.wait()
+    configmaps_synced.wait()
 
     while True:
         name = work.get()

@@ -184,6 +184,33 @@ fn rounds_are_breadth_first_and_useless_freezes_are_dropped() {
     assert!(labels.iter().any(|l| l.starts_with("coalesce")));
 }
 
+/// The proxy traces a request when it has its answer, but a window it triggers opens
+/// when it arrives: the child's ADDED, delivered between the two (the simulator and an
+/// apiserver may notify watchers before the create's answer is written), is what a
+/// freeze after the create holds.
+#[test]
+fn what_a_freeze_holds_is_counted_from_when_its_request_arrived() {
+    let mut create = request(300, CONTROLLER, "create", "configmaps");
+    if let Record::Request { latency_ms, .. } = &mut create.record {
+        *latency_ms = 50.0;
+    }
+    let trace = vec![
+        request(0, CONTROLLER, "watch", "configmaps"),
+        event(280, "configmaps", "child", "7"),
+        create,
+    ];
+    let r = read(&trace);
+    assert_eq!(r.anchors[0].at, at(250));
+    let labels: Vec<String> = plans(&r).into_iter().map(|p| p.label).collect();
+    assert!(
+        labels.contains(
+            &"freeze configmaps for 1.5s after the controller's 1st create of configmaps"
+                .to_string()
+        ),
+        "{labels:#?}"
+    );
+}
+
 #[test]
 fn the_rewind_plan_restarts_and_rewinds_to_the_restart() {
     let plans = plans(&read(&reference()));
