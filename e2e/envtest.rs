@@ -343,6 +343,15 @@ fn bad_input_is_named_and_nothing_is_left_running() {
     let out = run(fake.to_str().unwrap());
     expect(&out, "kube-apiserver exited with exit status: 1");
     expect(&out, "unknown flag: --frobnicate");
+    // The log the error names is there to read after `run` has exited.
+    let log = named_log(&out);
+    assert!(log.starts_with(tmp.path()), "{}", log.display());
+    let logged = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        logged.contains("unknown flag: --frobnicate"),
+        "{}: {logged:?}",
+        log.display()
+    );
     assert_eq!(
         processes_mentioning(&fake),
         Vec::<String>::new(),
@@ -358,6 +367,7 @@ fn bad_input_is_named_and_nothing_is_left_running() {
     );
     let out = run(fake.to_str().unwrap());
     expect(&out, "port clash");
+    assert!(named_log(&out).is_file(), "{}", text(&out));
     assert_eq!(processes_mentioning(&fake), Vec::<String>::new());
 
     let hangs = tempfile::tempdir().unwrap();
@@ -387,12 +397,12 @@ fn bad_input_is_named_and_nothing_is_left_running() {
                 .all(|f| f.starts_with("stalemate-envtest-") && f.ends_with(".log")),
         "after a failed start only logs are left: {left:?}"
     );
-    let log = tmp.path().join(
-        left.iter()
-            .find(|f| f.ends_with("kube-apiserver.log"))
-            .expect("the apiserver's log"),
+    let log = named_log(&out);
+    assert!(
+        log.starts_with(tmp.path()) && log.is_file(),
+        "{}",
+        log.display()
     );
-    expect(&out, log.to_str().unwrap());
 
     let out = stalemate(
         &[
@@ -419,12 +429,29 @@ fn bad_input_is_named_and_nothing_is_left_running() {
             .all(|f| f.starts_with("stalemate-envtest-") && f.ends_with(".log")),
         "nothing but that control plane's logs is left: {left:?}"
     );
+    // One directory per failed start (the apiserver that exited, the port clash, the one
+    // never ready), holding only logs; none from `run` itself.
     let dirs: Vec<_> = std::fs::read_dir(tmp.path())
         .unwrap()
         .flatten()
-        .map(|e| e.file_name())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
-    assert_eq!(dirs.len(), 1, "no other directory is left: {dirs:?}");
+    assert_eq!(dirs.len(), 3, "no other directory is left: {dirs:?}");
+    assert!(
+        dirs.iter().all(|d| d.starts_with("stalemate-envtest-")),
+        "{dirs:?}"
+    );
+}
+
+/// The log a failed start's error names: `… (its log: PATH):`.
+fn named_log(out: &Output) -> PathBuf {
+    let err = String::from_utf8_lossy(&out.stderr);
+    let path = err
+        .split_once("its log: ")
+        .and_then(|(_, rest)| rest.split_once("):"))
+        .map(|(path, _)| path)
+        .unwrap_or_else(|| panic!("no log named in: {err}"));
+    PathBuf::from(path)
 }
 
 /// Every file under `dir`, as a path relative to it.

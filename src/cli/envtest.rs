@@ -70,7 +70,7 @@ pub async fn run(args: EnvtestArgs) -> Result<()> {
         Ok(cp) => cp,
         Err(e) => {
             if temporary {
-                keep_only_logs(&dir);
+                crate::envtest::leftovers::keep_only_logs(&dir);
             }
             return Err(e);
         }
@@ -101,28 +101,4 @@ pub async fn run(args: EnvtestArgs) -> Result<()> {
         let _ = std::fs::remove_dir_all(&dir);
     }
     Ok(())
-}
-
-/// After a failed start in a temporary directory: remove everything but the processes'
-/// logs (the error quotes their end and names them) — etcd's data is tens of megabytes
-/// that nobody will look at — and the directory itself if no log was written.
-fn keep_only_logs(dir: &std::path::Path) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    let mut kept = false;
-    for entry in entries.flatten() {
-        let path = entry.path();
-        let is_log = path.extension().is_some_and(|x| x == "log") && path.is_file();
-        if is_log {
-            kept = true;
-        } else if path.is_dir() {
-            let _ = std::fs::remove_dir_all(&path);
-        } else {
-            let _ = std::fs::remove_file(&path);
-        }
-    }
-    if !kept {
-        let _ = std::fs::remove_dir(dir);
-    }
 }

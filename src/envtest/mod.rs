@@ -22,6 +22,7 @@ pub mod apiserver;
 pub mod assets;
 pub mod daemon;
 pub mod etcd;
+pub mod leftovers;
 pub mod pki;
 
 use std::ffi::OsString;

@@ -16,6 +16,7 @@
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::Result;
 use futures_util::future::BoxFuture;
@@ -41,6 +42,8 @@ pub struct Envtest {
     ahead: usize,
     /// Where the shared etcd and the control planes keep their files.
     dir: PathBuf,
+    /// A start failed: its error names logs in `dir`, which are kept when the rest goes.
+    failed: AtomicBool,
 }
 
 impl Envtest {
@@ -59,6 +62,7 @@ impl Envtest {
             spares: Mutex::new(VecDeque::new()),
             ahead,
             dir,
+            failed: AtomicBool::new(false),
         })
     }
 
@@ -131,7 +135,9 @@ impl Kind for Envtest {
 
     fn start<'a>(&'a self, _dir: &'a Path) -> BoxFuture<'a, Result<Box<dyn Started>>> {
         Box::pin(async move {
-            let cp = self.take().await?;
+            let cp = self.take().await.inspect_err(|_| {
+                self.failed.store(true, Ordering::Relaxed);
+            })?;
             let version = self
                 .versions
                 .iter()
@@ -157,7 +163,7 @@ impl Kind for Envtest {
                     Err(_) => tracing::debug!("the shared etcd is still in use"),
                 }
             }
-            let _ = std::fs::remove_dir_all(&self.dir);
+            self.clean_up();
             Ok(())
         })
     }
@@ -177,9 +183,20 @@ impl Kind for Envtest {
     }
 }
 
+impl Envtest {
+    /// Remove the directory — but for the logs, if a start failed: its error names them.
+    fn clean_up(&self) {
+        if self.failed.load(Ordering::Relaxed) {
+            crate::envtest::leftovers::keep_only_logs(&self.dir);
+        } else {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
 impl Drop for Envtest {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
+        self.clean_up();
     }
 }
 
