@@ -70,9 +70,13 @@ struct Shared {
 }
 
 /// A connection and the handle to send on it; `conn` is `None` once it has ended.
+///
+/// The connection is boxed: hyper's connection with rustls inside is ~1.7 KiB, and a
+/// `Conn` moves on every request (off the idle stack, into the send future, into the
+/// response body, back onto the stack) — as a pointer, not as a copy of all of it.
 struct Conn {
     send: http1::SendRequest<Body>,
-    conn: Option<Connection>,
+    conn: Option<Box<Connection>>,
 }
 
 struct Idle {
@@ -184,7 +188,9 @@ impl InlinePool {
         loop {
             let (mut conn, reused) = match checkout(s) {
                 Some(c) => (c, true),
-                None => (connect(s).await?, false),
+                // Boxed: the TLS handshake's state would otherwise make the future of
+                // every request as large as itself, copied whole wherever it moves.
+                None => (Box::pin(connect(s)).await?, false),
             };
             if let Err(e) = conn.ready(reused).await {
                 if reused {
@@ -360,7 +366,7 @@ async fn connect(s: &Shared) -> Result<Conn, BoxError> {
         .map_err(|e| failed("HTTP/1.1 handshake with the upstream", e))?;
     Ok(Conn {
         send,
-        conn: Some(conn),
+        conn: Some(Box::new(conn)),
     })
 }
 
