@@ -81,14 +81,10 @@ pub fn unindexed_unique_values(h: &mut HeaderMap) {
 pub fn sanitize_request_headers(h: &mut HeaderMap, upgrade: bool) {
     strip_hop_by_hop(h, upgrade);
     h.remove(header::HOST);
-    let sentinel = h
+    if h
         .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split_once(' '))
-        .is_some_and(|(scheme, tok)| {
-            scheme.eq_ignore_ascii_case("bearer") && tok.trim() == UPSTREAM_CREDENTIALS_TOKEN
-        });
-    if sentinel {
+        .is_some_and(|v| is_sentinel(v.as_bytes()))
+    {
         h.remove(header::AUTHORIZATION);
     }
     // Empty (no allocation) for nearly every request.
@@ -100,6 +96,19 @@ pub fn sanitize_request_headers(h: &mut HeaderMap, upgrade: bool) {
     for k in remote {
         h.remove(k);
     }
+}
+
+/// Whether an `Authorization` value is `Bearer <the sentinel token>`. On bytes, not
+/// `to_str()`: nearly every value is a client's own token — a service account's JWT is
+/// ~1 KiB — and `to_str()` checks every byte of it, where comparing with the short
+/// sentinel stops at the lengths.
+fn is_sentinel(value: &[u8]) -> bool {
+    let Some(space) = value.iter().position(|&b| b == b' ') else {
+        return false;
+    };
+    let (scheme, token) = (&value[..space], &value[space + 1..]);
+    scheme.eq_ignore_ascii_case(b"bearer")
+        && token.trim_ascii() == UPSTREAM_CREDENTIALS_TOKEN.as_bytes()
 }
 
 /// The Accept header a watch is forwarded with: only media types the gate can frame
@@ -204,6 +213,30 @@ mod tests {
         );
         sanitize_request_headers(&mut h, false);
         assert!(h.get("authorization").is_none());
+    }
+
+    /// Only `Bearer <sentinel>` (any case of the scheme, spaces around the token) is the
+    /// sentinel; a client's own token, however it starts, is the client's.
+    #[test]
+    fn the_sentinel_is_exactly_a_bearer_of_the_sentinel_token() {
+        let t = UPSTREAM_CREDENTIALS_TOKEN;
+        for yes in [format!("Bearer {t}"), format!("bearer {t}"), format!("BEARER  {t} ")] {
+            assert!(is_sentinel(yes.as_bytes()), "{yes:?}");
+        }
+        for no in [
+            format!("Basic {t}"),
+            format!("Bearer {t}x"),
+            format!("Bearer x{t}"),
+            format!("Bearer{t}"),
+            t.to_string(),
+            "Bearer eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQifQ.c2ln"
+                .to_string(),
+            String::new(),
+        ] {
+            assert!(!is_sentinel(no.as_bytes()), "{no:?}");
+        }
+        // A value that is not visible ASCII is never the sentinel.
+        assert!(!is_sentinel("Bearer \u{e9}".as_bytes()));
     }
 
     #[test]
