@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # User-space instructions per request of two (or more) builds of the proxy, counted by
 # valgrind's callgrind: the A/B that machine noise cannot move. CPU time per request
-# (bench/ab.sh) moves ±5% between rounds on a shared 2-core VM; an instruction count
-# moves by well under 1%, so a change worth 2–5% of the proxy's user-space work shows
-# as such in one run. It says nothing about the kernel's share (syscalls, wake-ups:
-# about half of the proxy's CPU, bench/profile.sh) nor about cache misses or timing —
-# use it to see whether a change to stalemate's own code does less, and ab.sh or
-# peers.sh to see what that is worth.
+# (bench/ab.sh) moves ±5% between rounds on a shared 2-core VM; the instructions of an
+# HTTP/1.1 GET move by 0.2–2%, so a change worth 2–5% of the proxy's user-space work
+# shows as such in one run (a LIST — few of them in a run — and HTTP/2, whose batching
+# changes with timing, move more: ±5%). It says nothing about the kernel's share
+# (syscalls, wake-ups: about half of the proxy's CPU, bench/profile.sh) nor about cache
+# misses or timing — use it to see whether a change to stalemate's own code does less,
+# and ab.sh or peers.sh to see what that is worth.
 #
 #   bash bench/instructions.sh [--rounds N] [--seconds S] [--list] [--connections C] [--h2] [--real] BIN...
 #
@@ -16,10 +17,12 @@
 # proxy is ~50× slower and is itself the bottleneck, so its event loop batches more
 # than at full speed: compare builds with each other, not with a CPU profile.
 # --real, --list, --h2, --connections: as for bench/ab.sh (default 8 connections).
-# Keeps the last round's callgrind file of each build in $work only; set
-# STALEMATE_CALLGRIND_DIR to keep them (callgrind_annotate reads them).
+# Callgrind's files live in $work (removed at exit); set STALEMATE_CALLGRIND_DIR to keep
+# them (callgrind.A, … of the last round; callgrind_annotate reads them).
 # Needs valgrind (Debian `valgrind`), wrk or h2load, curl; loopback only.
 set -euo pipefail
+# A failed wrk or h2load inside $(…) stops the script too.
+shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
 usage="usage: bash bench/instructions.sh [--rounds N] [--seconds S] [--list] [--connections C] [--h2] [--real] BIN..."
 rounds=2 seconds=6 what=get conns=8 real=false h2=false
@@ -84,21 +87,35 @@ for r in $(seq "$rounds"); do
         [ -s "$work/cg-$side.url" ] || { cat "$work/cg-$side.log" >&2; echo "instructions.sh: $bin did not start under valgrind" >&2; exit 1; }
         url=$(head -n1 "$work/cg-$side.url")
         load 2 "$url" >/dev/null
-        callgrind_control -i on "$vg" >/dev/null 2>&1
+        # callgrind_control exits 0 even when it reached nothing: its "OK" is the answer.
+        instrument() {
+            callgrind_control -i "$1" "$vg" 2>&1 | grep -q OK ||
+                { cat "$work/cg-$side.log" >&2; echo "instructions.sh: callgrind_control -i $1 did not reach $bin" >&2; exit 1; }
+        }
+        instrument on
         n=$(load "$seconds" "$url")
-        callgrind_control -i off "$vg" >/dev/null 2>&1
+        instrument off
         # Written at exit: everything counted while instrumentation was on.
-        kill "$vg"
+        kill "$vg" 2>/dev/null || { cat "$work/cg-$side.log" >&2; echo "instructions.sh: $bin under valgrind died" >&2; exit 1; }
         wait "$vg" 2>/dev/null || true
+        # Reaped: not for cleanup to signal again (its PID may be someone else's by then).
+        live=()
+        for p in "${pids[@]}"; do [ "$p" = "$vg" ] || live+=("$p"); done
+        pids=(${live[@]+"${live[@]}"})
         dumps=()
         for f in "$out" "$out".*; do [ -f "$f" ] && dumps+=("$f"); done
-        [ "${#dumps[@]}" -gt 0 ] || { cat "$work/cg-$side.log" >&2; echo "instructions.sh: callgrind wrote no counts for $bin" >&2; exit 1; }
-        ir=$(awk '/^totals:/ {s += $2} END {print s + 0}' "${dumps[@]}")
+        ir=0
+        [ "${#dumps[@]}" -eq 0 ] || ir=$(awk '/^totals:/ {s += $2} END {printf "%.0f\n", s}' "${dumps[@]}")
+        if [ "${n:-0}" -le 0 ] || [ "$ir" -le 0 ]; then
+            cat "$work/cg-$side.log" >&2
+            echo "instructions.sh: nothing counted for $bin ($n requests, $ir instructions)" >&2
+            exit 1
+        fi
         awk -v r="$r" -v s="$side" -v n="$n" -v ir="$ir" -v b="$bin" \
-            'BEGIN {printf "%-5s %-4s %12d %14.0f  %s\n", r, s, n, (n > 0 ? ir / n : 0), b}'
+            'BEGIN {printf "%-5s %-4s %12d %14.0f  %s\n", r, s, n, ir / n, b}'
         if [ -n "${STALEMATE_CALLGRIND_DIR:-}" ]; then
             mkdir -p "$STALEMATE_CALLGRIND_DIR"
-            cp "$out" "$STALEMATE_CALLGRIND_DIR/callgrind.$side.out"
+            for f in "${dumps[@]}"; do cp "$f" "$STALEMATE_CALLGRIND_DIR/$(basename "$f")"; done
         fi
     done
 done

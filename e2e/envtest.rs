@@ -427,7 +427,7 @@ fn bad_input_is_named_and_nothing_is_left_running() {
     assert!(
         left.iter()
             .all(|f| f.starts_with("stalemate-envtest-") && f.ends_with(".log")),
-        "nothing but that control plane's logs is left: {left:?}"
+        "nothing but the failed control planes' logs is left: {left:?}"
     );
     // One directory per failed start (the apiserver that exited, the port clash, the one
     // never ready), holding only logs; none from `run` itself.

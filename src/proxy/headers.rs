@@ -81,8 +81,7 @@ pub fn unindexed_unique_values(h: &mut HeaderMap) {
 pub fn sanitize_request_headers(h: &mut HeaderMap, upgrade: bool) {
     strip_hop_by_hop(h, upgrade);
     h.remove(header::HOST);
-    if h
-        .get(header::AUTHORIZATION)
+    if h.get(header::AUTHORIZATION)
         .is_some_and(|v| is_sentinel(v.as_bytes()))
     {
         h.remove(header::AUTHORIZATION);
@@ -220,7 +219,11 @@ mod tests {
     #[test]
     fn the_sentinel_is_exactly_a_bearer_of_the_sentinel_token() {
         let t = UPSTREAM_CREDENTIALS_TOKEN;
-        for yes in [format!("Bearer {t}"), format!("bearer {t}"), format!("BEARER  {t} ")] {
+        for yes in [
+            format!("Bearer {t}"),
+            format!("bearer {t}"),
+            format!("BEARER  {t} "),
+        ] {
             assert!(is_sentinel(yes.as_bytes()), "{yes:?}");
         }
         for no in [

@@ -10,9 +10,9 @@ not yet delivered when the status patch brings the Widget round again — it mak
 With --fixed the child's name is derived from the Widget's, and a create's 409 means it is
 already there (a real apiserver's 409 on a create is AlreadyExists and nothing else).
 
-Like client-go controllers, the worker starts once both caches have synced; like kopf
-(whose batch window is 0.1 s), a key is reconciled a moment after it was queued, so
-events that arrive together are one reconcile. Without that moment the bug is a race
+Like client-go controllers, the worker starts once both caches have synced; and a key is
+reconciled a moment after it was first queued, so events that arrive together are one
+reconcile (kopf batches an object's events the same way, for 0.1 s after the last). Without that moment the bug is a race
 against the scheduler even with no fault: the child's ADDED reaches its cache only
 ~30-40 ms before the status patch brings the Widget round, and a busy machine starving
 one Python thread that long makes a second child in a fault-free run — which explore
