@@ -694,3 +694,99 @@ fn an_interrupted_search_stops_its_controllers() {
     let left = running_with(&marker);
     assert!(left.is_empty(), "still running: {left:?}");
 }
+
+/// `timeout`, or a terminal's Ctrl-C, signals explore's whole process group — the
+/// `--envtest` control plane's etcd and apiservers with it — while a finding is being
+/// shrunk: no trial starts after the signal (the one running ends), no etcd is started in
+/// place of the one the signal stopped, exit 2 with the finding kept, and nothing left
+/// running. (Before, shrinking went on starting trials, each of which restarted etcd.)
+#[test]
+fn a_search_signalled_with_its_control_plane_while_shrinking_starts_nothing_more() {
+    use std::io::BufRead;
+    use std::os::unix::process::CommandExt;
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let marker = format!("python-child-interrupted-{}", std::process::id());
+    let python = common::repo("e2e/clients/python/.venv/bin/python");
+    let assets = common::envtest::assets().display().to_string();
+    let child = Command::new(BIN)
+        .args(["explore", "--envtest", &assets, "--setup", &widgets_setup()])
+        .args(["--jobs", "2", "--out"])
+        .arg(&out)
+        .arg("--")
+        .arg(&python)
+        .arg(common::repo("e2e/clients/python/child_controller.py"))
+        .env("STALEMATE_E2E_MARKER", &marker)
+        .process_group(0)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut child = common::envtest::GroupOnDrop(child);
+    let stderr = child.0.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    // The first shrinking trial has ended: the next one is running.
+    let mut before = Vec::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(600);
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let line = rx
+            .recv_timeout(left)
+            .unwrap_or_else(|e| panic!("no shrinking trial ({e}):\n{}", before.join("\n")));
+        let shrinking = line.starts_with("trial ") && line.contains("(shrinking finding 1)");
+        before.push(line);
+        if shrinking {
+            break;
+        }
+    }
+    let pgid = libc::pid_t::try_from(child.0.id()).unwrap();
+    // SAFETY: killpg(2) on the process group of the child we spawned (still running: its
+    // stderr is open).
+    unsafe {
+        libc::killpg(pgid, libc::SIGTERM);
+    }
+    let after: Vec<String> = rx.iter().collect();
+    let status = common::wait_for(
+        "explore to exit",
+        std::time::Duration::from_secs(120),
+        || child.0.try_wait().unwrap(),
+    );
+    let all = format!(
+        "{}\n--- SIGTERM to the group ---\n{}",
+        before.join("\n"),
+        after.join("\n")
+    );
+    assert_eq!(status.code(), Some(2), "{all}");
+    assert!(all.contains("interrupted"), "{all}");
+    let trials_after: Vec<&String> = after.iter().filter(|l| l.starts_with("trial ")).collect();
+    assert!(
+        trials_after.len() <= 1,
+        "trials started after the signal: {trials_after:#?}\n{all}"
+    );
+    assert!(!all.contains("starting another"), "{all}");
+    let summary: Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(
+        summary["findings"].as_array().map(Vec::len),
+        Some(1),
+        "{all}"
+    );
+    // The signal reached etcd and the apiservers too; they may take a moment to exit.
+    let gone = common::wait_for(
+        "the control plane to exit",
+        std::time::Duration::from_secs(30),
+        || {
+            let left = running_with(&marker);
+            left.is_empty().then_some(left)
+        },
+    );
+    assert!(gone.is_empty());
+}

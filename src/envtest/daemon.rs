@@ -57,6 +57,17 @@ impl Daemon {
         self.child.try_wait().ok().flatten()
     }
 
+    /// Whether it exited on SIGINT, SIGTERM or SIGHUP: someone told it to stop — a
+    /// terminal's Ctrl-C or `timeout` signals stalemate's whole process group, this
+    /// process with it — rather than a crash.
+    pub fn told_to_stop(status: ExitStatus) -> bool {
+        use std::os::unix::process::ExitStatusExt;
+        matches!(
+            status.signal(),
+            Some(libc::SIGINT | libc::SIGTERM | libc::SIGHUP)
+        )
+    }
+
     /// The last `n` lines of its log, for an error message.
     pub fn log_tail(&self, n: usize) -> String {
         tail(&self.log, n)
@@ -112,4 +123,29 @@ pub fn tail(path: &Path, n: usize) -> String {
         .map(|l| format!("  | {l}"))
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn exit_of(signal: libc::c_int) -> ExitStatus {
+        let dir = tempfile::tempdir().unwrap();
+        let mut d = Daemon::spawn("sleep", Path::new("sleep"), &["30".into()], dir.path()).unwrap();
+        let pid = libc::pid_t::try_from(d.pid().unwrap()).unwrap();
+        // SAFETY: kill(2) on the pid of the child just spawned, not yet reaped.
+        unsafe {
+            libc::kill(pid, signal);
+        }
+        d.child.wait().await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_process_stopped_by_a_group_signal_was_told_to_stop_and_a_killed_one_was_not() {
+        assert!(Daemon::told_to_stop(exit_of(libc::SIGTERM).await));
+        assert!(Daemon::told_to_stop(exit_of(libc::SIGINT).await));
+        // The OOM killer's SIGKILL, a segfault: crashes, which a restart may mend.
+        assert!(!Daemon::told_to_stop(exit_of(libc::SIGKILL).await));
+        assert!(!Daemon::told_to_stop(exit_of(libc::SIGSEGV).await));
+    }
 }

@@ -78,6 +78,11 @@ impl Etcd {
         }
     }
 
+    /// Whether it has exited because it was told to (`Daemon::told_to_stop`).
+    pub fn told_to_stop(&mut self) -> bool {
+        self.daemon.exited().is_some_and(Daemon::told_to_stop)
+    }
+
     pub async fn stop(self) {
         self.daemon.stop().await;
     }

@@ -31,7 +31,13 @@ impl Search {
         let mut tries = 0;
         // Drop windows one at a time.
         let mut i = 0;
-        while windows.len() > 1 && i < windows.len() && tries < self.shared.cfg.shrink_steps {
+        // Out of time or interrupted: no new trial starts (the finding keeps the simplest
+        // plan found so far).
+        while windows.len() > 1
+            && i < windows.len()
+            && tries < self.shared.cfg.shrink_steps
+            && !self.out_of_time()
+        {
             let mut fewer = windows.clone();
             fewer.remove(i);
             let candidate = Schedule {
@@ -65,6 +71,9 @@ impl Search {
             }
             let (mut lo, mut hi) = (Duration::ZERO, d);
             for _ in 0..self.shared.cfg.shrink_steps {
+                if self.out_of_time() {
+                    return Ok(());
+                }
                 let mid = round10((lo + hi) / 2);
                 if mid <= lo || mid >= hi {
                     break;

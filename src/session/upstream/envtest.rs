@@ -69,11 +69,18 @@ impl Envtest {
     async fn etcd(&self) -> Result<SharedEtcd> {
         let mut slot = self.etcd.lock().await;
         if let Some(e) = slot.as_ref() {
-            let alive = e.lock().await.check();
-            if alive.is_ok() {
-                return Ok(e.clone());
+            let mut etcd = e.lock().await;
+            match etcd.check() {
+                Ok(()) => return Ok(e.clone()),
+                // Ctrl-C or `timeout` signalled stalemate's process group, etcd with it:
+                // stalemate is stopping too, and a new etcd would only be killed again.
+                Err(err) if etcd.told_to_stop() => {
+                    return Err(err.context("the shared etcd was stopped by a signal"));
+                }
+                Err(err) => {
+                    tracing::warn!(error = %format!("{err:#}"), "the shared etcd exited; starting another");
+                }
             }
-            tracing::warn!(error = %alive.err().map(|e| format!("{e:#}")).unwrap_or_default(), "the shared etcd exited; starting another");
         }
         let e = Arc::new(Mutex::new(
             Etcd::start(
