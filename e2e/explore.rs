@@ -712,7 +712,9 @@ fn a_search_signalled_with_its_control_plane_while_shrinking_starts_nothing_more
     let assets = common::envtest::assets().display().to_string();
     let child = Command::new(BIN)
         .args(["explore", "--envtest", &assets, "--setup", &widgets_setup()])
-        .args(["--jobs", "2", "--out"])
+        // The first plans include the finding (a freeze of configmaps); fewer trials
+        // before shrinking starts.
+        .args(["--jobs", "2", "--budget", "6", "--out"])
         .arg(&out)
         .arg("--")
         .arg(&python)
@@ -753,10 +755,24 @@ fn a_search_signalled_with_its_control_plane_while_shrinking_starts_nothing_more
     unsafe {
         libc::killpg(pgid, libc::SIGTERM);
     }
-    let after: Vec<String> = rx.iter().collect();
+    // Until its stderr closes: a hang fails here rather than hanging the test.
+    let mut after = Vec::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(line) => after.push(line),
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+            Err(e) => panic!(
+                "explore still running 120 s after the signal ({e}):\n{}\n---\n{}",
+                before.join("\n"),
+                after.join("\n")
+            ),
+        }
+    }
     let status = common::wait_for(
         "explore to exit",
-        std::time::Duration::from_secs(120),
+        std::time::Duration::from_secs(30),
         || child.0.try_wait().unwrap(),
     );
     let all = format!(
@@ -774,11 +790,8 @@ fn a_search_signalled_with_its_control_plane_while_shrinking_starts_nothing_more
     assert!(!all.contains("starting another"), "{all}");
     let summary: Value =
         serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
-    assert_eq!(
-        summary["findings"].as_array().map(Vec::len),
-        Some(1),
-        "{all}"
-    );
+    let findings = summary["findings"].as_array().map_or(0, Vec::len);
+    assert!(findings >= 1, "the finding was lost: {all}");
     // The signal reached etcd and the apiservers too; they may take a moment to exit.
     let gone = common::wait_for(
         "the control plane to exit",

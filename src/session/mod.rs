@@ -192,7 +192,7 @@ pub async fn run(o: Options) -> Result<Outcome> {
     if o.controller.is_empty() {
         anyhow::bail!("nothing to run: give the controller after --")
     }
-    let upstream = unless_cancelled(&o, o.upstream.start(&o.dir)).await?;
+    let upstream = o.upstream.start(&o.dir).await?;
     let result = behind_proxy(&o, &*upstream).await;
     let unanswered = upstream.unanswered();
     upstream.stop().await;
@@ -207,22 +207,6 @@ pub async fn run(o: Options) -> Result<Outcome> {
         );
     }
     result
-}
-
-/// `f`, unless the caller's stop (explore's) comes first: a control plane still starting
-/// for a trial when explore is interrupted is not waited for.
-async fn unless_cancelled<T>(
-    o: &Options,
-    f: impl std::future::Future<Output = Result<T>>,
-) -> Result<T> {
-    let Some(cancel) = &o.cancel else {
-        return f.await;
-    };
-    let mut cancel = cancel.clone();
-    tokio::select! {
-        r = f => r,
-        Ok(_) = cancel.wait_for(|stop| *stop) => anyhow::bail!("interrupted before the run started"),
-    }
 }
 
 async fn behind_proxy(o: &Options, upstream: &dyn upstream::Started) -> Result<Outcome> {
@@ -249,10 +233,11 @@ async fn behind_proxy(o: &Options, upstream: &dyn upstream::Started) -> Result<O
     extent
         .namespaces
         .extend(o.extent_hint.namespaces.iter().cloned());
-    // Not when interrupted: the upstream may be going down with stalemate (a signal to
-    // its process group reaches an --envtest control plane too), and reading it would
-    // wait for its requests to time out — for an end state nobody will judge.
-    let snapshot = if o.snapshot && !matches!(ending.ended, Ended::Interrupted) {
+    // Not when interrupted with a control plane that the signal took down too: reading
+    // it would wait for its requests to time out, for an end state nobody will judge.
+    // A cluster is still there, and its clean-up reads the setup's objects from this.
+    let gone = matches!(ending.ended, Ended::Interrupted) && !o.upstream.outlives_an_interrupt();
+    let snapshot = if o.snapshot && !gone {
         snapshot::take(&client, &extent).await?
     } else {
         Snapshot::new()

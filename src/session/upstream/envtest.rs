@@ -140,6 +140,10 @@ impl Kind for Envtest {
         true
     }
 
+    fn outlives_an_interrupt(&self) -> bool {
+        false
+    }
+
     fn start<'a>(&'a self, _dir: &'a Path) -> BoxFuture<'a, Result<Box<dyn Started>>> {
         Box::pin(async move {
             let cp = self.take().await.inspect_err(|_| {

@@ -41,6 +41,12 @@ pub trait Kind: Send + Sync {
     /// directory.
     fn start<'a>(&'a self, dir: &'a Path) -> BoxFuture<'a, Result<Box<dyn Started>>>;
 
+    /// Whether it is still there once stalemate's process group has been signalled: not
+    /// an `--envtest` control plane, which is in that group (a Ctrl-C takes it along).
+    fn outlives_an_interrupt(&self) -> bool {
+        true
+    }
+
     /// A run ended with `outcome` (explore tells each; the cluster notes what it made).
     fn ran(&self, _outcome: &Outcome) {}
 
