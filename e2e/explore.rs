@@ -14,6 +14,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Mutex;
+use std::time::Duration;
 
 use common::{BIN, Sim, repo};
 use serde_json::Value;
@@ -737,18 +738,12 @@ fn a_search_signalled_with_its_control_plane_while_shrinking_starts_nothing_more
     });
     // The first shrinking trial has ended: the next one is running.
     let mut before = Vec::new();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(600);
-    loop {
-        let left = deadline.saturating_duration_since(std::time::Instant::now());
-        let line = rx
-            .recv_timeout(left)
-            .unwrap_or_else(|e| panic!("no shrinking trial ({e}):\n{}", before.join("\n")));
-        let shrinking = line.starts_with("trial ") && line.contains("(shrinking finding 1)");
-        before.push(line);
-        if shrinking {
-            break;
-        }
-    }
+    let shrinking = |l: &str| l.starts_with("trial ") && l.contains("(shrinking finding 1)");
+    assert!(
+        lines_until(&rx, Duration::from_secs(600), &mut before, shrinking),
+        "explore ended before any shrinking trial:\n{}",
+        before.join("\n")
+    );
     let pgid = libc::pid_t::try_from(child.0.id()).unwrap();
     // SAFETY: killpg(2) on the process group of the child we spawned (still running: its
     // stderr is open).
@@ -757,24 +752,10 @@ fn a_search_signalled_with_its_control_plane_while_shrinking_starts_nothing_more
     }
     // Until its stderr closes: a hang fails here rather than hanging the test.
     let mut after = Vec::new();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    loop {
-        let left = deadline.saturating_duration_since(std::time::Instant::now());
-        match rx.recv_timeout(left) {
-            Ok(line) => after.push(line),
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
-            Err(e) => panic!(
-                "explore still running 120 s after the signal ({e}):\n{}\n---\n{}",
-                before.join("\n"),
-                after.join("\n")
-            ),
-        }
-    }
-    let status = common::wait_for(
-        "explore to exit",
-        std::time::Duration::from_secs(30),
-        || child.0.try_wait().unwrap(),
-    );
+    lines_until(&rx, Duration::from_secs(120), &mut after, |_| false);
+    let status = common::wait_for("explore to exit", Duration::from_secs(30), || {
+        child.0.try_wait().unwrap()
+    });
     let all = format!(
         "{}\n--- SIGTERM to the group ---\n{}",
         before.join("\n"),
@@ -793,13 +774,38 @@ fn a_search_signalled_with_its_control_plane_while_shrinking_starts_nothing_more
     let findings = summary["findings"].as_array().map_or(0, Vec::len);
     assert!(findings >= 1, "the finding was lost: {all}");
     // The signal reached etcd and the apiservers too; they may take a moment to exit.
-    let gone = common::wait_for(
-        "the control plane to exit",
-        std::time::Duration::from_secs(30),
-        || {
-            let left = running_with(&marker);
-            left.is_empty().then_some(left)
-        },
-    );
-    assert!(gone.is_empty());
+    let settled = std::time::Instant::now() + Duration::from_secs(30);
+    while !running_with(&marker).is_empty() && std::time::Instant::now() < settled {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let left = running_with(&marker);
+    assert!(left.is_empty(), "still running: {left:?}");
+}
+
+/// Lines from `rx` into `lines` until one that `stop` accepts (true) or the sender's end
+/// (false); panics, with the lines, if neither comes `within`.
+fn lines_until(
+    rx: &std::sync::mpsc::Receiver<String>,
+    within: Duration,
+    lines: &mut Vec<String>,
+    stop: impl Fn(&str) -> bool,
+) -> bool {
+    let deadline = std::time::Instant::now() + within;
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(line) => {
+                let done = stop(&line);
+                lines.push(line);
+                if done {
+                    return true;
+                }
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return false,
+            Err(e) => panic!(
+                "nothing more within {within:?} ({e}):\n{}",
+                lines.join("\n")
+            ),
+        }
+    }
 }

@@ -66,6 +66,15 @@ impl Envtest {
         })
     }
 
+    /// Remove the directory — but for the logs, if a start failed: its error names them.
+    fn clean_up(&self) {
+        if self.failed.load(Ordering::Relaxed) {
+            crate::envtest::leftovers::keep_only_logs(&self.dir);
+        } else {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+
     async fn etcd(&self) -> Result<SharedEtcd> {
         let mut slot = self.etcd.lock().await;
         if let Some(e) = slot.as_ref() {
@@ -191,17 +200,6 @@ impl Kind for Envtest {
             f.extend(["--with".into(), self.with.flag_value()]);
         }
         f
-    }
-}
-
-impl Envtest {
-    /// Remove the directory — but for the logs, if a start failed: its error names them.
-    fn clean_up(&self) {
-        if self.failed.load(Ordering::Relaxed) {
-            crate::envtest::leftovers::keep_only_logs(&self.dir);
-        } else {
-            let _ = std::fs::remove_dir_all(&self.dir);
-        }
     }
 }
 
