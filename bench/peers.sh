@@ -6,12 +6,14 @@
 #                 pool of HTTP/1.1 connections upstream, upstream TLS verified
 #   kubectl-proxy `kubectl proxy` (plain HTTP on its client side, HTTP/1.1 only: no h2 rows)
 #   stalemate     `stalemate serve` (TLS both sides, HTTP/2 to clients)
+#   stalemate-again  (--aa) a second `stalemate serve` of the same build and flags: its
+#                 ratio to the first is what two identical proxies show on this machine
 # Workloads: GET of one ConfigMap and LIST of 500 ConfigMaps of 1 KiB in namespace
 # `bench`; wrk -t1 -c8 (HTTP/1.1) and h2load -c4 -m10 (HTTP/2). Requests/s, and each
 # proxy's own CPU time per request from /proc/PID/stat (user + system, its children
 # included: nginx's workers).
 #
-#   bash bench/peers.sh [--quick] [--rounds N] [--seconds S] [--max-steal PCT]
+#   bash bench/peers.sh [--quick] [--rounds N] [--seconds S] [--max-steal PCT] [--aa]
 #
 #   --rounds N       repetitions (default 3): each round runs every (workload, protocol,
 #                    target) once, targets in a rotated order, so that the machine's
@@ -20,6 +22,9 @@
 #   --max-steal PCT  a run during which the hypervisor stole more than PCT% of the
 #                    machine's CPU time (/proc/stat) is run again, at most twice (default 10)
 #   --quick          --rounds 2 --seconds 2: checks the script, the figures mean little
+#   --aa             also measure stalemate-again (above), and print each row's A/A ratio
+#                    beside stalemate's ratio to nginx: a gap to nginx no larger than the
+#                    gap between two copies of one build is not a difference
 #   STALEMATE_BIN    the proxy binary (default: target/release/stalemate, built here);
 #                    two builds compared = two runs of this script, one after the other
 #   STALEMATE_ARGS   extra `stalemate serve` flags, e.g. "--max-view-bytes 0"
@@ -43,11 +48,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-usage="usage: bash bench/peers.sh [--quick] [--rounds N] [--seconds S] [--max-steal PCT]"
-rounds=3 seconds=10 max_steal=10 attempts_max=3
+usage="usage: bash bench/peers.sh [--quick] [--rounds N] [--seconds S] [--max-steal PCT] [--aa]"
+rounds=3 seconds=10 max_steal=10 attempts_max=3 aa=0
 while [ $# -gt 0 ]; do
     case $1 in
         --quick) rounds=2 seconds=2; shift ;;
+        --aa) aa=1; shift ;;
         --rounds | --seconds | --max-steal)
             # A whole number; 0 only for --max-steal (then any steal repeats a run).
             if [ $# -lt 2 ] || ! [[ $2 =~ ^[0-9]+$ ]] || { [ "$2" -eq 0 ] && [ "$1" != --max-steal ]; }; then
@@ -91,9 +97,12 @@ api_hostport=${api_url#https://}
 # `kubectl proxy` gets a service account of its own with the same rights.
 k -n bench create serviceaccount kubectl-proxy >/dev/null
 k -n bench create rolebinding kubectl-proxy --role=configmap-reader --serviceaccount=bench:kubectl-proxy >/dev/null
+targets=(direct nginx kubectl-proxy stalemate)
+[ "$aa" = 0 ] || targets+=(stalemate-again)
 declare -A token
 for tool in wrk h2load; do
-    for target in direct nginx stalemate; do
+    for target in "${targets[@]}"; do
+        [ "$target" = kubectl-proxy ] && continue
         token[$tool-$target]=$(client_token)
     done
 done
@@ -110,6 +119,12 @@ upstream_kubeconfig=$work/admin.kubeconfig
 start_proxy stalemate "$bin" ${extra[@]+"${extra[@]}"}
 stalemate_pid=$proxy_pid
 stalemate_url=$proxy_url
+again_pid="" again_url=""
+if [ "$aa" = 1 ]; then
+    start_proxy stalemate-again "$bin" ${extra[@]+"${extra[@]}"}
+    again_pid=$proxy_pid
+    again_url=$proxy_url
+fi
 
 # --- nginx -------------------------------------------------------------------------------
 # Its own certificate (from `stalemate certs`), upstream TLS verified against the cluster
@@ -182,8 +197,8 @@ kp_addr=$(sed -n 's/^Starting to serve on //p' "$work/kubectl-proxy.out")
 [ -n "$kp_addr" ] || { cat "$work/kubectl-proxy.log" >&2; die "kubectl proxy did not start"; }
 kp_url="http://$kp_addr"
 
-base_of() { case $1 in direct) echo "$api_url" ;; nginx) echo "$nginx_url" ;; kubectl-proxy) echo "$kp_url" ;; stalemate) echo "$stalemate_url" ;; esac; }
-pid_of() { case $1 in direct) echo "" ;; nginx) echo "$nginx_pid" ;; kubectl-proxy) echo "$kp_pid" ;; stalemate) echo "$stalemate_pid" ;; esac; }
+base_of() { case $1 in direct) echo "$api_url" ;; nginx) echo "$nginx_url" ;; kubectl-proxy) echo "$kp_url" ;; stalemate) echo "$stalemate_url" ;; stalemate-again) echo "$again_url" ;; esac; }
+pid_of() { case $1 in direct) echo "" ;; nginx) echo "$nginx_pid" ;; kubectl-proxy) echo "$kp_pid" ;; stalemate) echo "$stalemate_pid" ;; stalemate-again) echo "$again_pid" ;; esac; }
 # auth TOOL TARGET: the header arguments that client sends (none to kubectl proxy).
 auth() { [ "$2" = kubectl-proxy ] || printf '%s\n' -H "Authorization: Bearer ${token[$1-$2]}"; }
 
@@ -191,7 +206,7 @@ auth() { [ "$2" = kubectl-proxy ] || printf '%s\n' -H "Authorization: Bearer ${t
 # curl does not verify the proxies' certificates (-k), as wrk and h2load do not.
 for _ in $(seq 100); do curl -ksS -o /dev/null "$nginx_url/healthz" 2>/dev/null && break; sleep 0.05; done
 identities=()
-for target in direct nginx kubectl-proxy stalemate; do
+for target in "${targets[@]}"; do
     base=$(base_of "$target")
     protos=(--http1.1)
     [ "$target" = kubectl-proxy ] || protos+=(--http2)
@@ -282,26 +297,25 @@ run() {
     done
     echo "$best" >>"$runs"
     IFS=$'\t' read -r _ _ _ _ rps cpu n bad steal attempt <<<"$best"
-    say "$(printf 'round %s  %-4s %s  %-13s %9.0f req/s  CPU %s ms/req  steal %s%%%s' "$1" "$2" "$3" "$4" "$rps" "$cpu" "$steal" \
+    say "$(printf 'round %s  %-4s %s  %-15s %9.0f req/s  CPU %s ms/req  steal %s%%%s' "$1" "$2" "$3" "$4" "$rps" "$cpu" "$steal" \
         "$([ "$attempt" = 1 ] || echo " (run $attempt)")$([ "$bad" = 0 ] || echo "  $bad NON-2xx/ERRORS")")"
 }
 
 # Warm-up, not measured: connections, the apiserver's caches, nginx's upstream pool.
 say "warming up (1 s per target)"
-for target in direct nginx kubectl-proxy stalemate; do
+for target in "${targets[@]}"; do
     mapfile -t hdr < <(auth wrk "$target")
     wrk -t1 -c8 -d1s ${hdr[@]+"${hdr[@]}"} "$(base_of "$target")$list_path" >/dev/null 2>&1 || true
 done
 
-targets=(direct nginx kubectl-proxy stalemate)
 say "$rounds rounds of ${seconds}s runs; wrk -t1 -c8 (h1), h2load -c4 -m10 (h2)"
 started=$(date +%s)
 for round in $(seq "$rounds"); do
     for wp in "get h1" "get h2" "list h1" "list h2"; do
         read -r workload protocol <<<"$wp"
         # The targets in turn, starting one further each round: none always runs first.
-        for i in 0 1 2 3; do
-            target=${targets[$(((i + round - 1) % 4))]}
+        for i in "${!targets[@]}"; do
+            target=${targets[$(((i + round - 1) % ${#targets[@]}))]}
             [ "$target" = kubectl-proxy ] && [ "$protocol" = h2 ] && continue
             run "$round" "$workload" "$protocol" "$target"
         done
@@ -319,7 +333,7 @@ git diff --quiet HEAD 2>/dev/null || commit="$commit+dirty"
 # Metadata reaches Python through its environment (no quoting of version strings in code).
 M_date=$(date -u +%Y-%m-%dT%H:%M:%SZ) M_kernel=$(uname -r) M_nproc=$(nproc) \
     M_cpu=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo) M_loadavg_at_end=$(cut -d' ' -f1-3 /proc/loadavg) \
-    M_rounds=$rounds M_seconds=$seconds M_max_steal_pct=$max_steal M_runs_repeated_for_steal=$retried M_elapsed_s=$elapsed \
+    M_aa=$aa M_rounds=$rounds M_seconds=$seconds M_max_steal_pct=$max_steal M_runs_repeated_for_steal=$retried M_elapsed_s=$elapsed \
     M_stalemate=$(first "$bin" --version) M_stalemate_bin=$bin M_stalemate_args=${STALEMATE_ARGS:-} M_commit=$commit \
     M_kube_apiserver=$(first "$KUBEBUILDER_ASSETS/kube-apiserver" --version) M_etcd=$(first "$KUBEBUILDER_ASSETS/etcd" --version) \
     M_kubectl=$(first "$kubectl" version --client) M_nginx=$(first "$nginx_bin" -v) M_wrk=$(first wrk -v) \
@@ -328,7 +342,7 @@ M_date=$(date -u +%Y-%m-%dT%H:%M:%SZ) M_kernel=$(uname -r) M_nproc=$(nproc) \
 import json, os, statistics, sys
 runs_file, result = sys.argv[1], sys.argv[2]
 meta = {k[2:]: v for k, v in sorted(os.environ.items()) if k.startswith("M_")}
-for k in ("nproc", "rounds", "seconds", "max_steal_pct", "runs_repeated_for_steal", "elapsed_s", "get_bytes", "list_bytes", "list_items"):
+for k in ("aa", "nproc", "rounds", "seconds", "max_steal_pct", "runs_repeated_for_steal", "elapsed_s", "get_bytes", "list_bytes", "list_items"):
     meta[k] = int(meta[k])
 meta["h1"] = "wrk -t1 -c8"
 meta["h2"] = "h2load -c4 -m10"
@@ -340,7 +354,7 @@ for line in open(runs_file):
     runs.append({"round": int(r), "workload": w, "protocol": p, "target": t, "req_per_s": float(rps),
                  "cpu_ms_per_req": None if cpu == "-" else float(cpu), "requests": int(n),
                  "non_2xx_or_errors": int(bad), "steal_pct": float(steal), "attempt": int(attempt)})
-targets = ["direct", "nginx", "kubectl-proxy", "stalemate"]
+targets = ["direct", "nginx", "kubectl-proxy", "stalemate"] + (["stalemate-again"] if meta["aa"] else [])
 cases = [("get", "h1"), ("get", "h2"), ("list", "h1"), ("list", "h2")]
 rows = []
 med = {}
@@ -371,10 +385,16 @@ for row in rows:
             if a and b and a[field] is not None and b[field]:
                 ratios.append(round(a[field] / b[field], 3))
         row[field + "_ratio_to_nginx_rounds"] = ratios
+        if key[2] == "stalemate-again":
+            # The A/A: the same build against itself, round by round as above.
+            row[field + "_ratio_to_stalemate_rounds"] = [
+                round(a[field] / b[field], 3) for rnd in sorted({r["round"] for r in runs})
+                if (a := by_round.get(key + (rnd,))) and (b := by_round.get(key[:2] + ("stalemate", rnd)))
+                and a[field] is not None and b[field]]
 json.dump({"rows": rows, "meta": meta, "runs": runs}, open(result, "w"), indent=1)
 
 name = {"get": "GET", "list": "LIST-500", "h1": "HTTP/1.1", "h2": "HTTP/2"}
-def line(label, cells, width=15):
+def line(label, cells, width=17):
     print(f"{label:<28}" + "".join(f"{c:>{width}}" for c in cells))
 def fmt(v, spec):
     return "-" if v is None else format(v, spec)
@@ -404,6 +424,21 @@ for field, label in (("req_per_s", "req/s"), ("cpu_ms_per_req", "CPU")):
     for w, p in cases:
         line(f"  {name[w]} {name[p]} {label}", [to_nginx(med[w, p, t], field) if (w, p, t) in med else "-"
                                                 for t in targets], width=18)
+def spread(rs):
+    if not rs:
+        return "-"
+    above = sum(r > 1 for r in rs)
+    return f"{statistics.median(rs):.2f} ({min(rs):.2f}-{max(rs):.2f}) {above}/{len(rs)} >1"
+if meta["aa"]:
+    print("stalemate against nginx beside stalemate against a second copy of itself (A/A, the same build")
+    print("and flags): each round's ratio, median (lowest-highest) and how many rounds came out above 1;")
+    print("a gap to nginx the A/A shows as well is the machine, not the proxy")
+    line("", ["stalemate/nginx", "A/A"], width=28)
+    for field, label in (("req_per_s", "req/s"), ("cpu_ms_per_req", "CPU")):
+        for w, p in cases:
+            s, a = med.get((w, p, "stalemate"), {}), med.get((w, p, "stalemate-again"), {})
+            line(f"  {name[w]} {name[p]} {label}", [spread(s.get(field + "_ratio_to_nginx_rounds")),
+                                                    spread(a.get(field + "_ratio_to_stalemate_rounds"))], width=28)
 bad = sum(r["non_2xx_or_errors"] for r in runs)
 high = [r for r in runs if r["steal_pct"] > meta["max_steal_pct"]]
 print(f"GET {meta['get_bytes']} B, LIST of {meta['list_items']} = {meta['list_bytes']} B; {meta['h1']} (h1), {meta['h2']} (h2); "
