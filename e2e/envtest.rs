@@ -4,13 +4,14 @@
 //! what the controller's environment is told; kube-controller-manager itself as the
 //! controller under test, with kwok's fake node running its pods; and bad input — a
 //! missing directory, a wrong binary, an apiserver that fails or never gets ready — each
-//! a clear error with nothing left running.
+//! a clear error with nothing left running; and a Ctrl-C while the control plane starts.
 
 #[path = "common/mod.rs"]
 mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::time::Duration;
 
 use common::envtest::{assets, output_in_group, processes_mentioning};
 use common::{BIN, repo};
@@ -441,6 +442,162 @@ fn bad_input_is_named_and_nothing_is_left_running() {
         dirs.iter().all(|d| d.starts_with("stalemate-envtest-")),
         "{dirs:?}"
     );
+}
+
+/// A terminal's Ctrl-C while the control plane is starting — SIGINT to the whole process
+/// group, so etcd and the apiserver get it too — stops `run` and `envtest` cleanly: each
+/// says it was interrupted (exit 2), and nothing is left running nor in the temporary
+/// directory, not even logs (a start the signal cut short is not a failure anyone asked
+/// about). Before, neither had a handler until the control plane was up: each died of
+/// the signal and left its directory in /tmp.
+#[test]
+fn ctrl_c_while_the_control_plane_starts_stops_it_and_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let schedule = write(dir.path(), "none.json", "{}");
+    // An apiserver that never gets ready (not `exec`: its command line, which names the
+    // fake directory, stays in the process list): the signal lands mid-start, however
+    // fast or slow the machine.
+    let never = tempfile::tempdir().unwrap();
+    let fake = fake_assets(never.path(), &format!("{ANSWERS_VERSION}\nsleep 600"));
+    let fake_dir = fake.to_str().unwrap();
+    let schedule = schedule.to_str().unwrap();
+    let run = [
+        "run",
+        "--envtest",
+        fake_dir,
+        "--schedule",
+        schedule,
+        "--",
+        "true",
+    ];
+    for args in [&run[..], &["envtest", "--assets", fake_dir][..]] {
+        interrupted_mid_start(args, &fake, Signalled::Group, || {});
+    }
+}
+
+/// SIGTERM to stalemate alone (`kill PID`) while its control plane starts: the start
+/// goes on (its processes were not signalled), and then `run` starts no controller and
+/// `envtest` announces no control plane — each stops what it started, says it was
+/// interrupted (exit 2) and leaves nothing behind. The real apiserver is held until the
+/// signal has been sent, so it lands mid-start on any machine.
+#[test]
+fn a_signal_to_stalemate_alone_while_the_control_plane_starts_starts_nothing_more() {
+    let dir = tempfile::tempdir().unwrap();
+    let schedule = write(dir.path(), "none.json", "{}");
+    let started = dir.path().join("controller-started");
+    let held = tempfile::tempdir().unwrap();
+    let go = held.path().join("go");
+    let real = assets().join("kube-apiserver");
+    let fake = fake_assets(
+        held.path(),
+        &format!(
+            "if [ \"$1\" = --version ]; then exec {real} --version; fi\n\
+             while [ ! -e {go} ]; do sleep 0.05; done\nexec {real} \"$@\"",
+            real = real.display(),
+            go = go.display()
+        ),
+    );
+    let fake_dir = fake.to_str().unwrap();
+    let schedule = schedule.to_str().unwrap();
+    let touch = started.to_str().unwrap();
+    let run = [
+        "run",
+        "--envtest",
+        fake_dir,
+        "--schedule",
+        schedule,
+        "--",
+        "touch",
+        touch,
+    ];
+    for args in [&run[..], &["envtest", "--assets", fake_dir][..]] {
+        let _ = std::fs::remove_file(&go);
+        let (_, out) = interrupted_mid_start(args, &fake, Signalled::AloneThenRelease, || {
+            std::fs::write(&go, "").unwrap()
+        });
+        assert!(!started.exists(), "{args:?} started the controller");
+        assert!(out.is_empty(), "{args:?} announced: {out}");
+    }
+}
+
+/// Who gets the signal, in [`interrupted_mid_start`].
+#[derive(Clone, Copy, Debug)]
+enum Signalled {
+    /// SIGINT to stalemate's process group, as a terminal's Ctrl-C.
+    Group,
+    /// SIGTERM to stalemate's pid alone; then the apiserver is let go.
+    AloneThenRelease,
+}
+
+/// Start stalemate with `args` (TMPDIR a fresh directory) in a process group of its own
+/// and, once the (fake) apiserver is starting, signal it as `how` says, then call
+/// `after`. Checks it said it was interrupted, exited 2, and left nothing running nor in
+/// TMPDIR; its (stderr, stdout).
+fn interrupted_mid_start(
+    args: &[&str],
+    fake: &Path,
+    how: Signalled,
+    after: impl FnOnce(),
+) -> (String, String) {
+    use std::os::unix::process::CommandExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let child = Command::new(BIN)
+        .args(args)
+        .env("RUST_LOG", "warn,rustls=error")
+        .env("TMPDIR", tmp.path())
+        .process_group(0)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let mut child = common::envtest::GroupOnDrop(child);
+    // The apiserver is up (the binaries' `--version` check has no `--etcd-servers`): etcd
+    // is running, and the control plane waits for the apiserver to get ready.
+    common::wait_for("the apiserver to start", Duration::from_secs(120), || {
+        let starting = processes_mentioning(fake)
+            .iter()
+            .any(|cmd| cmd.contains("--etcd-servers="));
+        (starting || child.0.try_wait().unwrap().is_some()).then_some(())
+    });
+    let pid = libc::pid_t::try_from(pid).unwrap();
+    // SAFETY: kill(2)/killpg(2) on the child we spawned and its process group.
+    unsafe {
+        match how {
+            Signalled::Group => libc::killpg(pid, libc::SIGINT),
+            Signalled::AloneThenRelease => libc::kill(pid, libc::SIGTERM),
+        };
+    }
+    after();
+    let status = common::wait_for("stalemate to exit", Duration::from_secs(120), || {
+        child.0.try_wait().unwrap()
+    });
+    // The signalled etcd and apiserver may take a moment to exit.
+    let running = || [processes_mentioning(fake), processes_mentioning(tmp.path())].concat();
+    let settled = std::time::Instant::now() + Duration::from_secs(10);
+    while !running().is_empty() && std::time::Instant::now() < settled {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let left = running();
+    // Whatever is left could hold its output open: gone before that is read to its end.
+    common::envtest::kill_group(pid.unsigned_abs());
+    let (mut err, mut out) = (String::new(), String::new());
+    std::io::Read::read_to_string(&mut child.0.stderr.take().unwrap(), &mut err).unwrap();
+    std::io::Read::read_to_string(&mut child.0.stdout.take().unwrap(), &mut out).unwrap();
+    let what = format!("{args:?} ({how:?}): {status:?}\n{err}");
+    assert!(left.is_empty(), "left running: {left:?}\n{what}");
+    assert_eq!(status.code(), Some(2), "{what}");
+    assert!(
+        err.contains("interrupted (SIGINT or SIGTERM)") && !err.contains("panicked"),
+        "{what}"
+    );
+    let files: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert!(files.is_empty(), "left in TMPDIR: {files:?}\n{what}");
+    (err, out)
 }
 
 /// The log a failed start's error names: `… (its log: PATH):`.

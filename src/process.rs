@@ -331,6 +331,47 @@ impl crate::fault::Process for Controller {
     }
 }
 
+/// Set by the signal handler itself once [`stop_on_signal`]'s signal has arrived.
+static STOP_SIGNALLED: AtomicBool = AtomicBool::new(false);
+
+/// A stop that the first SIGINT or SIGTERM turns true — for `run`, `explore` and
+/// `envtest`, which own what they start and stop it themselves. The handlers are in
+/// place when this returns (not once a spawned task first runs), so from here on
+/// neither signal kills the process by its default action: a Ctrl-C while a control
+/// plane is starting ends in that start's clean-up, not in a dead process and its
+/// directory left in /tmp.
+pub fn stop_on_signal() -> std::io::Result<watch::Receiver<bool>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: the action only stores to an atomic, which is async-signal-safe.
+        unsafe {
+            signal_hook_registry::register(sig, || STOP_SIGNALLED.store(true, Ordering::SeqCst))?;
+        }
+    }
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    let mut terminate = signal(SignalKind::terminate())?;
+    let (tx, rx) = watch::channel(false);
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = interrupt.recv() => {}
+            _ = terminate.recv() => {}
+        }
+        tracing::info!("stopping (SIGINT or SIGTERM)");
+        let _ = tx.send(true);
+    });
+    Ok(rx)
+}
+
+/// Whether [`stop_on_signal`]'s signal has arrived: what fails from then on may have
+/// failed because of it. Process-wide, as the signal is — a terminal's Ctrl-C reaches
+/// the whole process group, the control plane's etcd and apiservers with stalemate.
+/// Set in the signal handler, so it is already true when a child the same Ctrl-C
+/// stopped is seen to have exited (the stop's task, which wakes the waiters, may not
+/// have run yet).
+pub fn stop_signalled() -> bool {
+    STOP_SIGNALLED.load(Ordering::SeqCst)
+}
+
 /// Resolves on the first SIGINT or SIGTERM.
 pub async fn shutdown_signal() {
     #[cfg(unix)]

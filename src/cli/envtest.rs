@@ -59,6 +59,9 @@ pub async fn run(args: EnvtestArgs) -> Result<()> {
     spec.ready_timeout = args.ready_timeout;
     spec.apiserver_args = args.apiserver_arg;
     spec.check().await?;
+    // From here on a Ctrl-C stops the control plane, started or still starting, and
+    // removes what it made.
+    let mut stop = crate::process::stop_on_signal().context("handling SIGINT and SIGTERM")?;
     let (dir, temporary) = match &args.dir {
         Some(d) => (d.clone(), false),
         None => (
@@ -68,6 +71,14 @@ pub async fn run(args: EnvtestArgs) -> Result<()> {
     };
     let cp = match ControlPlane::start(&spec, &dir, &Storage::Own).await {
         Ok(cp) => cp,
+        // Its processes got the terminal's Ctrl-C too: nobody asked for their logs.
+        Err(e) if crate::envtest::daemon::cut_short_by_signal(&e) => {
+            tracing::debug!(error = %format!("{e:#}"), "after the interrupt");
+            if temporary {
+                let _ = std::fs::remove_dir_all(&dir);
+            }
+            anyhow::bail!("interrupted (SIGINT or SIGTERM) while the control plane was starting");
+        }
         Err(e) => {
             if temporary {
                 crate::envtest::leftovers::keep_only_logs(&dir);
@@ -75,6 +86,14 @@ pub async fn run(args: EnvtestArgs) -> Result<()> {
             return Err(e);
         }
     };
+    // Told to stop (stalemate alone) while it started: not announced, only stopped.
+    if *stop.borrow() {
+        cp.stop().await;
+        if temporary {
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+        anyhow::bail!("interrupted (SIGINT or SIGTERM) while the control plane was starting");
+    }
     let written = match &args.kubeconfig_out {
         Some(out) => std::fs::copy(&cp.admin_kubeconfig, out)
             .map(|_| ())
@@ -95,7 +114,8 @@ pub async fn run(args: EnvtestArgs) -> Result<()> {
         let _ = out.flush();
     }
     tracing::info!(url = %cp.url, dir = %cp.dir.display(), seconds = cp.started_in.as_secs_f64(), "control plane ready");
-    crate::process::shutdown_signal().await;
+    // Also when the signal came while it started (sent to stalemate alone).
+    let _ = stop.wait_for(|stopped| *stopped).await;
     cp.stop().await;
     if temporary {
         let _ = std::fs::remove_dir_all(&dir);

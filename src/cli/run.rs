@@ -167,7 +167,12 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
             reset: None,
         },
     };
-    let upstream = choice.for_run().await?;
+    // From here on a Ctrl-C stops what was started and cleans it up.
+    let stop = crate::process::stop_on_signal().context("handling SIGINT and SIGTERM")?;
+    let upstream = match choice.for_run().await {
+        Ok(u) => u,
+        Err(e) => return interrupted(&e).ok_or(e),
+    };
     // Made once the upstream is there, so that no error path leaves it behind.
     let dir = std::env::temp_dir().join(format!("stalemate-run-{}", uuid::Uuid::new_v4()));
     if let Err(e) = std::fs::create_dir_all(&dir) {
@@ -193,14 +198,17 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
         None => TraceTo::Off,
     };
     o.admin_listen = args.admin_listen;
-    o.interruptible = true;
+    o.cancel = Some(stop.clone());
     o.announce = true;
     let outcome = crate::session::run(o).await;
     if let Err(e) = upstream.finish().await {
         tracing::warn!(error = %format!("{e:#}"), "stopping the upstream");
     }
     let _ = std::fs::remove_dir_all(&dir);
-    let outcome = outcome?;
+    let outcome = match outcome {
+        Ok(o) => o,
+        Err(e) => return interrupted(&e).ok_or(e),
+    };
     let report = &outcome.report;
     crate::server::write_reports(
         report,
@@ -225,11 +233,30 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
         "pass" => ExitCode::SUCCESS,
         "fail" => ExitCode::from(1),
         _ => {
-            eprintln!(
-                "stalemate: the run ended before the oracles could judge ({}); give a longer --duration",
-                report.verdicts.pending.as_deref().unwrap_or("too early")
-            );
+            let why = report.verdicts.pending.as_deref().unwrap_or("too early");
+            if outcome.ended == Ended::Interrupted {
+                eprintln!(
+                    "stalemate: interrupted (SIGINT or SIGTERM) before the oracles could judge ({why})"
+                );
+            } else {
+                eprintln!(
+                    "stalemate: the run ended before the oracles could judge ({why}); give a longer --duration"
+                );
+            }
             ExitCode::from(2)
         }
     })
+}
+
+/// What `run` says when it failed after a SIGINT or SIGTERM: whatever failed then (a
+/// control plane whose processes got the terminal's Ctrl-C too, a start cut short) failed
+/// because of it, and what had started is stopped — exit 2, as for any run that ended
+/// before the oracles could judge. `None` when no signal came: the error is the answer.
+fn interrupted(e: &anyhow::Error) -> Option<ExitCode> {
+    if !crate::envtest::daemon::cut_short_by_signal(e) {
+        return None;
+    }
+    tracing::debug!(error = %format!("{e:#}"), "after the interrupt");
+    eprintln!("stalemate: interrupted (SIGINT or SIGTERM); what it had started is stopped");
+    Some(ExitCode::from(2))
 }

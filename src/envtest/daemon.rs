@@ -16,6 +16,29 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
+/// A process that exited on SIGINT, SIGTERM or SIGHUP before it was asked to: whoever
+/// sent that (a terminal's Ctrl-C reaching stalemate's process group) is why, not the
+/// process — see [`cut_short_by_signal`].
+#[derive(Debug)]
+pub struct StoppedBySignal(String);
+
+impl std::fmt::Display for StoppedBySignal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for StoppedBySignal {}
+
+/// Whether a failed start failed because stalemate was told to stop: its own SIGINT or
+/// SIGTERM has arrived ([`crate::process::stop_signalled`]), or one of the processes
+/// died of such a signal — which a Ctrl-C to the process group can make visible before
+/// stalemate's own handler has run on another thread. Such a start is not a failure
+/// whose logs anyone asked for.
+pub fn cut_short_by_signal(e: &anyhow::Error) -> bool {
+    crate::process::stop_signalled() || e.chain().any(|c| c.is::<StoppedBySignal>())
+}
+
 /// How long a process gets to exit on SIGTERM before SIGKILL.
 const TERM_GRACE: Duration = Duration::from_secs(5);
 
@@ -73,14 +96,20 @@ impl Daemon {
         tail(&self.log, n)
     }
 
-    /// An error saying it exited, with the end of its log.
+    /// An error saying it exited, with the end of its log — a [`StoppedBySignal`] when
+    /// it was [told to stop](Daemon::told_to_stop).
     pub fn exit_error(&self, status: ExitStatus) -> anyhow::Error {
-        anyhow::anyhow!(
+        let said = format!(
             "{} exited with {status} (its log: {}):\n{}",
             self.name,
             self.log.display(),
             self.log_tail(12)
-        )
+        );
+        if Daemon::told_to_stop(status) {
+            anyhow::Error::new(StoppedBySignal(said))
+        } else {
+            anyhow::anyhow!(said)
+        }
     }
 
     /// SIGKILL, and reaped.

@@ -197,11 +197,7 @@ pub async fn run(cfg: Config) -> Result<Verdict> {
     let out = output::Out::create(&cfg.out)?;
     // Controllers run in process groups of their own, so a terminal's Ctrl-C reaches
     // only stalemate: it stops every run (and so every controller) itself.
-    let (stop_tx, stop) = tokio::sync::watch::channel(false);
-    tokio::spawn(async move {
-        crate::process::shutdown_signal().await;
-        let _ = stop_tx.send(true);
-    });
+    let stop = crate::process::stop_on_signal().context("handling SIGINT and SIGTERM")?;
     let shared = Arc::new(Shared {
         stop,
         cfg,

@@ -94,10 +94,10 @@ pub struct Options {
     pub admin_listen: SocketAddr,
     /// Read the end state from ground truth (for comparing runs).
     pub snapshot: bool,
-    /// SIGINT/SIGTERM end the run (`run`); otherwise the caller handles them.
-    pub interruptible: bool,
-    /// The caller's own stop (explore's, on SIGINT/SIGTERM): the run ends when it turns
-    /// true, its processes stopped like at any end.
+    /// The caller's stop (`run`'s and explore's, on SIGINT/SIGTERM:
+    /// [`crate::process::stop_on_signal`]): the run ends when it turns true, its processes
+    /// stopped like at any end; turned true before the controller started, the controller
+    /// is not started at all.
     pub cancel: Option<tokio::sync::watch::Receiver<bool>>,
     /// End early when the oracles have already seen enough (checked as the run goes).
     pub stop_early: Option<StopEarly>,
@@ -137,7 +137,6 @@ impl Options {
             dir,
             admin_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             snapshot: false,
-            interruptible: false,
             cancel: None,
             stop_early: None,
             announce: false,
@@ -268,6 +267,13 @@ async fn prepare(
     Vec<crate::setup::Applied>,
     supervise::Supervised,
 )> {
+    // Told to stop while the upstream started: no setup to apply and no controller to
+    // start only to stop them (the caller stops the upstream). Not checked after the
+    // setup: what it created is cleaned up from the run's outcome, which an error here
+    // would lose — a signal from then on ends the run once the controller has started.
+    if o.cancel.as_ref().is_some_and(|c| *c.borrow()) {
+        anyhow::bail!("interrupted (SIGINT or SIGTERM) before the controller started");
+    }
     let (client, applied) = front.apply_setup(&o.setup).await?;
     let controller_kubeconfig = front.kubeconfig(o, CONTROLLER)?;
     let workload_kubeconfig = match &o.workload {

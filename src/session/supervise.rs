@@ -279,12 +279,9 @@ fn spec(
     }
 }
 
-/// Resolves when the run is to stop from outside: SIGINT/SIGTERM (`run`), or the
-/// caller's stop (explore's).
+/// Resolves when the run is to stop from outside: the caller's stop (SIGINT/SIGTERM).
 async fn interruption(o: &Options) {
-    if o.interruptible {
-        crate::process::shutdown_signal().await
-    } else if let Some(c) = &o.cancel {
+    if let Some(c) = &o.cancel {
         let mut c = c.clone();
         if c.wait_for(|stop| *stop).await.is_err() {
             std::future::pending::<()>().await

@@ -43,6 +43,8 @@ pub struct Envtest {
     /// Where the shared etcd and the control planes keep their files.
     dir: PathBuf,
     /// A start failed: its error names logs in `dir`, which are kept when the rest goes.
+    /// Not one that failed after SIGINT or SIGTERM: the signal (the terminal's Ctrl-C
+    /// reaches etcd and the apiservers too) is why, and nobody asked for its logs.
     failed: AtomicBool,
 }
 
@@ -155,8 +157,10 @@ impl Kind for Envtest {
 
     fn start<'a>(&'a self, _dir: &'a Path) -> BoxFuture<'a, Result<Box<dyn Started>>> {
         Box::pin(async move {
-            let cp = self.take().await.inspect_err(|_| {
-                self.failed.store(true, Ordering::Relaxed);
+            let cp = self.take().await.inspect_err(|e| {
+                if !crate::envtest::daemon::cut_short_by_signal(e) {
+                    self.failed.store(true, Ordering::Relaxed);
+                }
             })?;
             let version = self
                 .versions
