@@ -11,7 +11,9 @@
 # Workloads: GET of one ConfigMap and LIST of 500 ConfigMaps of 1 KiB in namespace
 # `bench`; wrk -t1 -c8 (HTTP/1.1) and h2load -c4 -m10 (HTTP/2). Requests/s, and each
 # proxy's own CPU time per request from /proc/PID/stat (user + system, its children
-# included: nginx's workers).
+# included: nginx's workers); also the control plane's (apiserver + etcd) and the whole
+# machine's (/proc/stat, load generator included) per request: on 2 shared cores the
+# rate follows what a request costs all of them, not the proxy alone.
 #
 #   bash bench/peers.sh [--quick] [--rounds N] [--seconds S] [--max-steal PCT] [--aa]
 #
@@ -243,8 +245,9 @@ cpu_ticks() {
     done
     echo "$total"
 }
-# The machine's CPU time and the part of it stolen by the hypervisor, in ticks.
-cpu_steal() { awk '/^cpu / {print $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9, $9; exit}' /proc/stat; }
+# The machine's CPU time, the part of it stolen by the hypervisor, and the part busy
+# (user, nice, system, irq, softirq: everything on it, load generator included), in ticks.
+cpu_steal() { awk '/^cpu / {print $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9, $9, $2 + $3 + $4 + $7 + $8; exit}' /proc/stat; }
 tick=$(getconf CLK_TCK)
 
 # load WORKLOAD PROTOCOL TARGET: one run; sets rps, n (requests), bad (non-2xx or errors).
@@ -271,20 +274,27 @@ runs=$work/runs.tsv
 retried=0
 # run ROUND WORKLOAD PROTOCOL TARGET: one measurement, again while steal is above the limit.
 run() {
-    local attempt c0 c1 s0 s1 t0 t1 pid steal cpu best="" best_steal=""
+    local attempt c0 c1 a0 a1 s0 s1 t0 t1 b0 b1 pid steal cpu api machine best="" best_steal=""
     pid=$(pid_of "$4")
+    per_req() { awk -v d="$1" -v n="$n" -v t="$tick" 'BEGIN {printf "%.4f", d / t * 1000 / (n > 0 ? n : 1)}'; }
     for attempt in $(seq "$attempts_max"); do
-        read -r t0 s0 < <(cpu_steal)
+        read -r t0 s0 b0 < <(cpu_steal)
         c0=0; [ -z "$pid" ] || c0=$(cpu_ticks "$pid")
+        a0=$(cpu_ticks "$cp_pid")
         load "$2" "$3" "$4"
+        a1=$(cpu_ticks "$cp_pid")
         c1=0; [ -z "$pid" ] || c1=$(cpu_ticks "$pid")
-        read -r t1 s1 < <(cpu_steal)
+        read -r t1 s1 b1 < <(cpu_steal)
         steal=$(awk -v s=$((s1 - s0)) -v t=$((t1 - t0)) 'BEGIN {printf "%.1f", (t > 0 ? 100 * s / t : 0)}')
         cpu=-
-        [ -z "$pid" ] || cpu=$(awk -v d=$((c1 - c0)) -v n="$n" -v t="$tick" 'BEGIN {printf "%.4f", d / t * 1000 / (n > 0 ? n : 1)}')
+        [ -z "$pid" ] || cpu=$(per_req $((c1 - c0)))
+        # The control plane's (apiserver and etcd) and the whole machine's, per request:
+        # what a path through a proxy costs the others, and the machine all told.
+        api=$(per_req $((a1 - a0)))
+        machine=$(per_req $((b1 - b0)))
         # Keep the run with the least steal.
         if [ -z "$best" ] || awk -v a="$steal" -v b="$best_steal" 'BEGIN {exit !(a < b)}'; then
-            best="$1	$2	$3	$4	$rps	$cpu	$n	$bad	$steal	$attempt"
+            best="$1	$2	$3	$4	$rps	$cpu	$n	$bad	$steal	$attempt	$api	$machine"
             best_steal=$steal
         fi
         awk -v a="$steal" -v m="$max_steal" 'BEGIN {exit !(a > m)}' || break
@@ -296,7 +306,7 @@ run() {
         fi
     done
     echo "$best" >>"$runs"
-    IFS=$'\t' read -r _ _ _ _ rps cpu n bad steal attempt <<<"$best"
+    IFS=$'\t' read -r _ _ _ _ rps cpu n bad steal attempt _ _ <<<"$best"
     say "$(printf 'round %s  %-4s %s  %-15s %9.0f req/s  CPU %s ms/req  steal %s%%%s' "$1" "$2" "$3" "$4" "$rps" "$cpu" "$steal" \
         "$([ "$attempt" = 1 ] || echo " (run $attempt)")$([ "$bad" = 0 ] || echo "  $bad NON-2xx/ERRORS")")"
 }
@@ -350,10 +360,11 @@ meta["identity"] = ("each client its own service-account token; nginx and stalem
                     "kubectl proxy uses its own (a service-account token in its kubeconfig)")
 runs = []
 for line in open(runs_file):
-    r, w, p, t, rps, cpu, n, bad, steal, attempt = line.rstrip("\n").split("\t")
+    r, w, p, t, rps, cpu, n, bad, steal, attempt, api, machine = line.rstrip("\n").split("\t")
     runs.append({"round": int(r), "workload": w, "protocol": p, "target": t, "req_per_s": float(rps),
                  "cpu_ms_per_req": None if cpu == "-" else float(cpu), "requests": int(n),
-                 "non_2xx_or_errors": int(bad), "steal_pct": float(steal), "attempt": int(attempt)})
+                 "non_2xx_or_errors": int(bad), "steal_pct": float(steal), "attempt": int(attempt),
+                 "apiserver_cpu_ms_per_req": float(api), "machine_cpu_ms_per_req": float(machine)})
 targets = ["direct", "nginx", "kubectl-proxy", "stalemate"] + (["stalemate-again"] if meta["aa"] else [])
 cases = [("get", "h1"), ("get", "h2"), ("list", "h1"), ("list", "h2")]
 rows = []
@@ -367,6 +378,8 @@ for w, p in cases:
         row = {"workload": w, "protocol": p, "target": t,
                "req_per_s": round(statistics.median(r["req_per_s"] for r in rs), 1),
                "cpu_ms_per_req": round(statistics.median(cpus), 4) if cpus else None,
+               "apiserver_cpu_ms_per_req": round(statistics.median(r["apiserver_cpu_ms_per_req"] for r in rs), 4),
+               "machine_cpu_ms_per_req": round(statistics.median(r["machine_cpu_ms_per_req"] for r in rs), 4),
                "req_per_s_rounds": [r["req_per_s"] for r in rs],
                "cpu_ms_per_req_rounds": cpus,
                "non_2xx_or_errors": sum(r["non_2xx_or_errors"] for r in rs)}
@@ -378,7 +391,7 @@ for w, p in cases:
 by_round = {(r["workload"], r["protocol"], r["target"], r["round"]): r for r in runs}
 for row in rows:
     key = (row["workload"], row["protocol"], row["target"])
-    for field in ("req_per_s", "cpu_ms_per_req"):
+    for field in ("req_per_s", "cpu_ms_per_req", "apiserver_cpu_ms_per_req", "machine_cpu_ms_per_req"):
         ratios = []
         for rnd in sorted({r["round"] for r in runs}):
             a, b = by_round.get(key + (rnd,)), by_round.get(key[:2] + ("nginx", rnd))
@@ -395,7 +408,7 @@ json.dump({"rows": rows, "meta": meta, "runs": runs}, open(result, "w"), indent=
 
 name = {"get": "GET", "list": "LIST-500", "h1": "HTTP/1.1", "h2": "HTTP/2"}
 def line(label, cells, width=17):
-    print(f"{label:<28}" + "".join(f"{c:>{width}}" for c in cells))
+    print(f"{label:<30}" + "".join(f"{c:>{width}}" for c in cells))
 def fmt(v, spec):
     return "-" if v is None else format(v, spec)
 def ratio(a, b):
@@ -404,8 +417,9 @@ print(f"medians of {meta['rounds']} rounds of {meta['seconds']} s; {meta['nproc'
 line("", targets)
 for w, p in cases:
     line(f"{name[w]} {name[p]} req/s", [fmt(med[w, p, t]["req_per_s"], ".0f") if (w, p, t) in med else "-" for t in targets])
-for w, p in cases:
-    line(f"proxy CPU ms/{name[w].split('-')[0]} {name[p]}", [fmt(med[w, p, t]["cpu_ms_per_req"], ".3f") if (w, p, t) in med else "-" for t in targets])
+for label, field in (("proxy", "cpu_ms_per_req"), ("apiserver", "apiserver_cpu_ms_per_req"), ("machine", "machine_cpu_ms_per_req")):
+    for w, p in cases:
+        line(f"{label} ms/{name[w].split('-')[0]} {name[p]}", [fmt(med[w, p, t][field], ".3f") if (w, p, t) in med else "-" for t in targets])
 print("ratio to direct (req/s)")
 for w, p in cases:
     d = med.get((w, p, "direct"), {}).get("req_per_s")
@@ -420,7 +434,8 @@ def to_nginx(row, field):
 print("ratio to nginx (req/s: higher is better; CPU: lower is cheaper): the median of the rounds'")
 print("own ratios (each round runs the two back to back), lowest-highest in brackets: noise if it spans 1")
 line("", targets, width=18)
-for field, label in (("req_per_s", "req/s"), ("cpu_ms_per_req", "CPU")):
+for field, label in (("req_per_s", "req/s"), ("cpu_ms_per_req", "CPU"),
+                     ("apiserver_cpu_ms_per_req", "apiserver"), ("machine_cpu_ms_per_req", "machine")):
     for w, p in cases:
         line(f"  {name[w]} {name[p]} {label}", [to_nginx(med[w, p, t], field) if (w, p, t) in med else "-"
                                                 for t in targets], width=18)

@@ -205,10 +205,15 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
         tracing::warn!(error = %format!("{e:#}"), "stopping the upstream");
     }
     let _ = std::fs::remove_dir_all(&dir);
-    let outcome = match outcome {
-        Ok(o) => o,
-        Err(e) => return interrupted(&e).ok_or(e),
-    };
+    match outcome {
+        Ok(outcome) => conclude(&args, &outcome),
+        Err(e) => interrupted(&e).ok_or(e),
+    }
+}
+
+/// The reports written and printed, and the exit status: the oracles' verdict, or 2 with
+/// what kept them from one.
+fn conclude(args: &RunArgs, outcome: &crate::session::Outcome) -> Result<ExitCode> {
     let report = &outcome.report;
     crate::server::write_reports(
         report,
