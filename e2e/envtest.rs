@@ -459,19 +459,8 @@ fn ctrl_c_while_the_control_plane_starts_stops_it_and_leaves_nothing() {
     // fast or slow the machine.
     let never = tempfile::tempdir().unwrap();
     let fake = fake_assets(never.path(), &format!("{ANSWERS_VERSION}\nsleep 600"));
-    let fake_dir = fake.to_str().unwrap();
-    let schedule = schedule.to_str().unwrap();
-    let run = [
-        "run",
-        "--envtest",
-        fake_dir,
-        "--schedule",
-        schedule,
-        "--",
-        "true",
-    ];
-    for args in [&run[..], &["envtest", "--assets", fake_dir][..]] {
-        interrupted_mid_start(args, &fake, Signalled::Group, || {});
+    for args in starting_a_control_plane(&fake, &schedule, &["true"]) {
+        interrupted_mid_start(&args, &fake, Signalled::Group, || {});
     }
 }
 
@@ -497,27 +486,28 @@ fn a_signal_to_stalemate_alone_while_the_control_plane_starts_starts_nothing_mor
             go = go.display()
         ),
     );
-    let fake_dir = fake.to_str().unwrap();
-    let schedule = schedule.to_str().unwrap();
-    let touch = started.to_str().unwrap();
-    let run = [
-        "run",
-        "--envtest",
-        fake_dir,
-        "--schedule",
-        schedule,
-        "--",
-        "touch",
-        touch,
-    ];
-    for args in [&run[..], &["envtest", "--assets", fake_dir][..]] {
+    let touch = ["touch", started.to_str().unwrap()];
+    for args in starting_a_control_plane(&fake, &schedule, &touch) {
         let _ = std::fs::remove_file(&go);
-        let (_, out) = interrupted_mid_start(args, &fake, Signalled::AloneThenRelease, || {
+        let (_, out) = interrupted_mid_start(&args, &fake, Signalled::AloneThenRelease, || {
             std::fs::write(&go, "").unwrap()
         });
         assert!(!started.exists(), "{args:?} started the controller");
         assert!(out.is_empty(), "{args:?} announced: {out}");
     }
+}
+
+/// The two commands that start a control plane from `fake`: `run --envtest` (with an
+/// empty `schedule`, running `controller`) and `envtest`.
+fn starting_a_control_plane(fake: &Path, schedule: &Path, controller: &[&str]) -> [Vec<String>; 2] {
+    let fake = fake.display().to_string();
+    let mut run: Vec<String> = ["run", "--envtest", &fake, "--schedule"]
+        .map(String::from)
+        .into();
+    run.push(schedule.display().to_string());
+    run.push("--".into());
+    run.extend(controller.iter().map(|a| a.to_string()));
+    [run, vec!["envtest".into(), "--assets".into(), fake]]
 }
 
 /// Who gets the signal, in [`interrupted_mid_start`].
@@ -534,7 +524,7 @@ enum Signalled {
 /// `after`. Checks it said it was interrupted, exited 2, and left nothing running nor in
 /// TMPDIR; its (stderr, stdout).
 fn interrupted_mid_start(
-    args: &[&str],
+    args: &[String],
     fake: &Path,
     how: Signalled,
     after: impl FnOnce(),

@@ -372,31 +372,17 @@ pub fn stop_signalled() -> bool {
     STOP_SIGNALLED.load(Ordering::SeqCst)
 }
 
-/// Resolves on the first SIGINT or SIGTERM.
+/// Resolves on the first SIGINT or SIGTERM ([`stop_on_signal`], for a server that has
+/// nothing to stop before then).
 pub async fn shutdown_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match (
-            signal(SignalKind::interrupt()),
-            signal(SignalKind::terminate()),
-        ) {
-            (Ok(mut i), Ok(mut t)) => {
-                tokio::select! {
-                    _ = i.recv() => {}
-                    _ = t.recv() => {}
-                }
-            }
-            _ => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
+    match stop_on_signal() {
+        Ok(mut stop) => {
+            let _ = stop.wait_for(|stopped| *stopped).await;
+        }
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
         }
     }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
-    tracing::info!("shutting down");
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 //! on its own, for a proxy, a test or a shell.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clap::Args;
@@ -69,15 +69,18 @@ pub async fn run(args: EnvtestArgs) -> Result<()> {
             true,
         ),
     };
+    let forget = |dir: &Path| {
+        if temporary {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    };
     let cp = match ControlPlane::start(&spec, &dir, &Storage::Own).await {
         Ok(cp) => cp,
         // Its processes got the terminal's Ctrl-C too: nobody asked for their logs.
         Err(e) if crate::envtest::daemon::cut_short_by_signal(&e) => {
             tracing::debug!(error = %format!("{e:#}"), "after the interrupt");
-            if temporary {
-                let _ = std::fs::remove_dir_all(&dir);
-            }
-            anyhow::bail!("interrupted (SIGINT or SIGTERM) while the control plane was starting");
+            forget(&dir);
+            anyhow::bail!(INTERRUPTED_STARTING);
         }
         Err(e) => {
             if temporary {
@@ -86,26 +89,29 @@ pub async fn run(args: EnvtestArgs) -> Result<()> {
             return Err(e);
         }
     };
-    // Told to stop (stalemate alone) while it started: not announced, only stopped.
+    let served = serve(args.kubeconfig_out.as_deref(), &cp, &mut stop).await;
+    cp.stop().await;
+    forget(&dir);
+    served
+}
+
+const INTERRUPTED_STARTING: &str =
+    "interrupted (SIGINT or SIGTERM) while the control plane was starting";
+
+/// Announce the control plane (and copy its kubeconfig out), then keep it until told to
+/// stop — unless that came while it started (a signal to stalemate alone), when it is
+/// not announced at all.
+async fn serve(
+    kubeconfig_out: Option<&Path>,
+    cp: &ControlPlane,
+    stop: &mut tokio::sync::watch::Receiver<bool>,
+) -> Result<()> {
     if *stop.borrow() {
-        cp.stop().await;
-        if temporary {
-            let _ = std::fs::remove_dir_all(&dir);
-        }
-        anyhow::bail!("interrupted (SIGINT or SIGTERM) while the control plane was starting");
+        anyhow::bail!(INTERRUPTED_STARTING);
     }
-    let written = match &args.kubeconfig_out {
-        Some(out) => std::fs::copy(&cp.admin_kubeconfig, out)
-            .map(|_| ())
-            .with_context(|| format!("--kubeconfig-out {}", out.display())),
-        None => Ok(()),
-    };
-    if let Err(e) = written {
-        cp.stop().await;
-        if temporary {
-            let _ = std::fs::remove_dir_all(&dir);
-        }
-        return Err(e);
+    if let Some(out) = kubeconfig_out {
+        std::fs::copy(&cp.admin_kubeconfig, out)
+            .with_context(|| format!("--kubeconfig-out {}", out.display()))?;
     }
     {
         let mut out = std::io::stdout().lock();
@@ -114,11 +120,6 @@ pub async fn run(args: EnvtestArgs) -> Result<()> {
         let _ = out.flush();
     }
     tracing::info!(url = %cp.url, dir = %cp.dir.display(), seconds = cp.started_in.as_secs_f64(), "control plane ready");
-    // Also when the signal came while it started (sent to stalemate alone).
     let _ = stop.wait_for(|stopped| *stopped).await;
-    cp.stop().await;
-    if temporary {
-        let _ = std::fs::remove_dir_all(&dir);
-    }
     Ok(())
 }
