@@ -931,6 +931,9 @@ fn certs_kubeconfig_and_default_upstream_lookup() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // Without --tls-dir, serve generates its CA under $XDG_STATE_HOME on first start —
+    // only once it runs: a start that fails on another flag leaves none behind.
+    let state = dir.path().join("state");
     let out = Command::new(common::BIN)
         .args([
             "serve",
@@ -941,6 +944,7 @@ fn certs_kubeconfig_and_default_upstream_lookup() {
             "--upstream-kubeconfig",
         ])
         .arg(certs.join("ca.crt"))
+        .env("XDG_STATE_HOME", &state)
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
@@ -949,4 +953,44 @@ fn certs_kubeconfig_and_default_upstream_lookup() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    assert!(
+        !state.join("stalemate").exists(),
+        "a failed start wrote {}",
+        state.join("stalemate").display()
+    );
+    // A start that runs writes it, and it is the CA the proxy's certificate chains to.
+    let mut child = Command::new(common::BIN)
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--admin-listen",
+            "127.0.0.1:0",
+        ])
+        .env("KUBECONFIG", &sim.kubeconfig)
+        .env("XDG_STATE_HOME", &state)
+        .env("RUST_LOG", "error")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut url = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut url)
+        .unwrap();
+    let generated = state.join("stalemate/tls");
+    let r = curl(
+        &generated.join("ca.crt"),
+        url.trim(),
+        "GET",
+        "/api/v1/namespaces",
+        &[],
+        None,
+        &[],
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(r.status, 200, "{}", r.text());
+    for f in ["ca.key", "tls.crt", "tls.key"] {
+        assert!(generated.join(f).exists(), "{f}");
+    }
 }

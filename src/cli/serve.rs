@@ -34,7 +34,8 @@ pub struct ServeArgs {
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
 
-    /// Directory holding ca.crt/tls.crt/tls.key; generated on first start when empty.
+    /// Directory holding ca.crt/tls.crt/tls.key; generated on first start when empty
+    /// (written once the proxy runs: a start that fails leaves nothing there).
     /// Default: $XDG_STATE_HOME/stalemate/tls (or ~/.local/state/stalemate/tls).
     #[arg(long, value_name = "DIR", conflicts_with = "tls_cert")]
     pub tls_dir: Option<PathBuf>,
@@ -152,28 +153,50 @@ fn default_tls_dir() -> PathBuf {
     base.join("stalemate").join("tls")
 }
 
+/// The serving certificate and key, and the CA clients should trust.
+struct ServingTls {
+    cert: Vec<u8>,
+    key: Vec<u8>,
+    ca: Option<String>,
+    /// Generated on this start, to be written into `--tls-dir` once the proxy runs: a
+    /// start that fails on its other flags leaves no new CA behind.
+    generated: Option<(certs::CertBundle, PathBuf)>,
+}
+
 /// Load the serving certificate and the CA clients should trust: from files, or from a
-/// directory (generated there on first start).
-fn serving_tls(args: &ServeArgs) -> Result<(Vec<u8>, Vec<u8>, Option<String>)> {
+/// directory (generated for it on first start).
+fn serving_tls(args: &ServeArgs) -> Result<ServingTls> {
     if let (Some(c), Some(k)) = (&args.tls_cert, &args.tls_key) {
         let cert = std::fs::read(c).with_context(|| format!("--tls-cert {}", c.display()))?;
         let key = std::fs::read(k).with_context(|| format!("--tls-key {}", k.display()))?;
-        return Ok((cert, key, None));
+        return Ok(ServingTls {
+            cert,
+            key,
+            ca: None,
+            generated: None,
+        });
     }
     let dir = args.tls_dir.clone().unwrap_or_else(default_tls_dir);
     let path = |f: &str| dir.join(f);
     if !path(certs::CERT_FILE).exists() {
         let b = certs::generate("stalemate", &args.sans)?;
-        b.write_to(&dir)
-            .with_context(|| format!("--tls-dir {}", dir.display()))?;
-        tracing::info!(dir = %dir.display(), "generated a CA and serving certificate");
+        return Ok(ServingTls {
+            cert: b.cert_pem.clone().into_bytes(),
+            key: b.key_pem.clone().into_bytes(),
+            ca: Some(b.ca_cert_pem.clone()),
+            generated: Some((b, dir)),
+        });
     }
     let read = |f: &str| -> Result<Vec<u8>> {
         let p = path(f);
         std::fs::read(&p).with_context(|| format!("--tls-dir: reading {}", p.display()))
     };
-    let ca = String::from_utf8(read(certs::CA_CERT_FILE)?).ok();
-    Ok((read(certs::CERT_FILE)?, read(certs::KEY_FILE)?, ca))
+    Ok(ServingTls {
+        ca: String::from_utf8(read(certs::CA_CERT_FILE)?).ok(),
+        cert: read(certs::CERT_FILE)?,
+        key: read(certs::KEY_FILE)?,
+        generated: None,
+    })
 }
 
 fn source(args: &ServeArgs) -> Result<Source> {
@@ -200,13 +223,13 @@ pub async fn run(args: ServeArgs) -> Result<()> {
         Some(path) => super::check::load(path)?,
         None => crate::schedule::Schedule::default(),
     };
-    let (cert, key, ca) = serving_tls(&args)?;
+    let tls = serving_tls(&args)?;
     let running = crate::server::start(crate::server::Options {
         listen: args.listen,
         admin_listen: args.admin_listen,
-        cert,
-        key,
-        ca,
+        cert: tls.cert,
+        key: tls.key,
+        ca: tls.ca,
         source: source(&args)?,
         insecure_skip_upstream_verify: args.insecure_skip_upstream_verify,
         schedule,
@@ -227,6 +250,13 @@ pub async fn run(args: ServeArgs) -> Result<()> {
         trace_sink: None,
     })
     .await?;
+    if let Some((bundle, dir)) = &tls.generated {
+        if let Err(e) = bundle.write_to(dir) {
+            running.stop().await;
+            return Err(e.context(format!("--tls-dir {}", dir.display())));
+        }
+        tracing::info!(dir = %dir.display(), "generated a CA and serving certificate");
+    }
     if let Some(out) = &args.kubeconfig_out {
         let Some(ca) = &running.ca else {
             bail!(
