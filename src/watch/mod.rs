@@ -18,7 +18,6 @@ pub mod json;
 pub mod proto;
 
 pub mod view;
-mod view_parse;
 
 use bytes::Bytes;
 
