@@ -27,6 +27,12 @@
 #   --aa             also measure stalemate-again (above), and print each row's A/A ratio
 #                    beside stalemate's ratio to nginx: a gap to nginx no larger than the
 #                    gap between two copies of one build is not a difference
+#   --syscalls       also count, per request, each proxy's system calls that wait for
+#                    events (epoll_wait), read and write sockets, and its context switches
+#                    (`perf stat` on syscall tracepoints, all its threads and children):
+#                    where a proxy's kernel time goes. Counting costs the proxy time per
+#                    system call (more to the one that makes more): take CPU and req/s
+#                    from a run without it
 #   STALEMATE_BIN    the proxy binary (default: target/release/stalemate, built here);
 #                    two builds compared = two runs of this script, one after the other
 #   STALEMATE_ARGS   extra `stalemate serve` flags, e.g. "--max-view-bytes 0"
@@ -50,12 +56,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-usage="usage: bash bench/peers.sh [--quick] [--rounds N] [--seconds S] [--max-steal PCT] [--aa]"
-rounds=3 seconds=10 max_steal=10 attempts_max=3 aa=0
+usage="usage: bash bench/peers.sh [--quick] [--rounds N] [--seconds S] [--max-steal PCT] [--aa] [--syscalls]"
+rounds=3 seconds=10 max_steal=10 attempts_max=3 aa=0 syscalls=0
 while [ $# -gt 0 ]; do
     case $1 in
         --quick) rounds=2 seconds=2; shift ;;
         --aa) aa=1; shift ;;
+        --syscalls) syscalls=1; shift ;;
         --rounds | --seconds | --max-steal)
             # A whole number; 0 only for --max-steal (then any steal repeats a run).
             if [ $# -lt 2 ] || ! [[ $2 =~ ^[0-9]+$ ]] || { [ "$2" -eq 0 ] && [ "$1" != --max-steal ]; }; then
@@ -81,6 +88,19 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 nginx_bin=$(command -v nginx || echo /usr/sbin/nginx)
 for tool in curl python3 setsid; do have "$tool" || die "$tool is needed and not installed"; done
+# The events --syscalls counts: (column, perf events summed into it).
+syscall_columns=(waits reads writes switches)
+declare -A syscall_events=(
+    [waits]="syscalls:sys_enter_epoll_wait syscalls:sys_enter_epoll_pwait"
+    [reads]="syscalls:sys_enter_read syscalls:sys_enter_readv syscalls:sys_enter_recvfrom syscalls:sys_enter_recvmsg"
+    [writes]="syscalls:sys_enter_write syscalls:sys_enter_writev syscalls:sys_enter_sendto syscalls:sys_enter_sendmsg"
+    [switches]="context-switches"
+)
+if [ "$syscalls" = 1 ]; then
+    have perf || die "--syscalls needs perf (Debian: linux-perf)"
+    perf stat -e syscalls:sys_enter_epoll_wait -o /dev/null -- true 2>/dev/null ||
+        die "--syscalls: perf cannot count syscall tracepoints here (tracefs, and root or kernel.perf_event_paranoid=-1)"
+fi
 
 if [ -n "${STALEMATE_BIN:-}" ]; then
     bin=$STALEMATE_BIN
@@ -250,6 +270,42 @@ cpu_ticks() {
 cpu_steal() { awk '/^cpu / {print $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9, $9, $2 + $3 + $4 + $7 + $8; exit}' /proc/stat; }
 tick=$(getconf CLK_TCK)
 
+# count_syscalls PID: count (--syscalls) the events of syscall_events in PID, its threads
+# and its children from now on; stop_syscalls stops and sets syscall_totals to the four
+# totals, tab-separated (in this shell: perf is its child, to be waited for). perf starts disabled and is enabled through its control FIFO, which
+# acknowledges: it takes ~2 s to read the tracepoints' formats, and the count must cover
+# the load exactly.
+count_syscalls() {
+    local events="" c e attach=$1 children
+    for c in "${syscall_columns[@]}"; do for e in ${syscall_events[$c]}; do events+=${events:+,}$e; done; done
+    children=$(pgrep -P "$1" | paste -sd, - || true)
+    [ -z "$children" ] || attach+=,$children
+    rm -f "$work/perf-stat.csv" "$work/perf-ctl" "$work/perf-ack"
+    mkfifo "$work/perf-ctl" "$work/perf-ack"
+    perf stat -D -1 --control "fifo:$work/perf-ctl,$work/perf-ack" -x, -e "$events" -p "$attach" \
+        -o "$work/perf-stat.csv" 2>>"$work/perf-stat.log" &
+    perf_pid=$!
+    exec 8>"$work/perf-ctl" 9<"$work/perf-ack"
+    echo enable >&8
+    read -r -t 60 _ <&9 || die "perf stat did not start counting (see $work/perf-stat.log)"
+}
+stop_syscalls() {
+    local c e totals=()
+    echo disable >&8
+    read -r -t 60 _ <&9 || die "perf stat did not stop counting (see $work/perf-stat.log)"
+    exec 8>&- 9<&-
+    kill -INT "$perf_pid" 2>/dev/null || true
+    wait "$perf_pid" 2>/dev/null || true
+    for c in "${syscall_columns[@]}"; do
+        local sum=0
+        for e in ${syscall_events[$c]}; do
+            sum=$((sum + $(awk -F, -v e="$e" '$3 == e && $1 ~ /^[0-9]+$/ {print $1; f = 1} END {if (!f) print 0}' "$work/perf-stat.csv")))
+        done
+        totals+=("$sum")
+    done
+    syscall_totals=$(IFS=$'\t'; echo "${totals[*]}")
+}
+
 # load WORKLOAD PROTOCOL TARGET: one run; sets rps, n (requests), bad (non-2xx or errors).
 load() {
     local path=$get_path out hdr
@@ -274,14 +330,20 @@ runs=$work/runs.tsv
 retried=0
 # run ROUND WORKLOAD PROTOCOL TARGET: one measurement, again while steal is above the limit.
 run() {
-    local attempt c0 c1 a0 a1 s0 s1 t0 t1 b0 b1 pid steal cpu api machine best="" best_steal=""
+    local attempt c0 c1 a0 a1 s0 s1 t0 t1 b0 b1 pid steal cpu api machine sys best="" best_steal=""
     pid=$(pid_of "$4")
     per_req() { awk -v d="$1" -v n="$n" -v t="$tick" 'BEGIN {printf "%.4f", d / t * 1000 / (n > 0 ? n : 1)}'; }
     for attempt in $(seq "$attempts_max"); do
         read -r t0 s0 b0 < <(cpu_steal)
         c0=0; [ -z "$pid" ] || c0=$(cpu_ticks "$pid")
         a0=$(cpu_ticks "$cp_pid")
+        [ "$syscalls" = 0 ] || [ -z "$pid" ] || count_syscalls "$pid"
         load "$2" "$3" "$4"
+        sys="-	-	-	-"
+        if [ "$syscalls" = 1 ] && [ -n "$pid" ]; then
+            stop_syscalls
+            sys=$(echo "$syscall_totals" | awk -F'\t' -v n="$n" 'BEGIN {OFS = "\t"} {n = (n > 0 ? n : 1); for (i = 1; i <= NF; i++) $i = sprintf("%.2f", $i / n); print}')
+        fi
         a1=$(cpu_ticks "$cp_pid")
         c1=0; [ -z "$pid" ] || c1=$(cpu_ticks "$pid")
         read -r t1 s1 b1 < <(cpu_steal)
@@ -294,7 +356,7 @@ run() {
         machine=$(per_req $((b1 - b0)))
         # Keep the run with the least steal.
         if [ -z "$best" ] || awk -v a="$steal" -v b="$best_steal" 'BEGIN {exit !(a < b)}'; then
-            best="$1	$2	$3	$4	$rps	$cpu	$n	$bad	$steal	$attempt	$api	$machine"
+            best="$1	$2	$3	$4	$rps	$cpu	$n	$bad	$steal	$attempt	$api	$machine	$sys"
             best_steal=$steal
         fi
         awk -v a="$steal" -v m="$max_steal" 'BEGIN {exit !(a > m)}' || break
@@ -306,7 +368,7 @@ run() {
         fi
     done
     echo "$best" >>"$runs"
-    IFS=$'\t' read -r _ _ _ _ rps cpu n bad steal attempt _ _ <<<"$best"
+    IFS=$'\t' read -r _ _ _ _ rps cpu n bad steal attempt _ _ _ _ _ _ <<<"$best"
     say "$(printf 'round %s  %-4s %s  %-15s %9.0f req/s  CPU %s ms/req  steal %s%%%s' "$1" "$2" "$3" "$4" "$rps" "$cpu" "$steal" \
         "$([ "$attempt" = 1 ] || echo " (run $attempt)")$([ "$bad" = 0 ] || echo "  $bad NON-2xx/ERRORS")")"
 }
@@ -343,7 +405,7 @@ git diff --quiet HEAD 2>/dev/null || commit="$commit+dirty"
 # Metadata reaches Python through its environment (no quoting of version strings in code).
 M_date=$(date -u +%Y-%m-%dT%H:%M:%SZ) M_kernel=$(uname -r) M_nproc=$(nproc) \
     M_cpu=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo) M_loadavg_at_end=$(cut -d' ' -f1-3 /proc/loadavg) \
-    M_aa=$aa M_rounds=$rounds M_seconds=$seconds M_max_steal_pct=$max_steal M_runs_repeated_for_steal=$retried M_elapsed_s=$elapsed \
+    M_aa=$aa M_syscalls=$syscalls M_rounds=$rounds M_seconds=$seconds M_max_steal_pct=$max_steal M_runs_repeated_for_steal=$retried M_elapsed_s=$elapsed \
     M_stalemate=$(first "$bin" --version) M_stalemate_bin=$bin M_stalemate_args=${STALEMATE_ARGS:-} M_commit=$commit \
     M_kube_apiserver=$(first "$KUBEBUILDER_ASSETS/kube-apiserver" --version) M_etcd=$(first "$KUBEBUILDER_ASSETS/etcd" --version) \
     M_kubectl=$(first "$kubectl" version --client) M_nginx=$(first "$nginx_bin" -v) M_wrk=$(first wrk -v) \
@@ -352,19 +414,22 @@ M_date=$(date -u +%Y-%m-%dT%H:%M:%SZ) M_kernel=$(uname -r) M_nproc=$(nproc) \
 import json, os, statistics, sys
 runs_file, result = sys.argv[1], sys.argv[2]
 meta = {k[2:]: v for k, v in sorted(os.environ.items()) if k.startswith("M_")}
-for k in ("aa", "nproc", "rounds", "seconds", "max_steal_pct", "runs_repeated_for_steal", "elapsed_s", "get_bytes", "list_bytes", "list_items"):
+for k in ("aa", "syscalls", "nproc", "rounds", "seconds", "max_steal_pct", "runs_repeated_for_steal", "elapsed_s", "get_bytes", "list_bytes", "list_items"):
     meta[k] = int(meta[k])
 meta["h1"] = "wrk -t1 -c8"
 meta["h2"] = "h2load -c4 -m10"
 meta["identity"] = ("each client its own service-account token; nginx and stalemate forward it, "
                     "kubectl proxy uses its own (a service-account token in its kubeconfig)")
+SYSCALL_COLUMNS = ("epoll_waits", "socket_reads", "socket_writes", "context_switches")
 runs = []
 for line in open(runs_file):
-    r, w, p, t, rps, cpu, n, bad, steal, attempt, api, machine = line.rstrip("\n").split("\t")
+    r, w, p, t, rps, cpu, n, bad, steal, attempt, api, machine, *sys = line.rstrip("\n").split("\t")
     runs.append({"round": int(r), "workload": w, "protocol": p, "target": t, "req_per_s": float(rps),
                  "cpu_ms_per_req": None if cpu == "-" else float(cpu), "requests": int(n),
                  "non_2xx_or_errors": int(bad), "steal_pct": float(steal), "attempt": int(attempt),
                  "apiserver_cpu_ms_per_req": float(api), "machine_cpu_ms_per_req": float(machine)})
+    if meta["syscalls"] and "-" not in sys:
+        runs[-1]["syscalls_per_req"] = dict(zip(SYSCALL_COLUMNS, map(float, sys)))
 targets = ["direct", "nginx", "kubectl-proxy", "stalemate"] + (["stalemate-again"] if meta["aa"] else [])
 cases = [("get", "h1"), ("get", "h2"), ("list", "h1"), ("list", "h2")]
 rows = []
@@ -383,6 +448,9 @@ for w, p in cases:
                "req_per_s_rounds": [r["req_per_s"] for r in rs],
                "cpu_ms_per_req_rounds": cpus,
                "non_2xx_or_errors": sum(r["non_2xx_or_errors"] for r in rs)}
+        counted = [r["syscalls_per_req"] for r in rs if "syscalls_per_req" in r]
+        if counted:
+            row["syscalls_per_req"] = {c: round(statistics.median(s[c] for s in counted), 2) for c in SYSCALL_COLUMNS}
         rows.append(row)
         med[w, p, t] = row
 # Each round's ratio to nginx, from the two runs of that round (run one after the other):
@@ -454,6 +522,14 @@ if meta["aa"]:
             s, a = med.get((w, p, "stalemate"), {}), med.get((w, p, "stalemate-again"), {})
             line(f"  {name[w]} {name[p]} {label}", [spread(s.get(field + "_ratio_to_nginx_rounds")),
                                                     spread(a.get(field + "_ratio_to_stalemate_rounds"))], width=28)
+if meta["syscalls"]:
+    print("per request, medians (--syscalls: perf stat on the proxy's threads and children): epoll waits /")
+    print("socket reads (read, readv, recvfrom, recvmsg) / writes (write, writev, sendto, sendmsg) / context switches")
+    proxies = [t for t in targets if t != "direct"]
+    line("", proxies, width=24)
+    for w, p in cases:
+        line(f"  {name[w]} {name[p]}", ["/".join(f"{s[c]:.1f}" for c in SYSCALL_COLUMNS) if (s := med.get((w, p, t), {}).get("syscalls_per_req")) else "-"
+                                        for t in proxies], width=24)
 bad = sum(r["non_2xx_or_errors"] for r in runs)
 high = [r for r in runs if r["steal_pct"] > meta["max_steal_pct"]]
 print(f"GET {meta['get_bytes']} B, LIST of {meta['list_items']} = {meta['list_bytes']} B; {meta['h1']} (h1), {meta['h2']} (h2); "

@@ -15,7 +15,9 @@ use super::auth::{self, UserInfo};
 use super::negotiate::{Output, Reply, negotiate, wants_pretty};
 use super::registry::{Answer, ResourceType};
 use super::table::IncludeObject;
-use super::{CloseMode, Sim, discovery, openapi, pods, proto_body, read, scale, watch, write};
+use super::{
+    CloseMode, Sim, delete, discovery, openapi, pods, proto_body, read, scale, watch, write,
+};
 use crate::listen::{Body, Peer};
 use crate::request::{self, RequestInfo, ResourceRequest, Verb};
 use crate::status::ApiError;
@@ -295,15 +297,15 @@ async fn route(
         Verb::Patch => {
             write::patch(&ctx, content_type.as_deref(), &body).map(|(c, o)| obj_reply(c, &o))
         }
-        Verb::Delete => match write::delete(&ctx, &body)? {
-            write::Deleted::Object(o) => Ok(obj_reply(200, &o)),
-            write::Deleted::Status(s) => Ok(ctx.reply.json(200, &s)),
+        Verb::Delete => match delete::delete(&ctx, &body)? {
+            delete::Deleted::Object(o) => Ok(obj_reply(200, &o)),
+            delete::Deleted::Status(s) => Ok(ctx.reply.json(200, &s)),
         },
         Verb::DeleteCollection => {
             let filter = read::Filter::from_request(&ctx)?;
-            let gone = write::delete_collection(&ctx, &filter)?;
+            let gone = delete::delete_collection(&ctx, &filter)?;
             let rv = ctx.sim.lock().rv;
-            Ok(ctx.reply.json(200, &write::list_body(&ctx.rt, rv, &gone)))
+            Ok(ctx.reply.json(200, &delete::list_body(&ctx.rt, rv, &gone)))
         }
         Verb::Connect => Err(ApiError::page_not_found()),
     }

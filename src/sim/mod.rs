@@ -28,7 +28,7 @@
 //!  client ─TLS─► listen::serve ─► http::handle ─┬─ /_sim/...      misbehave on request
 //!                                               ├─ discovery, /version
 //!                                               ├─ read  (get, list, Table)
-//!                                               ├─ write (create, update, patch, delete)
+//!                                               ├─ write (create, update, patch), delete
 //!                                               └─ watch (history + broadcast)
 //!                                                         ▲
 //!                           store::State (one mutex: objects, RV, history, broadcast)
@@ -38,6 +38,7 @@ pub mod auth;
 pub mod builtins;
 pub mod crds;
 pub mod defaults;
+pub mod delete;
 pub mod discovery;
 pub mod http;
 pub mod local;

@@ -117,7 +117,7 @@ pub fn empty(st: &mut State, ns: &str) {
         }
         let objs: Vec<Arc<Stored>> = st.iter(&rt.storage_key(), Some(ns)).cloned().collect();
         for o in objs {
-            write::delete_object(st, rt, &o, false);
+            super::delete::delete_object(st, rt, &o, false);
         }
     }
     try_finalize(st, ns);

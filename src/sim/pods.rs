@@ -236,6 +236,6 @@ pub fn bind(ctx: &Ctx, body: &[u8]) -> Result<Value, ApiError> {
 
 /// `POST pods/NAME/eviction`: the pod deleted.
 pub fn evict(ctx: &Ctx) -> Result<Value, ApiError> {
-    write::delete(ctx, b"")?;
+    super::delete::delete(ctx, b"")?;
     Ok(success(201))
 }
