@@ -782,6 +782,113 @@ fn a_search_signalled_with_its_control_plane_while_shrinking_starts_nothing_more
     assert!(left.is_empty(), "still running: {left:?}");
 }
 
+/// Someone else stops the shared etcd of an `--envtest` search with SIGTERM (the signal
+/// reaches etcd alone, not stalemate or its process group): the search starts another etcd
+/// and goes on. The trials running on the old one error — within a minute, not after a
+/// 504 per resource read from an apiserver without storage — and the ones after run on a
+/// control plane started on the new etcd, not on a spare left over from the old one.
+/// (Before, a signalled etcd was taken for a Ctrl-C, and every later trial errored.)
+#[test]
+fn a_search_whose_etcd_someone_else_stops_starts_another() {
+    use std::io::BufRead;
+    use std::os::unix::process::CommandExt;
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    // The control planes' files go under TMPDIR: how this search's etcd is told apart.
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let marker = format!("etcd-stopped-{}", std::process::id());
+    let assets = common::envtest::assets().display().to_string();
+    let child = Command::new(BIN)
+        .args(["explore", "--envtest", &assets, "--setup", &gitrepo_setup()])
+        .args(["--quiet", "3s", "--settle", "5s", "--shrink-steps", "1"])
+        .args(["--jobs", "2", "--budget", "6", "--out"])
+        .arg(dir.path().join("out"))
+        .arg("--")
+        .args(controller_argv())
+        .env(CONTROLLER_ENV, "gitrepo")
+        .env("STALEMATE_E2E_MARKER", &marker)
+        .env("TMPDIR", &tmp)
+        .process_group(0)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut child = common::envtest::GroupOnDrop(child);
+    let stderr = child.0.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    let trial = |l: &str| l.starts_with("trial ");
+    let mut before = Vec::new();
+    assert!(
+        lines_until(&rx, Duration::from_secs(600), &mut before, trial),
+        "explore ended before any trial:\n{}",
+        before.join("\n")
+    );
+    let etcd = etcd_under(&tmp);
+    // SAFETY: kill(2) on the etcd this search started (found by its data directory).
+    assert_eq!(unsafe { libc::kill(etcd, libc::SIGTERM) }, 0);
+    let mut after = Vec::new();
+    lines_until(&rx, Duration::from_secs(600), &mut after, |_| false);
+    let status = common::wait_for("explore to exit", Duration::from_secs(30), || {
+        child.0.try_wait().unwrap()
+    });
+    let all = format!(
+        "{}\n--- SIGTERM to etcd {etcd} ---\n{}",
+        before.join("\n"),
+        after.join("\n")
+    );
+    assert!(matches!(status.code(), Some(0 | 1)), "{all}");
+    let replaced = after
+        .iter()
+        .position(|l| l.contains("the shared etcd exited; starting another"))
+        .unwrap_or_else(|| panic!("no etcd started in place of the stopped one:\n{all}"));
+    let errors = after
+        .iter()
+        .filter(|l| trial(l) && l.contains("→ error:"))
+        .count();
+    // At most the trials running on the old etcd when it stopped (--jobs 2).
+    assert!(errors <= 2, "{errors} trials errored:\n{all}");
+    let ran = after[replaced..]
+        .iter()
+        .filter(|l| trial(l) && !l.contains("→ error:"))
+        .count();
+    assert!(ran >= 1, "no trial ran on the new etcd:\n{all}");
+    let settled = std::time::Instant::now() + Duration::from_secs(30);
+    while !running_with(&marker).is_empty() && std::time::Instant::now() < settled {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let left = running_with(&marker);
+    assert!(left.is_empty(), "still running: {left:?}");
+}
+
+/// The pid of the etcd whose command line names a directory under `tmp`.
+fn etcd_under(tmp: &Path) -> libc::pid_t {
+    let tmp = tmp.display().to_string();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<libc::pid_t>() else {
+            continue;
+        };
+        let cmd = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let mut args = cmd.split(|b| *b == 0).map(String::from_utf8_lossy);
+        let is_etcd = args.next().is_some_and(|a| {
+            Path::new(a.as_ref())
+                .file_name()
+                .is_some_and(|f| f == "etcd")
+        });
+        if is_etcd && args.any(|a| a.contains(&tmp)) {
+            return pid;
+        }
+    }
+    panic!("no etcd running under {tmp}")
+}
+
 /// Lines from `rx` into `lines` until one that `stop` accepts (true) or the sender's end
 /// (false); panics, with the lines, if neither comes `within`.
 fn lines_until(

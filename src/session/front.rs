@@ -12,6 +12,9 @@ use anyhow::Result;
 use super::{CONTROLLER, Options, TraceTo, WORKLOAD};
 use crate::trace::{MemoryTrace, Stamped};
 
+/// The longest applying `--setup` may take (CRDs served included; it takes seconds).
+const SETUP_TIMEOUT: Duration = Duration::from_secs(120);
+
 pub(super) struct Front {
     pub running: crate::server::Running,
     certs: crate::certs::CertBundle,
@@ -61,14 +64,21 @@ impl Front {
     /// Apply the setup through the proxy's upstream client, then wait (up to 10 s) until
     /// ground truth has the objects the oracles watch: a hot loop in the controller's
     /// first 100 ms is then judged with the fields it churns, a convergence from the
-    /// object's first state.
+    /// object's first state. Within [`SETUP_TIMEOUT`]: against an apiserver that has
+    /// lost its etcd a request waited minutes, and explore's trial with it.
     pub async fn apply_setup(
         &self,
         setup: &[crate::setup::Manifest],
     ) -> Result<(kube::Client, Vec<crate::setup::Applied>)> {
         let client = self.running.upstream.kube_client()?;
-        let applied = crate::setup::apply(&client, setup)
+        let applied = tokio::time::timeout(SETUP_TIMEOUT, crate::setup::apply(&client, setup))
             .await
+            .map_err(|_| {
+                anyhow::anyhow!(
+                    "applying --setup took over {}s: is the apiserver answering (its etcd, for one)?",
+                    SETUP_TIMEOUT.as_secs()
+                )
+            })?
             .map_err(|e| e.context("applying --setup"))?;
         let watched = self.running.oracles.config.watched_resources();
         let deadline = Instant::now() + Duration::from_secs(10);

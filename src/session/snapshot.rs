@@ -4,6 +4,7 @@
 //! trials on a real cluster.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use kube::api::{Api, ApiResource, DynamicObject, ListParams};
@@ -84,8 +85,24 @@ pub fn base_resource(resource: &str) -> &str {
     resource.split('/').next().unwrap_or(resource)
 }
 
+/// The longest reading the end state may take. It takes milliseconds; an apiserver that
+/// has lost its etcd answers each list with a 504 after its own 60 s, and a trial would
+/// wait that long for every resource and namespace — and a search told to stop, for it.
+const TAKE_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// Read every object of `extent` from the cluster, as JSON.
 pub async fn take(client: &kube::Client, extent: &Extent) -> Result<Snapshot> {
+    tokio::time::timeout(TAKE_TIMEOUT, read(client, extent))
+        .await
+        .map_err(|_| {
+            anyhow::anyhow!(
+                "reading the end state from the apiserver took over {}s: is it still answering (its etcd, for one)?",
+                TAKE_TIMEOUT.as_secs()
+            )
+        })?
+}
+
+async fn read(client: &kube::Client, extent: &Extent) -> Result<Snapshot> {
     let resolver = Resolver::discover(client).await?;
     let mut out = Snapshot::new();
     for resource in &extent.resources {

@@ -36,8 +36,9 @@ pub struct Envtest {
     /// Started with the first run, stopped by `finish` (or when the process exits: it is
     /// in stalemate's process group).
     etcd: Mutex<Option<SharedEtcd>>,
-    /// Control planes being started, or ready, for the next runs.
-    spares: Mutex<VecDeque<JoinHandle<Result<ControlPlane>>>>,
+    /// Control planes being started, or ready, for the next runs; each with the etcd it
+    /// stores in (one started on an etcd since replaced is of no use).
+    spares: Mutex<VecDeque<(SharedEtcd, JoinHandle<Result<ControlPlane>>)>>,
     /// How many to keep started ahead (0 for `run`: one run, nothing ahead).
     ahead: usize,
     /// Where the shared etcd and the control planes keep their files.
@@ -85,7 +86,8 @@ impl Envtest {
                 Ok(()) => return Ok(e.clone()),
                 // Ctrl-C or `timeout` signalled stalemate's process group, etcd with it:
                 // stalemate is stopping too, and a new etcd would only be killed again.
-                Err(err) if etcd.told_to_stop() => {
+                // (A signal to etcd alone, from someone else, is an exit like any other.)
+                Err(err) if etcd.told_to_stop() && crate::process::stop_signalled() => {
                     return Err(err.context("the shared etcd was stopped by a signal"));
                 }
                 Err(err) => {
@@ -119,6 +121,15 @@ impl Envtest {
     async fn take(&self) -> Result<ControlPlane> {
         let etcd = self.etcd().await?;
         let spare = self.spares.lock().await.pop_front();
+        let spare = match spare {
+            Some((on, h)) if !Arc::ptr_eq(&on, &etcd) => {
+                // Started on an etcd that has exited since: its apiserver has no storage.
+                stop_spare(h).await;
+                None
+            }
+            Some((_, h)) => Some(h),
+            None => None,
+        };
         let cp = match spare {
             Some(h) => match h.await {
                 Ok(Ok(mut cp)) => match cp.check() {
@@ -136,9 +147,18 @@ impl Envtest {
         };
         let mut spares = self.spares.lock().await;
         while spares.len() < self.ahead {
-            spares.push_back(self.launch(etcd.clone()));
+            spares.push_back((etcd.clone(), self.launch(etcd.clone())));
         }
         cp
+    }
+}
+
+/// Stop a spare control plane: one still starting is dropped mid-start (its processes
+/// are killed), a ready one stopped.
+async fn stop_spare(h: JoinHandle<Result<ControlPlane>>) {
+    h.abort();
+    if let Ok(Ok(cp)) = h.await {
+        cp.stop().await;
     }
 }
 
@@ -173,12 +193,8 @@ impl Kind for Envtest {
 
     fn finish(&self) -> BoxFuture<'_, Result<()>> {
         Box::pin(async move {
-            for h in self.spares.lock().await.drain(..) {
-                // One still starting is dropped mid-start: its processes are killed.
-                h.abort();
-                if let Ok(Ok(cp)) = h.await {
-                    cp.stop().await;
-                }
+            for (_, h) in self.spares.lock().await.drain(..) {
+                stop_spare(h).await;
             }
             if let Some(e) = self.etcd.lock().await.take() {
                 match Arc::try_unwrap(e) {
