@@ -703,7 +703,6 @@ fn an_interrupted_search_stops_its_controllers() {
 /// running. (Before, shrinking went on starting trials, each of which restarted etcd.)
 #[test]
 fn a_search_signalled_with_its_control_plane_while_shrinking_starts_nothing_more() {
-    use std::io::BufRead;
     use std::os::unix::process::CommandExt;
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let dir = tempfile::tempdir().unwrap();
@@ -726,16 +725,7 @@ fn a_search_signalled_with_its_control_plane_while_shrinking_starts_nothing_more
         .spawn()
         .unwrap();
     let mut child = common::envtest::GroupOnDrop(child);
-    let stderr = child.0.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel::<String>();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stderr)
-            .lines()
-            .map_while(Result::ok)
-        {
-            let _ = tx.send(line);
-        }
-    });
+    let rx = stderr_lines(&mut child.0);
     // The first shrinking trial has ended: the next one is running.
     let mut before = Vec::new();
     let shrinking = |l: &str| l.starts_with("trial ") && l.contains("(shrinking finding 1)");
@@ -790,7 +780,6 @@ fn a_search_signalled_with_its_control_plane_while_shrinking_starts_nothing_more
 /// (Before, a signalled etcd was taken for a Ctrl-C, and every later trial errored.)
 #[test]
 fn a_search_whose_etcd_someone_else_stops_starts_another() {
-    use std::io::BufRead;
     use std::os::unix::process::CommandExt;
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let dir = tempfile::tempdir().unwrap();
@@ -814,16 +803,7 @@ fn a_search_whose_etcd_someone_else_stops_starts_another() {
         .spawn()
         .unwrap();
     let mut child = common::envtest::GroupOnDrop(child);
-    let stderr = child.0.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel::<String>();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stderr)
-            .lines()
-            .map_while(Result::ok)
-        {
-            let _ = tx.send(line);
-        }
-    });
+    let rx = stderr_lines(&mut child.0);
     let trial = |l: &str| l.starts_with("trial ");
     let mut before = Vec::new();
     assert!(
@@ -887,6 +867,22 @@ fn etcd_under(tmp: &Path) -> libc::pid_t {
         }
     }
     panic!("no etcd running under {tmp}")
+}
+
+/// The child's stderr, line by line, read on a thread of its own (for [`lines_until`]).
+fn stderr_lines(child: &mut std::process::Child) -> std::sync::mpsc::Receiver<String> {
+    use std::io::BufRead;
+    let stderr = child.stderr.take().expect("stderr piped");
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    rx
 }
 
 /// Lines from `rx` into `lines` until one that `stop` accepts (true) or the sender's end
