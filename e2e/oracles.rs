@@ -236,6 +236,25 @@ fn controller_process() {
     } else {
         Behaviour::Buggy
     };
+    // Each start appends the policy the kernel schedules it under (field 41 of
+    // /proc/self/stat: 0 SCHED_OTHER, 3 SCHED_BATCH).
+    if let Ok(path) = std::env::var("STALEMATE_E2E_POLICY_LOG") {
+        use std::io::Write;
+        let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+        let policy = stat
+            .rsplit_once(')')
+            .unwrap()
+            .1
+            .split_whitespace()
+            .nth(38)
+            .unwrap();
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .unwrap();
+        writeln!(f, "{policy}").unwrap();
+    }
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
         let client = kube::Client::try_default()
@@ -361,6 +380,7 @@ fn run_restarts_the_controller_and_judges_its_recovery() {
     );
     let json = dir.path().join("run.json");
     let trace = dir.path().join("run.jsonl");
+    let policies = dir.path().join("policies");
     let out = Command::new(BIN)
         .args([
             "run",
@@ -375,6 +395,7 @@ fn run_restarts_the_controller_and_judges_its_recovery() {
         .arg(&trace)
         .env("KUBECONFIG", &sim.kubeconfig)
         .env("STALEMATE_E2E_CONTROLLER", "fixed")
+        .env("STALEMATE_E2E_POLICY_LOG", &policies)
         .arg("--")
         .arg(&controller)
         .args(["controller_process", "--exact", "--nocapture"])
@@ -387,6 +408,14 @@ fn run_restarts_the_controller_and_judges_its_recovery() {
     assert_eq!(report["verdict"], "pass");
     let restarts = report["restarts"].as_array().unwrap();
     assert_eq!(restarts.len(), 1, "{report}");
+    // The restart was started from the serving thread that forwarded the status patch,
+    // which runs SCHED_BATCH; the controller runs under the kernel's default both times,
+    // as it would on its own.
+    assert_eq!(
+        std::fs::read_to_string(&policies).unwrap_or_default(),
+        "0\n0\n",
+        "the controller's scheduling policy at each start"
+    );
     assert_eq!(restarts[0]["window"], "crash");
     assert_eq!(restarts[0]["downSeconds"], 0.5);
     // The kill came after the status patch was answered.

@@ -204,6 +204,9 @@ impl Controller {
         cmd.args(&self.spec.args)
             .kill_on_drop(true)
             .process_group(0);
+        // A restart fault may fire on a serving thread, which runs SCHED_BATCH: the
+        // controller is scheduled as it would be on its own all the same.
+        crate::listen::sched::as_started(&mut cmd);
         for (k, v) in &self.spec.env {
             cmd.env(k, v);
         }

@@ -43,6 +43,8 @@ pub struct Options {
     pub drain_timeout: Duration,
     /// Serving threads (`--threads`).
     pub threads: usize,
+    /// How the kernel schedules them (`--scheduling`).
+    pub scheduling: crate::listen::sched::Scheduling,
     /// The caller runs the controller and will hand it to the engine
     /// (`Engine::set_process`): `restart` windows are allowed. (`serve` has none.)
     pub controller_process: bool,
@@ -83,6 +85,7 @@ impl Options {
             admin_token: None,
             drain_timeout: Duration::from_secs(5),
             threads: default_threads(),
+            scheduling: Default::default(),
             controller_process: false,
             listen_name: None,
             named_listeners: Vec::new(),
@@ -417,6 +420,7 @@ fn serve(
     // future; boxed, it carries a pointer and the future is freed when it completes.
     let handler = move |req, peer| Box::pin(crate::proxy::handle(proxy.clone(), req, peer));
     let (kill_tx, kill_rx) = tokio::sync::watch::channel(0u64);
+    let scheduling = o.scheduling;
     let mut others = Vec::new();
     for l in extra {
         others.push(
@@ -428,7 +432,7 @@ fn serve(
                 stop_rx.clone(),
                 o.drain_timeout,
                 kill_rx.clone(),
-                |_| {},
+                move |_| scheduling.enter(),
             )
             .context("starting a named listener's serving thread")?,
         );
@@ -442,7 +446,10 @@ fn serve(
         o.drain_timeout,
         kill_rx,
         // Serving thread i sends its requests over upstream lane i + 1.
-        |i| crate::upstream::use_lane(i + 1),
+        move |i| {
+            scheduling.enter();
+            crate::upstream::use_lane(i + 1)
+        },
     )
     .context("starting the serving threads")?;
     Ok(tokio::spawn(async move {

@@ -60,12 +60,14 @@ impl Daemon {
         let log = dir.join(format!("{name}.log"));
         let out =
             std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
-        let child = tokio::process::Command::new(program)
-            .args(args)
+        let mut cmd = tokio::process::Command::new(program);
+        cmd.args(args)
             .stdin(std::process::Stdio::null())
             .stdout(out.try_clone()?)
             .stderr(out)
-            .kill_on_drop(true)
+            .kill_on_drop(true);
+        crate::listen::sched::as_started(&mut cmd);
+        let child = cmd
             .spawn()
             .with_context(|| format!("cannot start {name} ({})", program.display()))?;
         Ok(Daemon { name, log, child })

@@ -14,6 +14,7 @@
 
 pub mod body;
 mod kill;
+pub mod sched;
 pub mod tls;
 
 use std::convert::Infallible;

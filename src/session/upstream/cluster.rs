@@ -267,6 +267,7 @@ impl PutBack {
         if let Some(cmd) = &self.reset {
             let mut c = tokio::process::Command::new("sh");
             c.args(["-c", cmd]);
+            crate::listen::sched::as_started(&mut c);
             if let Some(k) = kubeconfig {
                 c.env("KUBECONFIG", k);
             }
