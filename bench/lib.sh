@@ -46,9 +46,10 @@ list_path=/api/v1/namespaces/bench/configmaps
 # $work/sim.kubeconfig; sets $url) with 499 ConfigMaps of ~0.6 KiB in namespace `bench`
 # (+ kube-root-ca.crt = 500 objects in the LIST).
 start_sim() {
-    RUST_LOG=warn,rustls=error "$1" sim --listen 127.0.0.1:0 --tls-dir "$work/tls" --kubeconfig-out "$work/sim.kubeconfig" >"$work/url" &
-    pids+=($!)
-    wait_file "$work/url"
+    # In a session of its own, as everything these scripts start and measure (start_proxy).
+    start_group "$work/url" "$work/sim.log" env RUST_LOG=warn,rustls=error "$1" sim --listen 127.0.0.1:0 \
+        --tls-dir "$work/tls" --kubeconfig-out "$work/sim.kubeconfig"
+    wait_file "$work/url" || { cat "$work/sim.log" >&2; return 1; }
     url=$(head -n1 "$work/url")
     curl -sS --cacert "$work/tls/ca.crt" -H 'Content-Type: application/json' -o /dev/null \
         -X POST "$url/api/v1/namespaces" -d '{"metadata":{"name":"bench"}}'
@@ -119,14 +120,18 @@ k() { "$kubectl" --kubeconfig "$work/admin.kubeconfig" --cache-dir "$work/kubect
 client_token() { k -n bench create token "${1:-bench-client}" --duration 6h; }
 
 # start_proxy NAME BIN [FLAGS...]: `stalemate serve` in front of the simulator (or of the
-# kubeconfig in $upstream_kubeconfig when set); sets $proxy_pid and $proxy_url.
+# kubeconfig in $upstream_kubeconfig when set); sets $proxy_pid and $proxy_url. In a
+# session of its own, as nginx, `kubectl proxy` and the control plane are: with the
+# kernel's autogroup scheduling (kernel.sched_autogroup_enabled, on by default) a session
+# is a scheduling group, and a proxy in this script's session would share one group's
+# CPU share with the load generator instead of having its own.
 start_proxy() {
     local name=$1 bin=$2
     shift 2
-    RUST_LOG=error "$bin" serve --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 --tls-dir "$work/tls-$name" \
-        --upstream-kubeconfig "${upstream_kubeconfig:-$work/sim.kubeconfig}" "$@" >"$work/$name.url" &
-    proxy_pid=$!
-    pids+=("$proxy_pid")
-    wait_file "$work/$name.url"
+    start_group "$work/$name.url" "$work/$name.log" env RUST_LOG=error "$bin" serve --listen 127.0.0.1:0 \
+        --admin-listen 127.0.0.1:0 --tls-dir "$work/tls-$name" \
+        --upstream-kubeconfig "${upstream_kubeconfig:-$work/sim.kubeconfig}" "$@"
+    proxy_pid=$group_pid
+    wait_file "$work/$name.url" || { cat "$work/$name.log" >&2; return 1; }
     proxy_url=$(head -n1 "$work/$name.url")
 }

@@ -8,6 +8,10 @@
 #   stalemate     `stalemate serve` (TLS both sides, HTTP/2 to clients)
 #   stalemate-again  (--aa) a second `stalemate serve` of the same build and flags: its
 #                 ratio to the first is what two identical proxies show on this machine
+#   nginx-batch, stalemate-normal  (--policies) nginx under SCHED_BATCH (`chrt --batch 0`,
+#                 the policy stalemate's serving threads take by default) and stalemate
+#                 under the kernel's default (`serve --scheduling normal`, nginx's): the
+#                 comparison like for like under either policy, beside the one as shipped
 # Workloads: GET of one ConfigMap and LIST of 500 ConfigMaps of 1 KiB in namespace
 # `bench`; wrk -t1 -c8 (HTTP/1.1) and h2load -c4 -m10 (HTTP/2). Requests/s, and each
 # proxy's own CPU time per request from /proc/PID/stat (user + system, its children
@@ -16,6 +20,7 @@
 # rate follows what a request costs all of them, not the proxy alone.
 #
 #   bash bench/peers.sh [--quick] [--rounds N] [--seconds S] [--max-steal PCT] [--aa]
+#                       [--policies] [--syscalls]
 #
 #   --rounds N       repetitions (default 3): each round runs every (workload, protocol,
 #                    target) once, targets in a rotated order, so that the machine's
@@ -27,6 +32,9 @@
 #   --aa             also measure stalemate-again (above), and print each row's A/A ratio
 #                    beside stalemate's ratio to nginx: a gap to nginx no larger than the
 #                    gap between two copies of one build is not a difference
+#   --policies       also measure nginx-batch and stalemate-normal (above), and print
+#                    stalemate against nginx as shipped, both under the kernel's default
+#                    and both under SCHED_BATCH: how much of a difference is the policy
 #   --syscalls       also count, per request, each proxy's system calls that wait for
 #                    events (epoll_wait), read and write sockets, and its context switches
 #                    (`perf stat` on syscall tracepoints, all its threads and children):
@@ -56,12 +64,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-usage="usage: bash bench/peers.sh [--quick] [--rounds N] [--seconds S] [--max-steal PCT] [--aa] [--syscalls]"
-rounds=3 seconds=10 max_steal=10 attempts_max=3 aa=0 syscalls=0
+usage="usage: bash bench/peers.sh [--quick] [--rounds N] [--seconds S] [--max-steal PCT] [--aa] [--policies] [--syscalls]"
+rounds=3 seconds=10 max_steal=10 attempts_max=3 aa=0 policies=0 syscalls=0
 while [ $# -gt 0 ]; do
     case $1 in
         --quick) rounds=2 seconds=2; shift ;;
         --aa) aa=1; shift ;;
+        --policies) policies=1; shift ;;
         --syscalls) syscalls=1; shift ;;
         --rounds | --seconds | --max-steal)
             # A whole number; 0 only for --max-steal (then any steal repeats a run).
@@ -121,6 +130,7 @@ k -n bench create serviceaccount kubectl-proxy >/dev/null
 k -n bench create rolebinding kubectl-proxy --role=configmap-reader --serviceaccount=bench:kubectl-proxy >/dev/null
 targets=(direct nginx kubectl-proxy stalemate)
 [ "$aa" = 0 ] || targets+=(stalemate-again)
+[ "$policies" = 0 ] || targets+=(nginx-batch stalemate-normal)
 declare -A token
 for tool in wrk h2load; do
     for target in "${targets[@]}"; do
@@ -147,6 +157,12 @@ if [ "$aa" = 1 ]; then
     again_pid=$proxy_pid
     again_url=$proxy_url
 fi
+normal_pid="" normal_url=""
+if [ "$policies" = 1 ]; then
+    start_proxy stalemate-normal "$bin" ${extra[@]+"${extra[@]}"} --scheduling normal
+    normal_pid=$proxy_pid
+    normal_url=$proxy_url
+fi
 
 # --- nginx -------------------------------------------------------------------------------
 # Its own certificate (from `stalemate certs`), upstream TLS verified against the cluster
@@ -157,21 +173,26 @@ fi
 # with GOAWAY — and an upstream one after 1000 requests; h2load does not reconnect (its
 # clients just stop), and new TLS connections are not what is compared here.
 "$bin" certs --out "$work/nginx-tls" >/dev/null 2>&1
-nginx_port=$(free_port)
-mkdir -p "$work/nginx"
-cat >"$work/nginx/nginx.conf" <<EOF
+# start_nginx NAME [WRAPPER...]: nginx in $work/NAME on a free port, started through
+# WRAPPER (chrt); sets $nginx_pid and $nginx_url.
+start_nginx() {
+    local dir=$work/$1 port
+    shift
+    port=$(free_port)
+    mkdir -p "$dir"
+    cat >"$dir/nginx.conf" <<EOF
 worker_processes auto;
-pid $work/nginx/nginx.pid;
-error_log $work/nginx/error.log warn;
+pid $dir/nginx.pid;
+error_log $dir/error.log warn;
 events { worker_connections 4096; }
 http {
     access_log off;
     keepalive_requests 1000000;
-    client_body_temp_path $work/nginx/body;
-    proxy_temp_path $work/nginx/proxy;
+    client_body_temp_path $dir/body;
+    proxy_temp_path $dir/proxy;
     upstream apiserver { server $api_hostport; keepalive 64; keepalive_requests 1000000; }
     server {
-        listen 127.0.0.1:$nginx_port ssl http2;
+        listen 127.0.0.1:$port ssl http2;
         ssl_certificate $work/nginx-tls/tls.crt;
         ssl_certificate_key $work/nginx-tls/tls.key;
         location / {
@@ -188,9 +209,18 @@ http {
     }
 }
 EOF
-start_group /dev/null "$work/nginx/stderr.log" "$nginx_bin" -p "$work/nginx" -c "$work/nginx/nginx.conf" -g 'daemon off;'
-nginx_pid=$group_pid
-nginx_url="https://127.0.0.1:$nginx_port"
+    start_group /dev/null "$dir/stderr.log" "$@" "$nginx_bin" -p "$dir" -c "$dir/nginx.conf" -g 'daemon off;'
+    nginx_pid=$group_pid
+    nginx_url="https://127.0.0.1:$port"
+}
+batch_nginx_pid="" batch_nginx_url=""
+if [ "$policies" = 1 ]; then
+    # The master under SCHED_BATCH from the start: its workers inherit the policy.
+    start_nginx nginx-batch chrt --batch 0
+    batch_nginx_pid=$nginx_pid
+    batch_nginx_url=$nginx_url
+fi
+start_nginx nginx
 
 # --- kubectl proxy -----------------------------------------------------------------------
 # Its own kubeconfig: the apiserver, the cluster CA and its service account's token.
@@ -219,14 +249,18 @@ kp_addr=$(sed -n 's/^Starting to serve on //p' "$work/kubectl-proxy.out")
 [ -n "$kp_addr" ] || { cat "$work/kubectl-proxy.log" >&2; die "kubectl proxy did not start"; }
 kp_url="http://$kp_addr"
 
-base_of() { case $1 in direct) echo "$api_url" ;; nginx) echo "$nginx_url" ;; kubectl-proxy) echo "$kp_url" ;; stalemate) echo "$stalemate_url" ;; stalemate-again) echo "$again_url" ;; esac; }
-pid_of() { case $1 in direct) echo "" ;; nginx) echo "$nginx_pid" ;; kubectl-proxy) echo "$kp_pid" ;; stalemate) echo "$stalemate_pid" ;; stalemate-again) echo "$again_pid" ;; esac; }
+base_of() { case $1 in direct) echo "$api_url" ;; nginx) echo "$nginx_url" ;; kubectl-proxy) echo "$kp_url" ;; stalemate) echo "$stalemate_url" ;; stalemate-again) echo "$again_url" ;;
+    nginx-batch) echo "$batch_nginx_url" ;; stalemate-normal) echo "$normal_url" ;; esac; }
+pid_of() { case $1 in direct) echo "" ;; nginx) echo "$nginx_pid" ;; kubectl-proxy) echo "$kp_pid" ;; stalemate) echo "$stalemate_pid" ;; stalemate-again) echo "$again_pid" ;;
+    nginx-batch) echo "$batch_nginx_pid" ;; stalemate-normal) echo "$normal_pid" ;; esac; }
 # auth TOOL TARGET: the header arguments that client sends (none to kubectl proxy).
 auth() { [ "$2" = kubectl-proxy ] || printf '%s\n' -H "Authorization: Bearer ${token[$1-$2]}"; }
 
 # --- before any load: 200 with the client's token, and the apiserver sees the client -----
 # curl does not verify the proxies' certificates (-k), as wrk and h2load do not.
-for _ in $(seq 100); do curl -ksS -o /dev/null "$nginx_url/healthz" 2>/dev/null && break; sleep 0.05; done
+for url in "$nginx_url" ${batch_nginx_url:+"$batch_nginx_url"}; do
+    for _ in $(seq 100); do curl -ksS -o /dev/null "$url/healthz" 2>/dev/null && break; sleep 0.05; done
+done
 identities=()
 for target in "${targets[@]}"; do
     base=$(base_of "$target")
@@ -253,6 +287,30 @@ for target in "${targets[@]}"; do
     identities+=("$target=$who")
 done
 say "GET 200, secrets 403, identity seen by the apiserver: ${identities[*]}"
+# policies PID: the scheduling policies (0 SCHED_OTHER, 3 SCHED_BATCH; field 41 of
+# /proc/PID/task/TID/stat) of the threads that serve: nginx's master and workers, or
+# stalemate's serving threads; distinct values, comma-separated.
+policies_of() {
+    local p t
+    for p in "$1" $(pgrep -P "$1" || true); do
+        for t in /proc/"$p"/task/*; do
+            case $(cat "$t/comm" 2>/dev/null) in stalemate-serve*|nginx) ;; *) continue ;; esac
+            sed 's/.*) //' "$t/stat" 2>/dev/null | awk '{print $39}'
+        done
+    done | sort -u | paste -sd, -
+}
+scheduling=()
+for target in "${targets[@]}"; do
+    pid=$(pid_of "$target")
+    if [ -z "$pid" ] || [ "$target" = kubectl-proxy ]; then continue; fi
+    got=$(policies_of "$pid")
+    case $target in
+        nginx-batch) [ "$got" = 3 ] || die "nginx-batch serves under policy $got, not SCHED_BATCH (3)" ;;
+        stalemate-normal | nginx) [ "$got" = 0 ] || die "$target serves under policy $got, not SCHED_OTHER (0)" ;;
+    esac
+    scheduling+=("$target=$got")
+done
+say "scheduling policy of the serving threads (0 SCHED_OTHER, 3 SCHED_BATCH): ${scheduling[*]}"
 get_bytes=$(curl -fsS --cacert "$ca" -H "Authorization: Bearer ${token[wrk-direct]}" "$api_url$get_path" | wc -c)
 list_bytes=$(curl -fsS --cacert "$ca" -H "Authorization: Bearer ${token[wrk-direct]}" "$api_url$list_path" | wc -c)
 
@@ -405,16 +463,16 @@ git diff --quiet HEAD 2>/dev/null || commit="$commit+dirty"
 # Metadata reaches Python through its environment (no quoting of version strings in code).
 M_date=$(date -u +%Y-%m-%dT%H:%M:%SZ) M_kernel=$(uname -r) M_nproc=$(nproc) \
     M_cpu=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo) M_loadavg_at_end=$(cut -d' ' -f1-3 /proc/loadavg) \
-    M_aa=$aa M_syscalls=$syscalls M_rounds=$rounds M_seconds=$seconds M_max_steal_pct=$max_steal M_runs_repeated_for_steal=$retried M_elapsed_s=$elapsed \
+    M_aa=$aa M_policies=$policies M_syscalls=$syscalls M_rounds=$rounds M_seconds=$seconds M_max_steal_pct=$max_steal M_runs_repeated_for_steal=$retried M_elapsed_s=$elapsed \
     M_stalemate=$(first "$bin" --version) M_stalemate_bin=$bin M_stalemate_args=${STALEMATE_ARGS:-} M_commit=$commit \
     M_kube_apiserver=$(first "$KUBEBUILDER_ASSETS/kube-apiserver" --version) M_etcd=$(first "$KUBEBUILDER_ASSETS/etcd" --version) \
     M_kubectl=$(first "$kubectl" version --client) M_nginx=$(first "$nginx_bin" -v) M_wrk=$(first wrk -v) \
-    M_h2load=$(first h2load --version) M_identities="${identities[*]}" M_get_bytes=$get_bytes M_list_bytes=$list_bytes M_list_items=$list_items \
+    M_h2load=$(first h2load --version) M_identities="${identities[*]}" M_scheduling="${scheduling[*]}" M_get_bytes=$get_bytes M_list_bytes=$list_bytes M_list_items=$list_items \
     python3 - "$runs" "$result" <<'PY'
 import json, os, statistics, sys
 runs_file, result = sys.argv[1], sys.argv[2]
 meta = {k[2:]: v for k, v in sorted(os.environ.items()) if k.startswith("M_")}
-for k in ("aa", "syscalls", "nproc", "rounds", "seconds", "max_steal_pct", "runs_repeated_for_steal", "elapsed_s", "get_bytes", "list_bytes", "list_items"):
+for k in ("aa", "policies", "syscalls", "nproc", "rounds", "seconds", "max_steal_pct", "runs_repeated_for_steal", "elapsed_s", "get_bytes", "list_bytes", "list_items"):
     meta[k] = int(meta[k])
 meta["h1"] = "wrk -t1 -c8"
 meta["h2"] = "h2load -c4 -m10"
@@ -430,7 +488,8 @@ for line in open(runs_file):
                  "apiserver_cpu_ms_per_req": float(api), "machine_cpu_ms_per_req": float(machine)})
     if meta["syscalls"] and "-" not in sys:
         runs[-1]["syscalls_per_req"] = dict(zip(SYSCALL_COLUMNS, map(float, sys)))
-targets = ["direct", "nginx", "kubectl-proxy", "stalemate"] + (["stalemate-again"] if meta["aa"] else [])
+targets = (["direct", "nginx", "kubectl-proxy", "stalemate"] + (["stalemate-again"] if meta["aa"] else [])
+           + (["nginx-batch", "stalemate-normal"] if meta["policies"] else []))
 cases = [("get", "h1"), ("get", "h2"), ("list", "h1"), ("list", "h2")]
 rows = []
 med = {}
@@ -466,11 +525,14 @@ for row in rows:
             if a and b and a[field] is not None and b[field]:
                 ratios.append(round(a[field] / b[field], 3))
         row[field + "_ratio_to_nginx_rounds"] = ratios
-        if key[2] == "stalemate-again":
-            # The A/A: the same build against itself, round by round as above.
-            row[field + "_ratio_to_stalemate_rounds"] = [
+        # The A/A: the same build against itself; and --policies: stalemate against nginx
+        # with both under SCHED_BATCH, and with both under the kernel's default.
+        for against, mine in (("stalemate", "stalemate-again"), ("nginx-batch", "stalemate"), ("nginx", "stalemate-normal")):
+            if key[2] != mine:
+                continue
+            row[f"{field}_ratio_to_{against}_rounds"] = [
                 round(a[field] / b[field], 3) for rnd in sorted({r["round"] for r in runs})
-                if (a := by_round.get(key + (rnd,))) and (b := by_round.get(key[:2] + ("stalemate", rnd)))
+                if (a := by_round.get(key + (rnd,))) and (b := by_round.get(key[:2] + (against, rnd)))
                 and a[field] is not None and b[field]]
 json.dump({"rows": rows, "meta": meta, "runs": runs}, open(result, "w"), indent=1)
 
@@ -522,6 +584,17 @@ if meta["aa"]:
             s, a = med.get((w, p, "stalemate"), {}), med.get((w, p, "stalemate-again"), {})
             line(f"  {name[w]} {name[p]} {label}", [spread(s.get(field + "_ratio_to_nginx_rounds")),
                                                     spread(a.get(field + "_ratio_to_stalemate_rounds"))], width=28)
+if meta["policies"]:
+    print("stalemate against nginx as each ships (stalemate's serving threads SCHED_BATCH, nginx the kernel's")
+    print("default), both under the default (stalemate --scheduling normal) and both under SCHED_BATCH (nginx")
+    print("started by chrt --batch 0): each round's ratio, median (lowest-highest) and rounds above 1")
+    line("", ["as shipped", "both default", "both batch"], width=28)
+    for field, label in (("req_per_s", "req/s"), ("cpu_ms_per_req", "CPU"), ("machine_cpu_ms_per_req", "machine")):
+        for w, p in cases:
+            s, n = med.get((w, p, "stalemate"), {}), med.get((w, p, "stalemate-normal"), {})
+            line(f"  {name[w]} {name[p]} {label}", [spread(s.get(field + "_ratio_to_nginx_rounds")),
+                                                    spread(n.get(field + "_ratio_to_nginx_rounds")),
+                                                    spread(s.get(field + "_ratio_to_nginx-batch_rounds"))], width=28)
 if meta["syscalls"]:
     print("per request, medians (--syscalls: perf stat on the proxy's threads and children): epoll waits /")
     print("socket reads (read, readv, recvfrom, recvmsg) / writes (write, writev, sendto, sendmsg) / context switches")
@@ -537,6 +610,7 @@ print(f"GET {meta['get_bytes']} B, LIST of {meta['list_items']} = {meta['list_by
       + (f", {len(high)} kept above it" if high else "") + f"; {meta['elapsed_s']} s of runs")
 print(f"{meta['kube_apiserver']}, {meta['etcd']}, {meta['nginx']}, {meta['wrk'].split(' Copyright')[0]}, {meta['h2load']}, "
       f"{meta['stalemate']} ({meta['stalemate_bin']} {meta['stalemate_args']}".rstrip() + f", {meta['commit']})")
+print(f"serving threads' scheduling policy (0 SCHED_OTHER, 3 SCHED_BATCH): {meta['scheduling']}")
 if bad:
     print(f"WARNING: {bad} non-2xx responses or socket errors (see runs in the JSON)")
 PY

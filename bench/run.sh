@@ -80,17 +80,17 @@ http {
     }
 }
 EOF
-"$nginx_bin" -p "$work/nginx" -c "$work/nginx/nginx.conf" -g 'daemon off;' &
-nginx_pid=$!
-pids+=("$nginx_pid")
+# Each server measured in a session of its own (bench/lib.sh start_proxy says why).
+start_group /dev/null "$work/nginx/stderr.log" "$nginx_bin" -p "$work/nginx" -c "$work/nginx/nginx.conf" -g 'daemon off;'
+nginx_pid=$group_pid
 nginx_url="https://127.0.0.1:$nginx_port"
 for _ in $(seq 100); do curl -fsS --cacert "$work/nginx-tls/ca.crt" -o /dev/null "$nginx_url$get_path" 2>/dev/null && break; sleep 0.05; done
 
 # kubectl proxy (plain HTTP on its side)
 kp_port=$(free_port)
-kubectl proxy --kubeconfig "$work/sim.kubeconfig" --address 127.0.0.1 --port "$kp_port" >/dev/null 2>&1 &
-kp_pid=$!
-pids+=("$kp_pid")
+start_group /dev/null /dev/null kubectl proxy --kubeconfig "$work/sim.kubeconfig" --cache-dir "$work/kubectl-cache-proxy" \
+    --address 127.0.0.1 --port "$kp_port"
+kp_pid=$group_pid
 kp_url="http://127.0.0.1:$kp_port"
 for _ in $(seq 100); do curl -fsS -o /dev/null "$kp_url$get_path" 2>/dev/null && break; sleep 0.1; done
 
