@@ -10,7 +10,7 @@
 //! else when the running task sleeps or its slice ends, and then works through
 //! everything that arrived meanwhile. The CPU share is the same (batch threads have the
 //! weight of nice 0); only who waits for whom on a wake-up changes. Measured on 2 busy
-//! cores in front of a real kube-apiserver (bench/README.md, "Batch scheduling"): per
+//! cores in front of a real kube-apiserver (bench/README.md, "… batch scheduling"): per
 //! 500-object LIST the apiserver was preempted 3.5–5.4 times instead of 27–37 and the
 //! proxy slept 2–4 times instead of 17–22, and the proxy's CPU per request was 16–40%
 //! lower. The price is paid under full load only: a wake-up may wait up to one
