@@ -23,14 +23,17 @@ fn on_sim(dir: &Path, controller: Vec<String>) -> Options {
     o
 }
 
-/// `sh -c SCRIPT` with `kubectl` meaning kubectl with its own discovery cache.
+/// `sh -c SCRIPT` with every kubectl it runs given a discovery cache of its own, not the
+/// user's ~/.kube/cache: `KUBECACHEDIR` for those run through another program (`timeout 1
+/// kubectl …` bypasses a shell function), the function for a kubectl older than that
+/// variable.
 fn sh(dir: &Path, script: &str) -> Vec<String> {
     let cache = dir.join("kubectl-cache");
     vec![
         "sh".into(),
         "-c".into(),
         format!(
-            "kubectl() {{ command kubectl --cache-dir {} \"$@\"; }}; {script}",
+            "export KUBECACHEDIR={0}; kubectl() {{ command kubectl --cache-dir {0} \"$@\"; }}; {script}",
             cache.display()
         ),
     ]
