@@ -236,18 +236,11 @@ fn controller_process() {
     } else {
         Behaviour::Buggy
     };
-    // Each start appends the policy the kernel schedules it under (field 41 of
-    // /proc/self/stat: 0 SCHED_OTHER, 3 SCHED_BATCH).
+    // Each start appends the policy the kernel schedules it under (0 SCHED_OTHER, 3
+    // SCHED_BATCH).
     if let Ok(path) = std::env::var("STALEMATE_E2E_POLICY_LOG") {
         use std::io::Write;
-        let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
-        let policy = stat
-            .rsplit_once(')')
-            .unwrap()
-            .1
-            .split_whitespace()
-            .nth(38)
-            .unwrap();
+        let policy = common::sched_policy(&std::fs::read_to_string("/proc/self/stat").unwrap());
         let mut f = std::fs::OpenOptions::new()
             .create(true)
             .append(true)

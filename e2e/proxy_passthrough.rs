@@ -506,8 +506,7 @@ fn large_list_streams_without_buffering_and_metrics_count_it() {
     assert!(metrics.contains("stalemate_request_duration_seconds_bucket"));
 }
 
-/// Each thread of a process: its name and its scheduling policy (field 41 of
-/// /proc/PID/task/TID/stat: 0 SCHED_OTHER, 3 SCHED_BATCH).
+/// Each thread of a process: its id, its name and its scheduling policy.
 fn thread_policies(pid: u32) -> Vec<(u32, String, u32)> {
     let mut threads = Vec::new();
     for t in std::fs::read_dir(format!("/proc/{pid}/task")).expect("the proxy's threads") {
@@ -519,16 +518,7 @@ fn thread_policies(pid: u32) -> Vec<(u32, String, u32)> {
         ) else {
             continue; // ended meanwhile
         };
-        let (_, rest) = stat
-            .rsplit_once(')')
-            .expect("stat has the name in brackets");
-        let policy = rest
-            .split_whitespace()
-            .nth(38)
-            .expect("field 41")
-            .parse()
-            .unwrap();
-        threads.push((tid, comm.trim().to_string(), policy));
+        threads.push((tid, comm.trim().to_string(), common::sched_policy(&stat)));
     }
     threads
 }

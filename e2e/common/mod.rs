@@ -541,6 +541,18 @@ pub fn peak_rss(pid: u32) -> u64 {
         .map_or(0, |kb| kb * 1024)
 }
 
+/// The scheduling policy in a `/proc/PID[/task/TID]/stat` line (field 41: 0 SCHED_OTHER,
+/// 3 SCHED_BATCH), counted after the `)` that closes the name, which may hold spaces.
+pub fn sched_policy(stat: &str) -> u32 {
+    let (_, rest) = stat
+        .rsplit_once(')')
+        .expect("stat has the name in brackets");
+    rest.split_whitespace()
+        .nth(38)
+        .and_then(|p| p.parse().ok())
+        .expect("field 41 of stat, the policy")
+}
+
 /// Send SIGTERM to a child and wait (bounded) for its exit status.
 pub fn terminate(child: &mut Child, within: Duration) -> Option<std::process::ExitStatus> {
     let _ = Command::new("kill")
