@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Builds the real control plane from the Go module proxy, the envtest way: a directory
+# Builds a real control plane from the Go module proxy, the envtest way: a directory
 # holding etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and kwok, at the versions
 # pinned in versions.env, for KUBEBUILDER_ASSETS and `stalemate run/explore --envtest`.
 #
-#   bash e2e/assets/build.sh          # builds what is missing; prints the directory last
+#   bash e2e/assets/build.sh          # the default version; prints the directory last
+#   bash e2e/assets/build.sh 1.35     # a pinned version by its minor (or v1.35.4)
+#   bash e2e/assets/build.sh all      # every pinned version; prints each directory
 #   export KUBEBUILDER_ASSETS=$(bash e2e/assets/build.sh | tail -n1)
 #
 # Cached outside the clone: ${STALEMATE_CACHE:-~/.cache/stalemate}/kube/<version>/. A
@@ -20,8 +22,37 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=e2e/assets/versions.env
 . "$here/versions.env"
 
+# The version asked for: none (the default), a minor (1.35), or a pinned version (v1.35.4).
+case "${1:-}" in
+"") ;;
+all)
+    for v in $KUBERNETES_VERSIONS; do bash "$0" "$v"; done
+    exit 0
+    ;;
+*)
+    want=${1#v}
+    found=
+    for v in $KUBERNETES_VERSIONS; do
+        case "${v#v}" in "$want" | "$want".*) found=$v ;; esac
+    done
+    if [ -z "$found" ]; then
+        echo "build.sh: no pinned Kubernetes version matches '$1' (versions.env pins: $KUBERNETES_VERSIONS)" >&2
+        exit 2
+    fi
+    KUBERNETES_VERSION=$found
+    ;;
+esac
+minor=${KUBERNETES_VERSION#v1.}
+minor=${minor%%.*}
+etcd_var="ETCD_VERSION_v1_$minor"
+ETCD_VERSION=${!etcd_var:-}
+if [ -z "$ETCD_VERSION" ]; then
+    echo "build.sh: versions.env pins no etcd for Kubernetes $KUBERNETES_VERSION ($etcd_var)" >&2
+    exit 2
+fi
+
 command -v go >/dev/null 2>&1 || {
-    echo "build.sh: no Go toolchain on the PATH (Kubernetes $KUBERNETES_VERSION needs Go >= 1.24)" >&2
+    echo "build.sh: no Go toolchain on the PATH (Kubernetes $KUBERNETES_VERSION needs Go >= 1.26)" >&2
     exit 1
 }
 cache=${STALEMATE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/stalemate}
@@ -45,7 +76,7 @@ missing=()
 for b in "${kube[@]}"; do have "$b" "$KUBERNETES_VERSION" || missing+=("$b"); done
 if [ ${#missing[@]} -gt 0 ]; then
     say "building ${missing[*]} $KUBERNETES_VERSION from the Go module proxy"
-    mod="$work/kubernetes"
+    mod="$work/kubernetes-$KUBERNETES_VERSION"
     mkdir -p "$mod" "$work/out"
     src=$(cd "$mod" && go mod download -json "k8s.io/kubernetes@$KUBERNETES_VERSION" |
         sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
@@ -68,8 +99,6 @@ if [ ${#missing[@]} -gt 0 ]; then
     } >"$mod/go.mod.new"
     cmp -s "$mod/go.mod.new" "$mod/go.mod" 2>/dev/null || { mv "$mod/go.mod.new" "$mod/go.mod"; rm -f "$mod/go.sum"; }
     rm -f "$mod/go.mod.new"
-    minor=${KUBERNETES_VERSION#v1.}
-    minor=${minor%%.*}
     # What hack/lib/version.sh stamps: kubectl's dispatcher picks its kubectl by the
     # server's /version, and a v0.0.0-master server breaks it.
     ldflags="-s -w"
@@ -85,9 +114,9 @@ fi
 
 if ! have etcd "$ETCD_VERSION"; then
     say "building etcd $ETCD_VERSION from the Go module proxy"
-    mod="$work/etcd"
+    mod="$work/etcd-$ETCD_VERSION"
     mkdir -p "$mod" "$work/out"
-    printf 'module stalemate.local/etcd-build\n\ngo 1.23\n\nrequire go.etcd.io/etcd/server/v3 %s\n' "$ETCD_VERSION" >"$mod/go.mod.new"
+    printf 'module stalemate.local/etcd-build\n\ngo 1.24\n\nrequire go.etcd.io/etcd/server/v3 %s\n' "$ETCD_VERSION" >"$mod/go.mod.new"
     cmp -s "$mod/go.mod.new" "$mod/go.mod" 2>/dev/null || { mv "$mod/go.mod.new" "$mod/go.mod"; rm -f "$mod/go.sum"; }
     rm -f "$mod/go.mod.new"
     (cd "$mod" && go build -trimpath -ldflags "-s -w" -o "$work/out/etcd" go.etcd.io/etcd/server/v3)
