@@ -21,8 +21,10 @@ admin.kubeconfig (system:masters, straight to the apiserver), and one log per pr
   stalemate envtest --kubeconfig-out /tmp/real.kubeconfig &
   stalemate serve --upstream-kubeconfig /tmp/real.kubeconfig")]
 pub struct EnvtestArgs {
-    /// The directory of binaries (etcd, kube-apiserver, …). Default: $KUBEBUILDER_ASSETS.
-    #[arg(long, value_name = "DIR")]
+    /// The directory of binaries (etcd, kube-apiserver, …), or a Kubernetes version
+    /// whose build it is (`1.35`: what `bash e2e/assets/build.sh 1.35` built into
+    /// ~/.cache/stalemate/kube/). Default: $KUBEBUILDER_ASSETS.
+    #[arg(long, value_name = "DIR|VERSION")]
     pub assets: Option<PathBuf>,
 
     /// Also start these, comma-separated: kube-controller-manager (the built-in

@@ -78,6 +78,7 @@ pub fn spawn(
             "kwok",
             vec![
                 format!("--kubeconfig={}", file(pki::ADMIN_KUBECONFIG)),
+                format!("--config={}", kwok_stages(dir)?.display()),
                 "--manage-all-nodes=false".into(),
                 "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake".into(),
                 "--cidr=10.0.1.0/24".into(),
@@ -87,6 +88,14 @@ pub fn spawn(
         ),
     };
     Daemon::spawn(name, &assets.binary(name)?, &args, dir)
+}
+
+/// kwok's pod stages (`kwok-stages.yaml`), written beside the control plane's files.
+fn kwok_stages(dir: &Path) -> Result<std::path::PathBuf> {
+    let path = dir.join("kwok-stages.yaml");
+    std::fs::write(&path, include_str!("kwok-stages.yaml"))
+        .with_context(|| format!("writing {}", path.display()))?;
+    Ok(path)
 }
 
 /// Until `component` has shown it works, or `timeout`; `alive` is asked as it waits

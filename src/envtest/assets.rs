@@ -1,7 +1,9 @@
 //! Where the control plane's binaries are: controller-runtime envtest's convention, a
 //! directory (`--envtest DIR`, else `$KUBEBUILDER_ASSETS`) holding `etcd`,
 //! `kube-apiserver` and, for `--with`, `kube-controller-manager`, `kube-scheduler` and
-//! `kwok`. `e2e/assets/build.sh` builds one from the Go module proxy.
+//! `kwok`. `e2e/assets/build.sh` builds one from the Go module proxy, per version, into
+//! `~/.cache/stalemate/kube/v1.MINOR.PATCH/`; `--envtest 1.35` names that directory by
+//! its version (the newest patch there), so comparing releases is one flag.
 //!
 //! Each binary is checked once, before the first control plane starts: there, executable,
 //! and what it says it is when asked `--version` — so a wrong file is an error naming it,
@@ -30,9 +32,11 @@ pub struct Assets {
 }
 
 impl Assets {
-    /// `dir`, or `$KUBEBUILDER_ASSETS`.
+    /// `dir`, or `$KUBEBUILDER_ASSETS`; a `dir` that is no directory but a version
+    /// (`1.35`, `v1.35.4`) names `build.sh`'s build of it.
     pub fn locate(dir: Option<&Path>) -> Result<Assets> {
         let dir = match dir {
+            Some(d) if !d.is_dir() && as_version(d).is_some() => built(d)?,
             Some(d) => d.to_path_buf(),
             None => match std::env::var_os(ENV) {
                 Some(d) if !d.is_empty() => PathBuf::from(d),
@@ -119,9 +123,94 @@ impl Assets {
     }
 }
 
+/// Where `e2e/assets/build.sh` keeps its builds: `$STALEMATE_CACHE/kube`, else
+/// `$XDG_CACHE_HOME/stalemate/kube`, else `~/.cache/stalemate/kube`.
+pub fn build_cache() -> Option<PathBuf> {
+    let env = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let root = env("STALEMATE_CACHE")
+        .or_else(|| env("XDG_CACHE_HOME").map(|c| c.join("stalemate")))
+        .or_else(|| env("HOME").map(|h| h.join(".cache/stalemate")))?;
+    Some(root.join("kube"))
+}
+
+/// `1.35`, `v1.35`, `1.35.4`, `v1.35.4` as (minor, patch).
+fn as_version(p: &Path) -> Option<(u32, Option<u32>)> {
+    let s = p.to_str()?;
+    let s = s.strip_prefix('v').unwrap_or(s);
+    let mut parts = s.split('.');
+    if parts.next()? != "1" {
+        return None;
+    }
+    let minor = parts.next()?.parse().ok()?;
+    let patch = match parts.next() {
+        Some(p) => Some(p.parse().ok()?),
+        None => None,
+    };
+    parts.next().is_none().then_some((minor, patch))
+}
+
+/// The cached build of a version: that exact one, or for a minor alone its newest patch.
+fn built(asked: &Path) -> Result<PathBuf> {
+    match build_cache() {
+        Some(cache) => built_in(&cache, asked),
+        None => bail!(
+            "--envtest {}: no cache directory to look in (HOME is not set)",
+            asked.display()
+        ),
+    }
+}
+
+fn built_in(cache: &Path, asked: &Path) -> Result<PathBuf> {
+    let (minor, patch) = as_version(asked).context("not a version")?;
+    let shown = asked.display();
+    let how = format!("`bash e2e/assets/build.sh 1.{minor}` builds it");
+    let newest = std::fs::read_dir(cache)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            let (m, p) = as_version(Path::new(&name))?;
+            (m == minor && p.is_some() && (patch.is_none() || p == patch)
+                && e.path().join("kube-apiserver").is_file())
+            .then_some((p, e.path()))
+        })
+        .max();
+    match newest {
+        Some((_, dir)) => Ok(dir),
+        None => bail!(
+            "--envtest {shown}: no control plane of Kubernetes {shown} in {} ({how})",
+            cache.display()
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_version_names_the_newest_build_of_it() {
+        assert_eq!(as_version(Path::new("1.35")), Some((35, None)));
+        assert_eq!(as_version(Path::new("v1.36.3")), Some((36, Some(3))));
+        assert_eq!(as_version(Path::new("./1.35")), None);
+        assert_eq!(as_version(Path::new("1.35.x")), None);
+        let cache = tempfile::tempdir().unwrap();
+        let kube = cache.path().join("kube");
+        for v in ["v1.35.2", "v1.35.4", "v1.36.3"] {
+            std::fs::create_dir_all(kube.join(v)).unwrap();
+            std::fs::write(kube.join(v).join("kube-apiserver"), "").unwrap();
+        }
+        // A build that did not finish is not one.
+        std::fs::create_dir_all(kube.join("v1.35.9")).unwrap();
+        assert_eq!(built_in(&kube, Path::new("1.35")).unwrap(), kube.join("v1.35.4"));
+        assert_eq!(built_in(&kube, Path::new("v1.35.2")).unwrap(), kube.join("v1.35.2"));
+        let e = built_in(&kube, Path::new("1.34")).unwrap_err().to_string();
+        assert!(
+            e.contains("no control plane of Kubernetes 1.34") && e.contains("build.sh 1.34"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn a_missing_directory_or_binary_is_named() {
