@@ -92,10 +92,11 @@ pub struct RunArgs {
 pub struct EnvtestArgs {
     /// Run against a real control plane of its own, started on loopback and torn down at
     /// the end: etcd and kube-apiserver from DIR (default: $KUBEBUILDER_ASSETS, the
-    /// envtest convention; `bash e2e/assets/build.sh` builds one). The controller's
-    /// environment gets STALEMATE_CONTROL_PLANE (a directory with ca.crt, ca.key, sa.key,
-    /// sa.pub, admin.kubeconfig) and KUBEBUILDER_ASSETS.
-    #[arg(long, value_name = "DIR", num_args = 0..=1)]
+    /// envtest convention), or from the build of a Kubernetes version (`--envtest 1.35`:
+    /// `bash e2e/assets/build.sh 1.35` builds it into ~/.cache/stalemate/kube/). The
+    /// controller's environment gets STALEMATE_CONTROL_PLANE (a directory with ca.crt,
+    /// ca.key, sa.key, sa.pub, admin.kubeconfig) and KUBEBUILDER_ASSETS (that directory).
+    #[arg(long, value_name = "DIR|VERSION", num_args = 0..=1)]
     #[allow(clippy::option_option)]
     pub envtest: Option<Option<PathBuf>>,
 

@@ -10,23 +10,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde_json::Value;
-
-use crate::oracle::{ObjectRef, segment};
 use crate::session::Snapshot;
 
-/// An object's key for comparison: generated names (`generateName`) fold into one group
-/// per prefix (`web-*`), counted rather than matched by name.
-pub type Key = ObjectRef;
-
-/// A run's end state, normalized.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct State {
-    /// Objects with names of their own.
-    pub named: BTreeMap<Key, Value>,
-    /// Generated names: how many objects per prefix.
-    pub generated: BTreeMap<Key, usize>,
-}
+pub use crate::oracle::end_state::{Key, State, describe, differences, show};
 
 /// What is ignored: per object, the field paths the references disagree on.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -50,110 +36,7 @@ pub struct Difference {
 
 /// Remove what always differs between runs, and key the objects.
 pub fn normalize(snapshot: &Snapshot) -> State {
-    let mut s = State::default();
-    for (k, v) in snapshot {
-        let mut v = v.clone();
-        clean(&mut v, 0);
-        if let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) {
-            for f in [
-                "uid",
-                "resourceVersion",
-                "creationTimestamp",
-                "managedFields",
-                "selfLink",
-            ] {
-                meta.remove(f);
-            }
-        }
-        let prefix = v["metadata"]["generateName"]
-            .as_str()
-            .filter(|p| !p.is_empty() && k.name.starts_with(p))
-            .map(str::to_string);
-        match prefix {
-            Some(p) => {
-                *s.generated
-                    .entry(ObjectRef {
-                        name: format!("{p}*"),
-                        ..k.clone()
-                    })
-                    .or_default() += 1;
-            }
-            None => {
-                s.named.insert(k.clone(), v);
-            }
-        }
-    }
-    s
-}
-
-/// `uid`s anywhere (owner references) and timestamps become placeholders.
-fn clean(v: &mut Value, depth: usize) {
-    if depth > 64 {
-        return;
-    }
-    match v {
-        Value::Object(m) => {
-            if let Some(u) = m.get_mut("uid") {
-                *u = Value::String("<uid>".into());
-            }
-            for (_, x) in m.iter_mut() {
-                clean(x, depth + 1);
-            }
-        }
-        Value::Array(a) => a.iter_mut().for_each(|x| clean(x, depth + 1)),
-        Value::String(s) if looks_like_time(s) => *s = "<time>".into(),
-        _ => {}
-    }
-}
-
-/// RFC 3339 (`2026-11-23T16:54:51Z`, with fractions or an offset).
-fn looks_like_time(s: &str) -> bool {
-    let b = s.as_bytes();
-    b.len() >= 20
-        && b[..4].iter().all(u8::is_ascii_digit)
-        && b[4] == b'-'
-        && b[7] == b'-'
-        && b[10] == b'T'
-        && b[13] == b':'
-        && b[16] == b':'
-        && humantime::parse_rfc3339_weak(&s[..19]).is_ok()
-}
-
-/// Leaves that differ: (path, value in a, value in b). Arrays of the same length are
-/// compared element by element, others as a whole.
-pub fn differences(a: &Value, b: &Value) -> Vec<(String, Value, Value)> {
-    fn walk(path: &str, a: &Value, b: &Value, out: &mut Vec<(String, Value, Value)>, depth: usize) {
-        if a == b {
-            return;
-        }
-        match (a, b) {
-            (Value::Object(x), Value::Object(y)) if depth < 64 => {
-                for k in x.keys().chain(y.keys()).collect::<BTreeSet<_>>() {
-                    let p = if path.is_empty() {
-                        segment(k).trim_start_matches('.').to_string()
-                    } else {
-                        format!("{path}{}", segment(k))
-                    };
-                    walk(
-                        &p,
-                        x.get(k).unwrap_or(&Value::Null),
-                        y.get(k).unwrap_or(&Value::Null),
-                        out,
-                        depth + 1,
-                    );
-                }
-            }
-            (Value::Array(x), Value::Array(y)) if x.len() == y.len() && depth < 64 => {
-                for (i, (p, q)) in x.iter().zip(y).enumerate() {
-                    walk(&format!("{path}[{i}]"), p, q, out, depth + 1);
-                }
-            }
-            _ => out.push((path.to_string(), a.clone(), b.clone())),
-        }
-    }
-    let mut out = Vec::new();
-    walk("", a, b, &mut out, 0);
-    out
+    crate::oracle::end_state::normalize(snapshot)
 }
 
 /// Two references: the fields they disagree on become masks; objects one has and the
@@ -266,33 +149,11 @@ fn covers(mask: &str, path: &str) -> bool {
             .is_some_and(|rest| rest.starts_with('.') || rest.starts_with('['))
 }
 
-fn show(v: &Value) -> String {
-    match v {
-        Value::Null => "absent".into(),
-        other => {
-            let s = other.to_string();
-            if s.len() > 80 {
-                format!("{}…", s.chars().take(77).collect::<String>())
-            } else {
-                s
-            }
-        }
-    }
-}
-
-/// `resource namespace/name` (or `resource name`).
-pub fn describe(k: &Key) -> String {
-    if k.namespace.is_empty() {
-        format!("{} {}", k.resource, k.name)
-    } else {
-        format!("{} {}/{}", k.resource, k.namespace, k.name)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use crate::oracle::ObjectRef;
+    use serde_json::{Value, json};
 
     fn key(resource: &str, name: &str) -> Key {
         ObjectRef {

@@ -27,6 +27,23 @@ pub struct Found {
     pub message: String,
     /// What trials that found the same thing share.
     pub signature: String,
+    /// What the fault-free runs showed instead (the differential oracle's findings): a
+    /// reproducer carries it, so `run` judges it alone (`oracle/expected.rs`).
+    #[serde(skip)]
+    pub expect: Option<Expect>,
+}
+
+/// What the references showed for one thing a trial found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Expect {
+    /// The object's field had this value (`Null`: absent).
+    Field(String, serde_json::Value),
+    /// The object existed (or did not).
+    Exists(bool),
+    /// So many objects of a generated-name group.
+    Count(usize),
+    /// The controller created (or deleted) so many of the resource.
+    Writes(&'static str, usize),
 }
 
 /// What the fault-free runs established.
@@ -152,6 +169,7 @@ fn found(oracle: &str, o: &ObjectRef, message: String, what: &str) -> Found {
         name: o.name.clone(),
         signature: format!("{oracle} {} {}", o.resource, mask_digits(what)),
         message,
+        expect: None,
     }
 }
 
@@ -245,12 +263,26 @@ pub fn judge(o: &Outcome, base: &Baseline) -> Vec<Found> {
     }
     let state = differ::normalize(&o.snapshot);
     for d in differ::compare(&base.state, &base.masks, &state) {
-        out.push(found(
+        let mut f = found(
             "differential",
             &d.object,
             format!("{}: {}", differ::describe(&d.object), d.message),
             &d.what,
-        ));
+        );
+        f.expect = Some(match d.what.as_str() {
+            "missing" => Expect::Exists(true),
+            "extra" => Expect::Exists(false),
+            "count" => Expect::Count(base.state.generated.get(&d.object).copied().unwrap_or(0)),
+            path => Expect::Field(
+                path.to_string(),
+                base.state
+                    .named
+                    .get(&d.object)
+                    .map(|v| crate::oracle::end_state::lookup(v, path).clone())
+                    .unwrap_or_default(),
+            ),
+        });
+        out.push(f);
     }
     // Creates and deletes per resource: where the references agree, and where they had
     // none at all.
@@ -263,9 +295,9 @@ pub fn judge(o: &Outcome, base: &Baseline) -> Vec<Found> {
         // Requests abandoned by a killed controller may have been done: the count is
         // anywhere from h to h + those.
         let could_be = h..=h + maybe.get(key).copied().unwrap_or(0);
-        let reference = match base.counts.get(key) {
-            Some(Some(n)) if !could_be.contains(n) => n.to_string(),
-            None if h > 0 => "none".to_string(),
+        let (reference, n) = match base.counts.get(key) {
+            Some(Some(n)) if !could_be.contains(n) => (n.to_string(), *n),
+            None if h > 0 => ("none".to_string(), 0),
             _ => continue,
         };
         let obj = ObjectRef {
@@ -273,14 +305,72 @@ pub fn judge(o: &Outcome, base: &Baseline) -> Vec<Found> {
             namespace: String::new(),
             name: String::new(),
         };
-        out.push(found(
+        let mut f = found(
             "differential",
             &obj,
             format!("the controller {what} {h} {resource} ({reference} in the fault-free runs)"),
             what,
-        ));
+        );
+        f.expect = Some(Expect::Writes(*what, n));
+        out.push(f);
     }
     out
+}
+
+/// What the references showed for everything in `found` they can speak to, as the
+/// `expected` oracle's section of a reproducer.
+pub fn expected(found: &[Found]) -> Option<crate::oracle::expected::ExpectedConfig> {
+    use crate::oracle::expected::{ExpectedConfig, ExpectedObject, ExpectedWrites};
+    let mut e = ExpectedConfig {
+        from: "the 2 fault-free reference runs of stalemate explore".into(),
+        client: CONTROLLER.into(),
+        ..Default::default()
+    };
+    for f in found {
+        let Some(x) = &f.expect else { continue };
+        if let Expect::Writes(what, n) = x {
+            let i = match e.writes.iter().position(|w| w.resource == f.resource) {
+                Some(i) => i,
+                None => {
+                    e.writes.push(ExpectedWrites {
+                        resource: f.resource.clone(),
+                        created: None,
+                        deleted: None,
+                    });
+                    e.writes.len() - 1
+                }
+            };
+            let w = &mut e.writes[i];
+            *(if *what == "created" { &mut w.created } else { &mut w.deleted }) = Some(*n);
+            continue;
+        }
+        let i = match e.objects.iter().position(|o| {
+            (&o.resource, &o.namespace, &o.name) == (&f.resource, &f.namespace, &f.name)
+        }) {
+            Some(i) => i,
+            None => {
+                e.objects.push(ExpectedObject {
+                    resource: f.resource.clone(),
+                    namespace: f.namespace.clone(),
+                    name: f.name.clone(),
+                    exists: true,
+                    count: None,
+                    fields: Default::default(),
+                });
+                e.objects.len() - 1
+            }
+        };
+        let o = &mut e.objects[i];
+        match x {
+            Expect::Field(path, v) => {
+                o.fields.insert(path.clone(), v.clone());
+            }
+            Expect::Exists(b) => o.exists = *b,
+            Expect::Count(n) => o.count = Some(*n),
+            Expect::Writes(..) => {}
+        }
+    }
+    (!e.objects.is_empty() || !e.writes.is_empty()).then_some(e)
 }
 
 /// The signatures of what a trial found, sorted and unique: trials with the same set are

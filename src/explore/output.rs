@@ -101,13 +101,23 @@ impl Out {
         mut findings: Vec<Finding>,
         trials: &[Trial],
         quiet: std::time::Duration,
+        max_run: std::time::Duration,
     ) -> Result<Vec<Finding>> {
         for f in &mut findings {
             let Some(t) = trials.iter().find(|t| t.id == f.trial) else {
                 continue;
             };
             let stem = format!("findings/{:02}-{}", f.number, t.slug);
-            let schedule = serde_json::to_string_pretty(&t.schedule)? + "\n";
+            // What the references showed for what it found: `run` judges it alone.
+            let mut reproducer = t.schedule.clone();
+            let expected = super::judge::expected(&f.found);
+            if let Some(e) = &expected {
+                reproducer
+                    .oracles
+                    .get_or_insert_with(Default::default)
+                    .expected = Some(e.clone());
+            }
+            let schedule = serde_json::to_string_pretty(&reproducer)? + "\n";
             f.schedule_file = self.write(&format!("{stem}.json"), schedule.as_bytes())?;
             let mut files = vec![f.schedule_file.clone()];
             for src in &t.files {
@@ -128,13 +138,19 @@ impl Out {
                 }
             }
             f.files = files;
-            f.reproduce = reproduce(cfg, &self.root.join(&f.schedule_file), quiet);
-            f.run_exits_1 = f.found.iter().any(|x| {
-                matches!(
-                    x.oracle.as_str(),
-                    "convergence" | "readinessRace" | "hotLoop" | "conflicts"
-                )
-            });
+            f.reproduce = reproduce(
+                cfg,
+                &self.root.join(&f.schedule_file),
+                quiet,
+                max_run + super::windows_span(&reproducer),
+            );
+            f.run_exits_1 = expected.is_some()
+                || f.found.iter().any(|x| {
+                    matches!(
+                        x.oracle.as_str(),
+                        "convergence" | "readinessRace" | "hotLoop" | "conflicts"
+                    )
+                });
         }
         Ok(findings)
     }
@@ -156,8 +172,13 @@ impl Drop for Out {
 }
 
 /// `stalemate run …` that runs a finding's schedule as explore ran its trials (judged
-/// after `quiet`).
-pub fn reproduce(cfg: &Config, schedule: &Path, quiet: std::time::Duration) -> Vec<String> {
+/// after `quiet`, cut after `max_run`).
+pub fn reproduce(
+    cfg: &Config,
+    schedule: &Path,
+    quiet: std::time::Duration,
+    max_run: std::time::Duration,
+) -> Vec<String> {
     let abs = |p: &Path| {
         std::fs::canonicalize(p)
             .unwrap_or_else(|_| p.to_path_buf())
@@ -189,7 +210,7 @@ pub fn reproduce(cfg: &Config, schedule: &Path, quiet: std::time::Duration) -> V
         "--quiet".into(),
         format!("{}ms", quiet.as_millis()),
         "--max-run".into(),
-        format!("{}ms", cfg.max_run.as_millis()),
+        format!("{}ms", max_run.as_millis()),
         "--schedule".into(),
         abs(schedule),
         "--".into(),

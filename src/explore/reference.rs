@@ -117,6 +117,11 @@ impl Search {
         hint.resources.extend(b.extent.resources.iter().cloned());
         hint.namespaces.extend(b.extent.namespaces.iter().cloned());
         let gap = longest_gap(&write_times(&a)).max(longest_gap(&write_times(&b)));
+        // A trial is cut (and called never quiet) past --max-run, or past twice what the
+        // fault-free runs took if that is longer: a controller whose own work takes 40 s
+        // is not stuck at 60 s because a fault made it take 50.
+        let references = Duration::from_secs_f64(a.seconds.max(b.seconds));
+        *sh.max_run.lock().unwrap_or_else(|p| p.into_inner()) = sh.cfg.max_run.max(references * 2);
         let focus = if sh.cfg.focus.is_empty() {
             let converge: Vec<String> = sh
                 .cfg
@@ -133,7 +138,7 @@ impl Search {
             seconds: a.seconds.max(b.seconds),
             baseline: Arc::new(baseline),
             hint,
-            reference: plan::read(&a.trace),
+            reference: plan::read(&a.trace, &a.setup),
             trial_quiet: sh
                 .cfg
                 .quiet
@@ -167,6 +172,7 @@ impl Search {
                     name: v.name.clone(),
                     message: format!("{}/{}: {}", v.namespace, v.name, v.rule),
                     signature: format!("{} {}", v.oracle, v.resource),
+                    expect: None,
                 })
                 .collect();
             let summary = output::Summary::fails_without_faults(

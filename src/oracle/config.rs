@@ -19,6 +19,9 @@ pub struct OracleConfig {
     pub hot_loop: Option<HotLoopConfig>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conflicts: Option<ConflictsConfig>,
+    /// What fault-free runs showed, judged at the end (`expected.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected: Option<super::expected::ExpectedConfig>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

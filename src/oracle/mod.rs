@@ -18,6 +18,8 @@
 
 mod config;
 mod convergence;
+pub mod end_state;
+pub mod expected;
 pub mod kstatus;
 mod paths;
 mod rates;
@@ -213,6 +215,8 @@ struct State {
     dropped: u64,
     /// An object the convergence oracle judges has been seen (it may be deleted since).
     convergence_seen: bool,
+    /// Creates and deletes of the resources the `expected` oracle counts, by its client.
+    writes: expected::WriteCounts,
 }
 
 /// Keep `map` within [`MAX_ENTRIES`] by dropping the entry `last` says was active least
@@ -301,6 +305,7 @@ impl Oracles {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .insert(client.to_string(), at);
+            self.count_write(client, verb, resource, code);
         }
         let Some(name) = name else { return };
         if !verb.is_write() && code != 409 {
@@ -347,6 +352,37 @@ impl Oracles {
             let inside = rates::inside_windows(&s.windows, at, grace);
             let d = s.rates.count(what, key, at, inside, limit as usize);
             self.count_dropped(&mut s, d);
+        }
+    }
+
+    /// A create or delete the `expected` oracle counts: done (2xx) or given up on
+    /// before its answer (499: the client went away — killed by a `restart`).
+    fn count_write(&self, client: &str, verb: Verb, resource: &str, code: u16) {
+        let Some(e) = &self.config.expected else {
+            return;
+        };
+        let what = match verb {
+            Verb::Create => "created",
+            Verb::Delete => "deleted",
+            _ => return,
+        };
+        if client != e.client || !e.writes.iter().any(|w| w.resource == resource) {
+            return;
+        }
+        let mut s = self.lock();
+        let c = s.writes.entry((resource.to_string(), what)).or_default();
+        match code {
+            200..=299 => c.done += 1,
+            499 => c.abandoned += 1,
+            _ => {}
+        }
+    }
+
+    /// The `expected` oracle's verdict on a run's end state (nothing without one).
+    pub fn judge_expected(&self, end: &end_state::State, at: SystemTime) -> Vec<Violation> {
+        match &self.config.expected {
+            Some(e) => expected::judge(e, end, &self.lock().writes, at),
+            None => Vec::new(),
         }
     }
 

@@ -104,6 +104,8 @@ pub struct Call {
     deferred: Vec<Deferred>,
     /// A watch a `rewind` sends back in time: the events to give it before the upstream's.
     rewind: Option<crate::watch::view::Rewind>,
+    /// A WatchList answered from the client's view: its initial events, given at once.
+    initial: Option<Vec<bytes::Bytes>>,
     /// The request counts as in flight for its client until the call is finished.
     in_flight: activity::InFlight,
     /// A write whose client went away before its answer is traced all the same.
@@ -117,8 +119,11 @@ pub struct Call {
 struct Abandoned {
     armed: bool,
     trace: crate::trace::Trace,
+    /// The `expected` oracle counts it too, as maybe done.
+    oracles: Arc<crate::oracle::Oracles>,
     start: Instant,
     client: String,
+    http_verb: request::Verb,
     verb: &'static str,
     resource: String,
     namespace: Option<String>,
@@ -128,6 +133,18 @@ struct Abandoned {
 impl Drop for Abandoned {
     fn drop(&mut self) {
         if !self.armed {
+            return;
+        }
+        self.oracles.on_request(
+            &self.client,
+            self.http_verb,
+            &self.resource,
+            self.namespace.as_deref(),
+            self.name.as_deref(),
+            499,
+            std::time::SystemTime::now(),
+        );
+        if !self.trace.enabled() {
             return;
         }
         self.trace.record(crate::trace::Record::Request {
@@ -250,11 +267,15 @@ async fn classify(proxy: &Proxy, req: &Request<Body>, peer: &Peer) -> Call {
         .activity
         .started(keys, labels.http_verb, &labels.resource);
     let abandoned =
-        (labels.http_verb.is_write() && proxy.gates.trace.enabled()).then(|| Abandoned {
+        (labels.http_verb.is_write()
+            && (proxy.gates.trace.enabled() || proxy.oracles.config.expected.is_some()))
+        .then(|| Abandoned {
             armed: true,
             trace: proxy.gates.trace.clone(),
+            oracles: proxy.oracles.clone(),
             start,
             client: labels.client.to_string(),
+            http_verb: labels.http_verb,
             verb: labels.verb,
             resource: labels.resource.clone(),
             namespace: info.namespace().map(str::to_string),
@@ -267,6 +288,7 @@ async fn classify(proxy: &Proxy, req: &Request<Body>, peer: &Peer) -> Call {
         windows: Vec::new(),
         deferred: Vec::new(),
         rewind: None,
+        initial: None,
         in_flight,
         abandoned,
     }
@@ -338,6 +360,7 @@ fn prepare(
         if let Some(a) = headers::gateable_accept(req.headers().get(header::ACCEPT)) {
             req.headers_mut().insert(header::ACCEPT, a);
         }
+        reads::watch_list(proxy, call, req);
         reads::rewind_watch(proxy, call, req);
     }
     let r = call.resource()?;
@@ -403,6 +426,7 @@ fn respond(
                         view: reads::view_key(&l.client, r),
                         watch_list: r.params.send_initial_events == Some(true),
                         rewind: call.rewind.clone(),
+                        initial_events: call.initial.clone(),
                         initial: (r.params.send_initial_events == Some(true))
                             .then(|| proxy.activity.initial_state(call.in_flight.keys().clone())),
                     };

@@ -59,6 +59,16 @@ impl Report {
         Report::from_verdicts(oracles.started, now, oracles.evaluate(now))
     }
 
+    /// Violations found after the run (the `expected` oracle reads its end state): the
+    /// verdict is then `fail`.
+    pub fn add_violations(&mut self, found: Vec<Violation>) {
+        if found.is_empty() {
+            return;
+        }
+        self.verdicts.violations.extend(found);
+        self.verdict = "fail".into();
+    }
+
     pub fn failed(&self) -> bool {
         !self.verdicts.violations.is_empty()
     }

@@ -18,6 +18,7 @@
 mod activity;
 mod front;
 mod idle;
+mod outside;
 pub mod snapshot;
 mod supervise;
 pub mod upstream;
@@ -223,6 +224,7 @@ async fn behind_proxy(o: &Options, upstream: &dyn upstream::Started) -> Result<O
         .stop(ending.as_ref().ok().and_then(|e| e.workload.as_ref()))
         .await;
     let peaks = front.running.oracles.peaks();
+    let oracles = front.running.oracles.clone();
     let stopped = front.stop().await;
     let ending = ending?;
     let mut extent = extent_of(&stopped.trace, &applied);
@@ -232,17 +234,29 @@ async fn behind_proxy(o: &Options, upstream: &dyn upstream::Started) -> Result<O
     extent
         .namespaces
         .extend(o.extent_hint.namespaces.iter().cloned());
+    let expected = oracles.config.expected.as_ref();
+    if let Some(e) = expected {
+        let (resources, namespaces) = crate::oracle::expected::extent(e);
+        extent.resources.extend(resources);
+        extent.namespaces.extend(namespaces);
+    }
     // Not when interrupted with a control plane that the signal took down too: reading
     // it would wait for its requests to time out, for an end state nobody will judge.
     // A cluster is still there, and its clean-up reads the setup's objects from this.
     let gone = matches!(ending.ended, Ended::Interrupted) && !o.upstream.outlives_an_interrupt();
-    let snapshot = if o.snapshot && !gone {
+    let snapshot = if (o.snapshot || expected.is_some()) && !gone {
         snapshot::take(&client, &extent).await?
     } else {
         Snapshot::new()
     };
+    let mut report = stopped.report;
+    if expected.is_some() && !gone {
+        let end = crate::oracle::end_state::normalize(&snapshot);
+        let found = oracles.judge_expected(&end, std::time::SystemTime::now());
+        report.add_violations(found);
+    }
     Ok(Outcome {
-        report: stopped.report,
+        report,
         trace: stopped.trace,
         snapshot,
         extent,
@@ -295,6 +309,7 @@ async fn prepare(
     let supervised = supervise::Supervised::start(
         o,
         &front.running,
+        &client,
         &controller_kubeconfig,
         workload_kubeconfig,
         env,
