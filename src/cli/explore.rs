@@ -111,6 +111,13 @@ pub struct ExploreArgs {
     #[arg(long, value_name = "FILE")]
     pub oracles: Option<PathBuf>,
 
+    /// The last round's freezes: longer than a controller's patience with its own writes
+    /// (client-go's workload controllers wait 5 minutes to see what they created or
+    /// deleted), after each of its creates and deletes, with the user's objects touched
+    /// 20 s before the freeze ends. 0 leaves the round out.
+    #[arg(long, default_value = "5m30s", value_parser = super::parse_duration, value_name = "DURATION")]
+    pub long_window: Duration,
+
     /// Trials spent shrinking each window of a finding (bisecting its duration).
     #[arg(long, default_value_t = 4, value_name = "N")]
     pub shrink_steps: u32,
@@ -162,6 +169,7 @@ pub async fn run(args: ExploreArgs) -> Result<ExitCode> {
         max_run: args.max_run,
         oracles,
         shrink_steps: args.shrink_steps,
+        long_window: (!args.long_window.is_zero()).then_some(args.long_window),
         progress_bar: std::io::stderr().is_terminal(),
     };
     Ok(match explore::run(cfg).await? {

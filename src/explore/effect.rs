@@ -41,6 +41,10 @@ pub struct Span {
     pub name: String,
     pub opened: Option<f64>,
     pub closed: Option<f64>,
+    /// An open window that did nothing, and why (a `rewind` no read or watch was sent
+    /// back in time by).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idle: Option<String>,
 }
 
 impl Effect {
@@ -57,13 +61,14 @@ impl Effect {
             .map(|w| {
                 let span = v.windows.iter().find(|s| s.name == w.name);
                 let restart = v.restarts.iter().find(|r| r.window == w.name);
+                let opened = span.map(|s| s.opened_at).or(restart.map(|r| r.at));
                 Span {
                     name: w.name.clone(),
-                    opened: span
-                        .map(|s| s.opened_at)
-                        .or(restart.map(|r| r.at))
-                        .map(secs),
+                    opened: opened.map(secs),
                     closed: span.and_then(|s| s.closed_at).map(secs),
+                    idle: opened
+                        .filter(|_| w.fault.name() == "rewind")
+                        .and_then(|_| rewound_nothing(&w.name, o)),
                 }
             })
             .collect();
@@ -95,15 +100,29 @@ impl Effect {
         e
     }
 
-    /// Whether any of the trial's windows opened.
+    /// Whether every window of the trial opened and did what it is for.
     pub fn exercised(&self) -> bool {
-        self.windows.iter().any(|w| w.opened.is_some())
+        !self.windows.is_empty()
+            && self
+                .windows
+                .iter()
+                .all(|w| w.opened.is_some() && w.idle.is_none())
     }
 
     /// For the progress line: `window 3.1s–4.6s, 12 events held, 10 conflicts`.
     pub fn describe(&self) -> String {
-        if !self.exercised() {
+        if self.windows.iter().all(|w| w.opened.is_none()) {
             return "not exercised: its window never opened".to_string();
+        }
+        if let Some(w) = self.windows.iter().find(|w| w.opened.is_none()) {
+            return format!("not exercised: its window {:?} never opened", w.name);
+        }
+        if let Some((w, why)) = self
+            .windows
+            .iter()
+            .find_map(|w| w.idle.as_ref().map(|i| (w, i)))
+        {
+            return format!("not exercised: its window {:?} {why}", w.name);
         }
         let mut parts: Vec<String> = self
             .windows
@@ -134,6 +153,33 @@ impl Effect {
     }
 }
 
+/// Why a `rewind` window sent nothing back in time, if it did not: the proxy's note on
+/// a request it could not rewind (`rewind: …`), or that none came.
+fn rewound_nothing(window: &str, o: &Outcome) -> Option<String> {
+    let mut why = None;
+    for s in &o.trace {
+        if let Record::Request {
+            window: Some(w),
+            note,
+            ..
+        } = &s.record
+            && w == window
+        {
+            match note.as_deref().and_then(|n| n.strip_prefix("rewind: ")) {
+                Some(n) => {
+                    why.get_or_insert_with(|| n.trim_start_matches("rewound nothing: ").to_string());
+                }
+                None => return None,
+            }
+        }
+    }
+    Some(format!(
+        "rewound nothing: {}",
+        why.as_deref()
+            .unwrap_or("no read or watch of its resources came while it was open")
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -143,6 +189,7 @@ mod tests {
             name: name.into(),
             opened,
             closed,
+            idle: None,
         }
     }
 
@@ -171,6 +218,23 @@ mod tests {
         assert_eq!(
             e.describe(),
             "window 3.1s–4.6s, window at 5.0s, 1 event held, 10 conflicts"
+        );
+    }
+
+    /// A rewind that sent nothing back in time exercised nothing, even though it opened
+    /// (a restarted client-go ≥ 1.35 controller re-lists with a consistent WatchList).
+    #[test]
+    fn a_rewind_that_rewound_nothing_is_not_exercised() {
+        let mut rewind = span("rewind", Some(2.0), Some(7.0));
+        rewind.idle = Some("rewound nothing: a WatchList without a resourceVersion is a consistent read".into());
+        let e = Effect {
+            windows: vec![span("restart", Some(2.0), Some(2.0)), rewind],
+            ..Effect::default()
+        };
+        assert!(!e.exercised());
+        assert_eq!(
+            e.describe(),
+            "not exercised: its window \"rewind\" rewound nothing: a WatchList without a resourceVersion is a consistent read"
         );
     }
 }

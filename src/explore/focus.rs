@@ -27,7 +27,7 @@ use crate::trace::Record;
 
 /// Resources that say where things are, not what they are: a setup's CRDs and
 /// namespaces own nothing the controller makes.
-const SCAFFOLDING: &[&str] = &[
+pub(super) const SCAFFOLDING: &[&str] = &[
     "customresourcedefinitions.apiextensions.k8s.io",
     "namespaces",
 ];

@@ -63,6 +63,8 @@ pub struct Config {
     pub max_run: Duration,
     pub oracles: OracleConfig,
     pub shrink_steps: u32,
+    /// Round 4's freezes (`plan.rs`); none: no round 4.
+    pub long_window: Option<Duration>,
     /// Draw a progress bar (a terminal) rather than print a line per trial.
     pub progress_bar: bool,
 }
@@ -176,6 +178,24 @@ pub fn default_oracles(
     config
 }
 
+/// How long a schedule's windows take from their triggers: the longest delay and
+/// duration of one.
+pub fn windows_span(schedule: &Schedule) -> Duration {
+    schedule
+        .windows
+        .iter()
+        .map(|w| {
+            let delay = w
+                .trigger
+                .as_ref()
+                .and_then(|t| t.delay)
+                .map_or(Duration::ZERO, |d| d.0);
+            delay + w.duration.map_or(Duration::ZERO, |d| d.0)
+        })
+        .max()
+        .unwrap_or_default()
+}
+
 /// What trials running side by side share.
 struct Shared {
     /// True once SIGINT or SIGTERM arrived: runs end, no new trial starts.
@@ -183,6 +203,9 @@ struct Shared {
     cfg: Config,
     started: Instant,
     out: output::Out,
+    /// The longest a trial may go without going quiet (`--max-run`, or twice what the
+    /// references took if that is longer: set once they have run).
+    max_run: std::sync::Mutex<Duration>,
 }
 
 /// The state of a search.
@@ -199,6 +222,7 @@ pub async fn run(cfg: Config) -> Result<Verdict> {
     // only stalemate: it stops every run (and so every controller) itself.
     let stop = crate::process::stop_on_signal().context("handling SIGINT and SIGTERM")?;
     let shared = Arc::new(Shared {
+        max_run: std::sync::Mutex::new(cfg.max_run),
         stop,
         cfg,
         started: Instant::now(),
@@ -228,12 +252,19 @@ struct Job {
 }
 
 impl Shared {
+    fn max_run(&self) -> Duration {
+        *self.max_run.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     fn elapsed(&self) -> f64 {
         self.started.elapsed().as_secs_f64()
     }
 
     fn options(&self, schedule: Schedule, id: &str, quiet: Duration) -> Result<session::Options> {
         let dir = self.out.scratch(id)?;
+        // A plan's windows are not the controller failing to go quiet: a run may take
+        // as long as they do on top of --max-run.
+        let windows = windows_span(&schedule);
         let mut o = session::Options::new(
             self.cfg.upstream.clone(),
             schedule,
@@ -250,7 +281,7 @@ impl Shared {
         o.settle_before_workload = quiet;
         o.end = End::Quiet {
             quiet,
-            max_run: self.cfg.max_run,
+            max_run: self.max_run() + windows,
         };
         o.trace = TraceTo::Memory;
         o.snapshot = true;
@@ -349,7 +380,12 @@ impl Search {
             reference::Learnt::References(r) => r,
             reference::Learnt::FailsWithoutFaults => return Ok(reference::fails_without_faults()),
         };
-        let mut plans = plan::plans(&refs.reference);
+        let mut plans = plan::plans(
+            &refs.reference,
+            &plan::Options {
+                long_window: self.shared.cfg.long_window,
+            },
+        );
         let ranks = refs.focus.order(&mut plans);
         self.progress.say(&format!(
             "explore: reference runs quiet after {:.1}s; {} anchors, {} plans; trials end after {} of quiet (the controller's longest gap between writes: {}){}",
@@ -394,6 +430,7 @@ impl Search {
             findings,
             &self.trials,
             refs.trial_quiet,
+            self.shared.max_run(),
         )?;
         let mut summary = output::Summary::new(
             &self.shared.cfg,

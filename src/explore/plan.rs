@@ -4,18 +4,41 @@
 //! that finds a bug is already its reproducer.
 //!
 //! ```text
-//!  reference trace ─► anchors (each write, by verb/resource/subresource/count)
+//!  reference trace ─► phases: start-up, then one from each workload write
+//!                  ─► anchors (each write, by verb/resource/subresource/count; the
+//!                     first few of a kind in each phase)
 //!                  ─► watched resources, event stretches
 //!                  ─► round 1: freeze 1.5 s, restart, 409s        at every anchor
-//!                      round 2: relist, rewind+restart, 500s, 429s, coalesce stretches
-//!                      round 3: freeze 5 s and 0.5 s, 503s and 504s on creates
+//!                      round 2: freeze past the controller's patience (--long-window)
+//!                               after its creates and deletes, the user's objects
+//!                               touched just before it ends
+//!                      round 3: relist, rewind+restart (of what it LISTs), 500s, 429s,
+//!                               coalesce stretches
+//!                      round 4: freeze 5 s and 0.5 s, 503s and 504s on creates
 //!                  ─► drop plans that change nothing on the reference trace
 //!                  ─► ranked by focus (focus.rs), breadth first within a rank
 //! ```
 //!
 //! Rounds are breadth first — every anchor gets the likeliest faults before any anchor
 //! gets the rest — so a small budget covers the whole run thinly rather than its start
-//! thoroughly.
+//! thoroughly. Within a round, anchors take turns by phase: the first anchor of every
+//! phase, then the second of every phase, … A controller's start-up writes (a controller
+//! manager makes dozens) would otherwise use up a budget before any plan reached what the
+//! workload made it do — where most staleness bugs are (Sieve's workloads, Acto's
+//! actions).
+//!
+//! **Past the controller's patience.** A controller that waits to see its own creates and
+//! deletes before acting again (client-go's workload controllers: five minutes of
+//! "expectations", `pkg/controller/controller_utils.go`) gives up waiting at some point
+//! and acts on what it has been shown. Informer lag that long happens (a partitioned
+//! watch, an apiserver's cache stuck behind etcd), and what a controller does then is
+//! what round 2 asks: the resource it made or removed frozen longer than such a timeout
+//! (`--long-window`, 5m30s), and just before the freeze ends its user's objects touched
+//! (`fault/touch.rs`), because a controller that gave up waiting acts only when something
+//! it watches changes. These trials take minutes each, but there are few — one per kind
+//! it creates or deletes in each phase — and the class is the best documented of all in
+//! controllers nobody here wrote (kubernetes#129795: a ReplicaSet's extra pods), so they
+//! come right after the short freezes, before the many relists and errors.
 //!
 //! **Only what a real apiserver could answer.** An `errors` plan injects, for the request
 //! it hits, a status a real kube-apiserver can return for it (`fault/errors.rs` cites
@@ -36,9 +59,13 @@ use crate::session::snapshot::{IGNORED, base_resource};
 use crate::session::{CONTROLLER, WORKLOAD};
 use crate::trace::{Record, Stamped};
 
-/// At most this many occurrences of one (client, verb, resource) are anchors: a
-/// controller patching status fifty times is covered by its first few.
+/// At most this many occurrences of one (client, verb, resource) in each phase are
+/// anchors: a controller patching status fifty times is covered by its first few.
 pub const MAX_PER_KIND: u64 = 4;
+
+/// How long before a long freeze ends the user's objects are touched: time for a
+/// controller to act on the touch while the freeze still holds.
+const TOUCH_BEFORE_END: Duration = Duration::from_secs(20);
 
 /// A request of the reference run a window can open on.
 #[derive(Debug, Clone, PartialEq)]
@@ -55,6 +82,10 @@ pub struct Anchor {
     /// Whether the reference run's requests of this kind carried a resourceVersion
     /// precondition (so a 409 `Conflict` is one a real apiserver could answer).
     pub preconditioned: bool,
+    /// Which phase of the run it is in: 0 the start-up, N after the workload's Nth write.
+    pub phase: usize,
+    /// Its place among its phase's anchors (0: the first).
+    pub turn: usize,
 }
 
 impl Anchor {
@@ -143,21 +174,67 @@ impl Plan {
 /// What the reference run shows.
 #[derive(Debug, Clone, Default)]
 pub struct Reference {
+    /// In time order.
     pub anchors: Vec<Anchor>,
     /// Resources the controller lists or watches.
     pub watched: BTreeSet<String>,
+    /// Resources the controller LISTs (rather than only watching, as client-go ≥ 1.35
+    /// informers do, whose initial state comes by a WatchList): what a rewind can send
+    /// back in time (`proxy/reads.rs` `watch_list`: a restarted client's WatchList is a
+    /// consistent read).
+    pub listed: BTreeSet<String>,
     /// Events delivered to the controller: (when, resource, namespace/name, resourceVersion).
     pub events: Vec<(SystemTime, String, String, String)>,
     /// (client, verb, resource as requested) of writes that carried a precondition.
     pub preconditioned: BTreeSet<(String, Verb, String)>,
+    /// The user's objects — the setup's, and those the workload created — which a long
+    /// freeze's `touch` touches.
+    pub touchable: Vec<crate::fault::touch::Object>,
 }
 
-/// Read a reference run's trace.
-pub fn read(trace: &[Stamped]) -> Reference {
-    let mut r = Reference::default();
+/// What the planner is asked for besides the reference.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Round 4's freezes (`--long-window`); none: no round 4.
+    pub long_window: Option<Duration>,
+}
+
+/// Read a reference run's trace; `setup` is what its setup created.
+pub fn read(trace: &[Stamped], setup: &[crate::setup::Applied]) -> Reference {
+    let mut r = Reference {
+        touchable: setup
+            .iter()
+            .filter(|a| !super::focus::SCAFFOLDING.contains(&a.resource.as_str()))
+            .map(|a| crate::fault::touch::Object {
+                resource: a.resource.clone(),
+                namespace: a.namespace.clone().unwrap_or_default(),
+                name: a.name.clone(),
+            })
+            .collect(),
+        ..Reference::default()
+    };
     let mut counts: BTreeMap<(String, Verb, String), u64> = BTreeMap::new();
+    // Per phase: how many of each kind were anchors, and how many anchors it has.
+    let mut in_phase: BTreeMap<(usize, String, Verb, String), u64> = BTreeMap::new();
+    let mut turns: BTreeMap<usize, usize> = BTreeMap::new();
+    let mut phase = 0;
     for s in trace {
         match &s.record {
+            // What the workload created is the user's too (a create's name is in its
+            // answer, not its request).
+            Record::Created {
+                client,
+                resource,
+                namespace,
+                name,
+                ..
+            } if client == WORKLOAD && !resource.contains('/') => {
+                r.touchable.push(crate::fault::touch::Object {
+                    resource: resource.clone(),
+                    namespace: namespace.clone(),
+                    name: name.clone(),
+                });
+            }
             Record::Request {
                 client,
                 verb,
@@ -175,6 +252,9 @@ pub fn read(trace: &[Stamped]) -> Reference {
                 }
                 if matches!(verb, Verb::List | Verb::Watch) && client == CONTROLLER {
                     r.watched.insert(base.clone());
+                    if verb == Verb::List {
+                        r.listed.insert(base.clone());
+                    }
                 }
                 if !verb.is_write() {
                     continue;
@@ -183,13 +263,24 @@ pub fn read(trace: &[Stamped]) -> Reference {
                     r.preconditioned
                         .insert((client.clone(), verb, resource.clone()));
                 }
+                // Each write by the workload starts a phase: what the controller does
+                // about it.
+                if client == WORKLOAD {
+                    phase += 1;
+                }
                 let n = counts
                     .entry((client.clone(), verb, resource.clone()))
                     .or_default();
                 *n += 1;
-                if *n > MAX_PER_KIND {
+                let m = in_phase
+                    .entry((phase, client.clone(), verb, resource.clone()))
+                    .or_default();
+                *m += 1;
+                if *m > MAX_PER_KIND {
                     continue;
                 }
+                let turn = turns.entry(phase).or_default();
+                *turn += 1;
                 let subresource = resource
                     .split_once('/')
                     .and_then(|(_, s)| serde_json::from_value(json!(s)).ok());
@@ -205,6 +296,8 @@ pub fn read(trace: &[Stamped]) -> Reference {
                     count: *n,
                     at: sent_at(s.at, *latency_ms),
                     preconditioned: false,
+                    phase,
+                    turn: *turn - 1,
                 });
             }
             Record::Event {
@@ -280,128 +373,212 @@ fn secs(d: Duration) -> String {
 }
 
 /// Every plan, in the order to try them.
-pub fn plans(r: &Reference) -> Vec<Plan> {
-    let mut out = Vec::new();
-    let mut effects = BTreeSet::new();
-    // The events a freeze of `resources` from `at` for `d` would hold on the reference
-    // run: none, and it changes nothing; the same as another's, and it is that one.
-    let held = |resources: &[String], at: SystemTime, d: Duration| -> Vec<String> {
-        r.events
+pub fn plans(r: &Reference, opts: &Options) -> Vec<Plan> {
+    let mut p = Planner {
+        r,
+        out: Vec::new(),
+        effects: BTreeSet::new(),
+        watched: r.watched.iter().cloned().collect(),
+    };
+    // Anchors take turns by phase: the first of every phase, then the second, …
+    let mut order: Vec<&Anchor> = r.anchors.iter().collect();
+    order.sort_by_key(|a| (a.turn, a.phase));
+    p.round_1(&order);
+    if let Some(long) = opts.long_window {
+        p.round_2(&order, long);
+    }
+    p.round_3(&order);
+    p.out.extend(coalesce_plans(r));
+    p.round_4(&order);
+    p.out
+}
+
+/// The plans made so far, and what they would do on the reference run.
+struct Planner<'a> {
+    r: &'a Reference,
+    out: Vec<Plan>,
+    /// What each freeze so far would hold: one that holds nothing, or the same as
+    /// another, is not made.
+    effects: BTreeSet<String>,
+    watched: Vec<String>,
+}
+
+impl Planner<'_> {
+    /// The events a freeze of `resources` from `at` for `d` would hold on the reference
+    /// run: none, and it changes nothing; the same as another's, and it is that one.
+    fn held(&self, resources: &[String], at: SystemTime, d: Duration) -> Vec<String> {
+        self.r
+            .events
             .iter()
             .filter(|(t, res, _, _)| *t >= at && *t <= at + d && resources.iter().any(|x| x == res))
             .map(|(_, res, obj, rv)| format!("{res} {obj}@{rv}"))
             .collect()
-    };
-    let freeze = |out: &mut Vec<Plan>,
-                  effects: &mut BTreeSet<String>,
-                  a: &Anchor,
-                  d: Duration,
-                  round: u8| {
-        for res in &r.watched {
-            let resources = vec![res.clone()];
-            let h = held(&resources, a.at, d);
-            if h.is_empty() || !effects.insert(format!("freeze {res} {} {h:?}", d.as_millis())) {
-                continue;
-            }
-            let short = res.split('.').next().unwrap_or(res);
-            out.push(Plan {
-                label: format!("freeze {res} for {} after {}", secs(d), a.describe()),
-                slug: format!("freeze-{short}-{}ms-after-{}", d.as_millis(), a.slug()),
-                round,
-                windows: vec![window(
-                    "freeze",
-                    &resources,
-                    json!({"freeze": {}}),
-                    a.trigger(),
-                    Some(d),
-                )],
-                anchor: a.resource.clone(),
-                targets: resources.clone(),
-                rank: 0,
-            });
+    }
+
+    /// Freeze one watched resource for `d` after `a`, if that would hold something new.
+    fn freeze_one(&mut self, a: &Anchor, res: &str, d: Duration, round: u8) -> Option<Plan> {
+        let resources = vec![res.to_string()];
+        let h = self.held(&resources, a.at, d);
+        if h.is_empty() || !self.effects.insert(format!("freeze {res} {} {h:?}", d.as_millis())) {
+            return None;
         }
-    };
-    let watched: Vec<String> = r.watched.iter().cloned().collect();
-    // A restart is of the whole controller, whatever it watches.
-    let everything = vec!["*".to_string()];
-    // Round 1.
-    for a in &r.anchors {
-        freeze(&mut out, &mut effects, a, Duration::from_millis(1500), 1);
-        if a.client == CONTROLLER {
-            out.push(Plan {
-                label: format!("restart the controller right after {}", a.describe()),
-                slug: format!("restart-after-{}", a.slug()),
-                round: 1,
-                windows: vec![window(
-                    "restart",
-                    &everything,
-                    json!({"restart": {}}),
-                    a.trigger(),
-                    None,
-                )],
-                anchor: a.resource.clone(),
-                targets: vec![],
-                rank: 0,
-            });
-            if a.preconditioned {
-                out.push(errors(a, 409, 1));
+        let short = res.split('.').next().unwrap_or(res);
+        Some(Plan {
+            label: format!("freeze {res} for {} after {}", secs(d), a.describe()),
+            slug: format!("freeze-{short}-{}ms-after-{}", d.as_millis(), a.slug()),
+            round,
+            windows: vec![window(
+                "freeze",
+                &resources,
+                json!({"freeze": {}}),
+                a.trigger(),
+                Some(d),
+            )],
+            anchor: a.resource.clone(),
+            targets: resources,
+            rank: 0,
+        })
+    }
+
+    /// Freeze each watched resource for `d` after `a`.
+    fn freeze(&mut self, a: &Anchor, d: Duration, round: u8) {
+        for res in self.watched.clone() {
+            if let Some(p) = self.freeze_one(a, &res, d, round) {
+                self.out.push(p);
             }
         }
     }
-    // Round 2.
-    for a in &r.anchors {
-        if !watched.is_empty() {
-            out.push(Plan {
-                label: format!(
-                    "expire the controller's watches (410, relist) at {}",
-                    a.describe()
-                ),
-                slug: format!("relist-at-{}", a.slug()),
-                round: 2,
-                windows: vec![window(
-                    "relist",
-                    &watched,
-                    json!({"relist": {"how": "expired"}}),
-                    a.trigger(),
-                    Some(Duration::from_millis(500)),
-                )],
-                anchor: a.resource.clone(),
-                targets: watched.clone(),
-                rank: 0,
-            });
+
+    /// Freeze 1.5 s, restart, 409s: the likeliest at every anchor.
+    fn round_1(&mut self, order: &[&Anchor]) {
+        for a in order {
+            self.freeze(a, Duration::from_millis(1500), 1);
+            if a.client == CONTROLLER {
+                self.out.push(restart(a));
+                if a.preconditioned {
+                    self.out.push(errors(a, 409, 1));
+                }
+            }
         }
-        if a.client == CONTROLLER {
+    }
+
+    /// Relist, rewind + restart, 500s and 429s.
+    fn round_3(&mut self, order: &[&Anchor]) {
+        let watched = self.watched.clone();
+        // A restart is of the whole controller, whatever it watches.
+        let everything = vec!["*".to_string()];
+        for a in order {
             if !watched.is_empty() {
-                out.push(Plan {
-                    label: format!("restart the controller right after {} and give it the cluster as it was then", a.describe()),
-                    slug: format!("rewind-restart-after-{}", a.slug()),
-                    round: 2,
-                    windows: vec![
-                        window("restart", &everything, json!({"restart": {}}), a.trigger(), None),
-                        window("rewind", &watched, json!({"rewind": {"at": "restart"}}), a.trigger(), Some(Duration::from_secs(5))),
-                    ],
+                self.out.push(Plan {
+                    label: format!(
+                        "expire the controller's watches (410, relist) at {}",
+                        a.describe()
+                    ),
+                    slug: format!("relist-at-{}", a.slug()),
+                    round: 3,
+                    windows: vec![window(
+                        "relist",
+                        &watched,
+                        json!({"relist": {"how": "expired"}}),
+                        a.trigger(),
+                        Some(Duration::from_millis(500)),
+                    )],
                     anchor: a.resource.clone(),
                     targets: watched.clone(),
                     rank: 0,
                 });
             }
-            out.push(errors(a, 500, 2));
-            out.push(errors(a, 429, 2));
+            if a.client != CONTROLLER {
+                continue;
+            }
+            let listed: Vec<String> = self.r.listed.iter().cloned().collect();
+            if !listed.is_empty() {
+                self.out.push(Plan {
+                    label: format!("restart the controller right after {} and give it the cluster as it was then", a.describe()),
+                    slug: format!("rewind-restart-after-{}", a.slug()),
+                    round: 3,
+                    windows: vec![
+                        window("restart", &everything, json!({"restart": {}}), a.trigger(), None),
+                        window("rewind", &listed, json!({"rewind": {"at": "restart"}}), a.trigger(), Some(Duration::from_secs(5))),
+                    ],
+                    anchor: a.resource.clone(),
+                    targets: listed,
+                    rank: 0,
+                });
+            }
+            self.out.push(errors(a, 500, 3));
+            self.out.push(errors(a, 429, 3));
         }
     }
-    for p in coalesce_plans(r) {
-        out.push(p);
-    }
-    // Round 3.
-    for a in &r.anchors {
-        freeze(&mut out, &mut effects, a, Duration::from_secs(5), 3);
-        freeze(&mut out, &mut effects, a, Duration::from_millis(500), 3);
-        if a.client == CONTROLLER && a.verb == Verb::Create {
-            out.push(errors(a, 503, 3));
-            out.push(errors(a, 504, 3));
+
+    /// Freeze 5 s and 0.5 s; 503s and 504s on creates.
+    fn round_4(&mut self, order: &[&Anchor]) {
+        for a in order {
+            self.freeze(a, Duration::from_secs(5), 4);
+            self.freeze(a, Duration::from_millis(500), 4);
+            if a.client == CONTROLLER && a.verb == Verb::Create {
+                self.out.push(errors(a, 503, 4));
+                self.out.push(errors(a, 504, 4));
+            }
         }
     }
-    out
+
+    /// Past the controller's patience: after the first of each of its creates and
+    /// deletes in every phase, what it made or removed frozen for `long`, and the
+    /// user's objects touched just before the freeze ends.
+    fn round_2(&mut self, order: &[&Anchor], long: Duration) {
+        let mut done = BTreeSet::new();
+        for a in order {
+            let first = done.insert((a.phase, a.verb, a.resource.clone()));
+            if a.client != CONTROLLER
+                || !matches!(a.verb, Verb::Create | Verb::Delete)
+                || !first
+                || !self.r.watched.contains(&a.resource)
+            {
+                continue;
+            }
+            let Some(mut p) = self.freeze_one(a, &a.resource.clone(), long, 2) else {
+                continue;
+            };
+            if !self.r.touchable.is_empty() {
+                let touch_at = long.saturating_sub(TOUCH_BEFORE_END).max(long / 2);
+                let mut trigger = a.trigger();
+                trigger["delay"] = json!(format!("{}ms", touch_at.as_millis()));
+                p.windows.push(window(
+                    "touch",
+                    &["*".to_string()],
+                    json!({"touch": {"objects": self.r.touchable}}),
+                    trigger,
+                    None,
+                ));
+                p.label = format!(
+                    "{}, the user's objects touched {} in",
+                    p.label,
+                    secs(touch_at)
+                );
+            }
+            self.out.push(p);
+        }
+    }
+}
+
+/// Restart the controller right after `a`.
+fn restart(a: &Anchor) -> Plan {
+    Plan {
+        label: format!("restart the controller right after {}", a.describe()),
+        slug: format!("restart-after-{}", a.slug()),
+        round: 1,
+        windows: vec![window(
+            "restart",
+            &["*".to_string()],
+            json!({"restart": {}}),
+            a.trigger(),
+            None,
+        )],
+        anchor: a.resource.clone(),
+        targets: vec![],
+        rank: 0,
+    }
 }
 
 /// Answer `status` to the anchor's kind of request for 1.5 s from it, as a real
@@ -475,7 +652,7 @@ fn coalesce_plans(r: &Reference) -> Vec<Plan> {
                 later.len() + 1
             ),
             slug: format!("coalesce-{short}-from-event-{n}"),
-            round: 2,
+            round: 3,
             windows: vec![window(
                 "coalesce",
                 std::slice::from_ref(res),

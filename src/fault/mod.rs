@@ -9,7 +9,8 @@
 //!   an RV=0 read ─► Behaviour::reads ──────► upstream │ view │ rewound view
 //!   a watch     ──► Opening::hold (drawn at open) ──► Gate: the only place that holds
 //!                   Behaviour::ends_streams ───────► end open streams (relist, rewind)
-//!   open/close  ──► Behaviour::on_open ────────────► the controller process (restart)
+//!   open/close  ──► Behaviour::on_open ────────────► the controller process (restart),
+//!                                                     the user's side (touch)
 //! ```
 //!
 //! Why an enum of faults *and* a trait: the schedule format is a closed, externally
@@ -26,6 +27,7 @@ pub mod latency;
 pub mod relist;
 pub mod restart;
 pub mod rewind;
+pub mod touch;
 
 use std::time::Duration;
 
@@ -47,6 +49,7 @@ pub enum Fault {
     Latency(latency::Latency),
     Rewind(rewind::Rewind),
     Restart(restart::Restart),
+    Touch(touch::Touch),
 }
 
 impl Fault {
@@ -61,6 +64,7 @@ impl Fault {
             Fault::Latency(f) => f,
             Fault::Rewind(f) => f,
             Fault::Restart(f) => f,
+            Fault::Touch(f) => f,
         }
     }
 
@@ -138,10 +142,16 @@ pub enum StreamEnd {
 }
 
 /// Effects outside the proxy, for faults that have them. `stalemate run` and `explore`
-/// own the controller process; `serve` does not.
+/// own the controller process and act as the user; `serve` does neither.
 pub trait Process: Send + Sync {
     /// Kill the controller (SIGKILL) now and start it again after `down`.
     fn restart(&self, window: &str, down: Duration);
+
+    /// Touch these objects as their user would (`touch.rs`).
+    fn touch(&self, window: &str, objects: &[touch::Object]) {
+        let _ = objects;
+        tracing::warn!(window, "nothing here can touch objects");
+    }
 }
 
 /// A fault's behaviour: every hook has a default that does nothing, so a fault
@@ -255,6 +265,7 @@ mod tests {
             r#"{"latency":{"delay":"1s"}}"#,
             r#"{"rewind":{"by":"5s"}}"#,
             r#"{"restart":{"down":"1s"}}"#,
+            r#"{"touch":{"objects":[{"resource":"pods","namespace":"d","name":"p"}]}}"#,
         ] {
             let f: Fault = serde_json::from_str(text).unwrap_or_else(|e| panic!("{text}: {e}"));
             assert!(f.check().is_empty(), "{text}: {:?}", f.check());

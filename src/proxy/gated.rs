@@ -155,6 +155,9 @@ pub struct Target {
     /// A `rewind` sent this watch back in time: these events come first (held by the
     /// window like the upstream's that follow).
     pub rewind: Option<crate::watch::view::Rewind>,
+    /// A WatchList answered from the client's view: its initial events and end marker,
+    /// delivered first and at once (`proxy/reads.rs` `watch_list`).
+    pub initial_events: Option<Vec<Bytes>>,
     /// A WatchList stream's initial state, done when its end marker is delivered (or the
     /// stream ends).
     pub initial: Option<Arc<super::activity::InitialState>>,
@@ -256,6 +259,9 @@ where
             .collect();
         // Apply the windows open right now, then follow changes.
         let mut outs = apply_windows(&engine, &target, &mut gate, &mut ended);
+        if let Some(initial) = &target.initial_events {
+            outs.extend(initial_from_view(initial, &mut framer, &mut gate));
+        }
         if let Some(rw) = &target.rewind {
             let now = tokio::time::Instant::now();
             if rw.format != format {
@@ -403,6 +409,27 @@ where
         }
     });
     body
+}
+
+/// A WatchList's initial state from the view, delivered now; one that does not frame
+/// (it cannot: the proxy wrote it) ends the stream with 410 rather than mislead.
+fn initial_from_view(initial: &[Bytes], framer: &mut Framer, gate: &mut Gate) -> Vec<Output> {
+    let mut outs = Vec::new();
+    for bytes in initial {
+        match framer.push(bytes) {
+            Ok(frames) => {
+                for fr in frames {
+                    outs.extend(gate.initial(fr));
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "a view's initial event did not frame; ending the stream with 410");
+                outs.extend(gate.relist(true));
+                break;
+            }
+        }
+    }
+    outs
 }
 
 /// Takes a finished stream out of `view_lag_seconds`.

@@ -35,7 +35,8 @@ fn rewind_point(proxy: &Proxy, to: &To) -> Result<Instant, String> {
 /// watch starts where the view is now.
 pub fn rewind_watch(proxy: &Proxy, call: &mut Call, req: &mut http::Request<crate::listen::Body>) {
     let Some(r) = call.resource() else { return };
-    if r.params.send_initial_events == Some(true) {
+    // A WatchList is `watch_list`'s.
+    if r.params.send_initial_events == Some(true) || call.rewind.is_some() {
         return;
     }
     let Some(rv) = r.params.resource_version.clone() else {
@@ -68,13 +69,123 @@ pub fn rewind_watch(proxy: &Proxy, call: &mut Call, req: &mut http::Request<crat
     call.rewind = Some(rewind);
 }
 
+/// A WatchList (`sendInitialEvents=true`) of a target a window answers reads for from
+/// views: answered as a watch cache behind the upstream would (`watch_list` in
+/// `watch/view`) — the client's view as ADDED events and the `initial-events-end`
+/// bookmark at its resourceVersion, at once; then the upstream's events from there, held
+/// as the window holds them. Only where a real apiserver could answer so:
+///
+/// - `resourceVersion` unset is a **consistent read** (`ListOptions.SendInitialEvents`
+///   in apimachinery's `meta/v1/types.go`: "If `resourceVersion` is unset, this is
+///   interpreted as 'consistent read'"; the cacher asks etcd for its current revision
+///   and waits until it has it, `storage/cacher/cacher.go`
+///   `getWatchCacheResourceVersion`): a lagging apiserver answers it fresh or not at
+///   all, so it goes upstream — unless the window sets `staleConsistentReads`, which is
+///   labelled a contract violation. client-go ≥ 1.35 informers start (and restart)
+///   with exactly this request, so a restarted controller is not sent back in time.
+/// - `resourceVersion=0` may be answered from any cache: the view.
+/// - `resourceVersion=X` (`NotOlderThan`): the view if it is at X or later — a rewind
+///   only as far back as X, never before what the client has already seen.
+pub fn watch_list(proxy: &Proxy, call: &mut Call, req: &mut http::Request<crate::listen::Body>) {
+    let Some(r) = call.resource() else { return };
+    if r.params.send_initial_events != Some(true) || !proxy.gates.views.enabled() {
+        return;
+    }
+    let Some((window, reads)) = call
+        .windows
+        .iter()
+        .find_map(|a| match a.window.fault.behaviour().reads() {
+            Reads::Upstream => None,
+            reads => Some((a.window.clone(), reads)),
+        })
+    else {
+        return;
+    };
+    let asked = r.params.resource_version.clone().unwrap_or_default();
+    let violation = asked.is_empty();
+    if violation && !window.stale_consistent_reads {
+        if matches!(reads, Reads::Rewound(_)) {
+            call.labels.window = Some(window.name.clone());
+            call.labels.note = Some(
+                "rewind: rewound nothing: a WatchList without a resourceVersion is a consistent read; answered upstream".into(),
+            );
+        }
+        return;
+    }
+    // The stream comes back in the framing the upstream picks: the client's first.
+    let protobuf = preferred_protobuf(req.headers());
+    let read = Read {
+        key: view_key(&call.labels.client, r),
+        name: None,
+        accept_json: !protobuf,
+        accept_protobuf: protobuf,
+    };
+    let at = match &reads {
+        Reads::Rewound(to) => match rewind_point(proxy, to) {
+            Ok(t) => Some(t),
+            Err(why) => return not_from_view(call, &window.name, &reads, &why),
+        },
+        _ => None,
+    };
+    let answer = match proxy.gates.views.watch_list(&read, at) {
+        Ok(a) => a,
+        Err(why) => return not_from_view(call, &window.name, &reads, &why),
+    };
+    if !violation && asked != "0" && !at_least(&answer.rv, &asked) {
+        let why = format!(
+            "the client asks for resourceVersion {asked} or newer and the view is at {}",
+            answer.rv
+        );
+        return not_from_view(call, &window.name, &reads, &why);
+    }
+    let Some(uri) = with_resource_version(req.uri(), &answer.rewind.upstream_rv) else {
+        return;
+    };
+    *req.uri_mut() = uri;
+    let l = &mut call.labels;
+    l.answer = if violation { "view-violation" } else { "view" };
+    l.window = Some(window.name.clone());
+    l.rv = Some(answer.rv.clone());
+    proxy
+        .metrics
+        .view_reads
+        .with_label_values(&[
+            &*l.client,
+            &l.metric_resource,
+            if violation { "violated" } else { "kept" },
+        ])
+        .inc();
+    call.initial = Some(answer.initial);
+    call.rewind = Some(answer.rewind);
+}
+
+/// A WatchList a window would have answered from the view went upstream: the trace says
+/// why (a rewind that could not go back rewound nothing).
+fn not_from_view(call: &mut Call, window: &str, reads: &Reads, why: &str) {
+    call.labels.window = Some(window.to_string());
+    call.labels.note = Some(match reads {
+        Reads::Rewound(_) => format!("rewind: rewound nothing: {why}; answered upstream"),
+        _ => format!("view: {why}; answered upstream"),
+    });
+}
+
+/// Whether resourceVersion `have` is at least `want` (both etcd revisions; anything else
+/// is not comparable, and not taken for newer).
+fn at_least(have: &str, want: &str) -> bool {
+    match (have.parse::<u64>(), want.parse::<u64>()) {
+        (Ok(h), Ok(w)) => h >= w,
+        _ => false,
+    }
+}
+
 /// `uri` with its `resourceVersion` query parameter set to `rv` (and no
-/// `resourceVersionMatch`: the watch starts exactly there).
+/// `resourceVersionMatch` or `sendInitialEvents`: a plain watch that starts exactly
+/// there).
 fn with_resource_version(uri: &http::Uri, rv: &str) -> Option<http::Uri> {
     let mut q = form_urlencoded::Serializer::new(String::new());
     for (k, v) in crate::request::query_pairs(uri.query().unwrap_or("")) {
         match &*k {
-            "resourceVersion" | "resourceVersionMatch" => {}
+            "resourceVersion" | "resourceVersionMatch" | "sendInitialEvents" => {}
             _ => {
                 q.append_pair(&k, &v);
             }
@@ -122,6 +233,22 @@ fn accepts(h: &HeaderMap) -> (bool, bool) {
         }
     }
     (json, proto)
+}
+
+/// Whether a watch's Accept puts protobuf before JSON (what the apiserver then answers in).
+fn preferred_protobuf(h: &HeaderMap) -> bool {
+    let accept = h
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    for part in accept.split(',') {
+        match part.split(';').next().unwrap_or("").trim() {
+            "application/vnd.kubernetes.protobuf" => return true,
+            "application/json" | "*/*" | "application/*" => return false,
+            _ => {}
+        }
+    }
+    false
 }
 
 /// Answer a read from the client's view if a window open over it says so.

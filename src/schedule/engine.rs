@@ -62,6 +62,8 @@ pub struct Engine {
     expects_process: std::sync::atomic::AtomicBool,
     armed: Mutex<Vec<Armed>>,
     next_armed: std::sync::atomic::AtomicU64,
+    /// Windows triggered with a `delay` that have not opened yet.
+    delayed: std::sync::atomic::AtomicUsize,
     /// Resources a window that reads from views has named (in the file or at run time):
     /// only these need client views (`--views named`).
     view_resources: RwLock<HashSet<String>>,
@@ -114,6 +116,7 @@ impl Engine {
             expects_process: Default::default(),
             armed: Mutex::new(Vec::new()),
             next_armed: std::sync::atomic::AtomicU64::new(1),
+            delayed: Default::default(),
             view_resources: Default::default(),
             rewind_resources: Default::default(),
             active: Mutex::new(BTreeMap::new()),
@@ -309,6 +312,41 @@ impl Engine {
     }
 
     fn fire(self: &Arc<Self>, counts: impl Fn(&Window) -> Option<u64>) -> Vec<Deferred> {
+        let due = self.due(counts);
+        let mut now = Vec::new();
+        for w in due {
+            match w.trigger.as_ref().and_then(|t| t.delay) {
+                Some(delay) => self.open_later(w, delay.0),
+                None => now.push(w),
+            }
+        }
+        now.into_iter()
+            .filter_map(|w| self.open_deferred(w).ok().flatten())
+            .collect()
+    }
+
+    /// A window whose trigger fired with a `delay`: it opens then, and until then the
+    /// run is not quiet (it has a window still to come).
+    fn open_later(self: &Arc<Self>, w: Window, delay: Duration) {
+        use std::sync::atomic::Ordering;
+        self.delayed.fetch_add(1, Ordering::SeqCst);
+        tracing::info!(window = %w.name, ?delay, "window triggered; opens after its delay");
+        let engine = self.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            let _ = engine.open(w);
+            engine.delayed.fetch_sub(1, Ordering::SeqCst);
+            engine.bump();
+        });
+    }
+
+    /// No window open, and none triggered that waits out its delay.
+    pub fn idle(&self) -> bool {
+        self.lock().is_empty() && self.delayed.load(std::sync::atomic::Ordering::SeqCst) == 0
+    }
+
+    /// The armed windows whose counts reach their trigger, disarmed.
+    fn due(&self, counts: impl Fn(&Window) -> Option<u64>) -> Vec<Window> {
         let due: Vec<Window> = {
             let mut armed = self.lock_armed();
             let mut due = Vec::new();
@@ -326,9 +364,7 @@ impl Engine {
             });
             due
         };
-        due.into_iter()
-            .filter_map(|w| self.open_deferred(w).ok().flatten())
-            .collect()
+        due
     }
 
     /// Send window openings and closings to a trace (the oracles hear of them too).

@@ -138,6 +138,11 @@ pub struct Trigger {
     /// Opened only through the control API.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub manual: Option<serde_json::Value>,
+    /// With `afterRequests` or `afterEvents`: open this long after the trigger fires
+    /// rather than at once (a `touch` some minutes after a write, while a window opened
+    /// by the same write still holds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay: Option<GoDuration>,
 }
 
 impl Trigger {
@@ -158,6 +163,12 @@ impl Trigger {
         }
         if (self.jitter.is_some() || self.count.is_some()) && self.every.is_none() {
             errs.push(("trigger".into(), "jitter and count go with every".into()));
+        }
+        if self.delay.is_some() && self.after_requests.is_none() && self.after_events.is_none() {
+            errs.push((
+                "trigger.delay".into(),
+                "goes with afterRequests or afterEvents".into(),
+            ));
         }
         if self.every.is_some_and(|e| e.0.is_zero()) {
             errs.push(("trigger.every".into(), "must be greater than zero".into()));

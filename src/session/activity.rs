@@ -90,7 +90,8 @@ impl Activity {
         now.duration_since(last).unwrap_or_default()
     }
 
+    /// No window open, and none triggered that is still to open (a `delay`).
     pub fn no_window_open(&self) -> bool {
-        self.engine.active_names().is_empty()
+        self.engine.idle()
     }
 }

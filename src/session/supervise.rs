@@ -57,6 +57,7 @@ impl Supervised {
     pub fn start(
         o: &Options,
         running: &crate::server::Running,
+        upstream: &kube::Client,
         kubeconfig: &Path,
         workload_kubeconfig: Option<PathBuf>,
         env: Vec<(OsString, OsString)>,
@@ -84,7 +85,12 @@ impl Supervised {
                 });
             }));
         }
-        running.engine.set_process(controller.clone());
+        running
+            .engine
+            .set_process(Arc::new(super::outside::Outside {
+                controller: controller.clone(),
+                client: upstream.clone(),
+            }));
         if let Some(policy) = o.restart_crashed {
             controller.restart_crashed(policy);
         }

@@ -347,6 +347,17 @@ impl Gate {
         }
     }
 
+    /// A frame of a WatchList's initial state answered from the client's view (a watch
+    /// cache behind the upstream): delivered now, whatever the windows hold — the state
+    /// it shows is the stale one. Only before anything from the upstream, so no
+    /// bookmark in it can pass a held event (invariant 2).
+    pub fn initial(&mut self, frame: Frame) -> Vec<Output> {
+        if self.state == State::Ended {
+            return vec![];
+        }
+        self.deliver(frame)
+    }
+
     /// The upstream ended the stream.
     pub fn on_upstream_end(&mut self) -> Vec<Output> {
         if self.state == State::Ended {

@@ -70,7 +70,7 @@ fn reference() -> Vec<Stamped> {
 
 #[test]
 fn anchors_are_each_write_counted_by_kind() {
-    let r = read(&reference());
+    let r = read(&reference(), &[]);
     let got: Vec<String> = r.anchors.iter().map(Anchor::describe).collect();
     assert_eq!(
         got,
@@ -91,7 +91,7 @@ fn anchors_are_each_write_counted_by_kind() {
 /// first status patch. Every plan is a valid schedule window.
 #[test]
 fn the_first_plan_is_the_f1_window_and_every_plan_is_a_schedule() {
-    let plans = plans(&read(&reference()));
+    let plans = plans(&read(&reference(), &[]), &Options::default());
     let first = &plans[0];
     assert_eq!(
         first.label,
@@ -135,7 +135,7 @@ fn the_first_plan_is_the_f1_window_and_every_plan_is_a_schedule() {
 /// that would hold nothing on the reference run, or the same as another, are dropped.
 #[test]
 fn rounds_are_breadth_first_and_useless_freezes_are_dropped() {
-    let plans = plans(&read(&reference()));
+    let plans = plans(&read(&reference(), &[]), &Options::default());
     let rounds: Vec<u8> = plans.iter().map(|p| p.round).collect();
     let mut sorted = rounds.clone();
     sorted.sort();
@@ -199,9 +199,9 @@ fn what_a_freeze_holds_is_counted_from_when_its_request_arrived() {
         event(280, "configmaps", "child", "7"),
         create,
     ];
-    let r = read(&trace);
+    let r = read(&trace, &[]);
     assert_eq!(r.anchors[0].at, at(250));
-    let labels: Vec<String> = plans(&r).into_iter().map(|p| p.label).collect();
+    let labels: Vec<String> = plans(&r, &Options::default()).into_iter().map(|p| p.label).collect();
     assert!(
         labels.contains(
             &"freeze configmaps for 1.5s after the controller's 1st create of configmaps"
@@ -213,7 +213,7 @@ fn what_a_freeze_holds_is_counted_from_when_its_request_arrived() {
 
 #[test]
 fn the_rewind_plan_restarts_and_rewinds_to_the_restart() {
-    let plans = plans(&read(&reference()));
+    let plans = plans(&read(&reference(), &[]), &Options::default());
     let p = plans
         .iter()
         .find(|p| p.slug.starts_with("rewind-restart"))
@@ -235,7 +235,7 @@ fn the_rewind_plan_restarts_and_rewinds_to_the_restart() {
 fn errors_plans_are_what_a_real_apiserver_could_answer() {
     let mut trace = reference();
     trace.push(request(9100, CONTROLLER, "create", "configmaps"));
-    let plans = plans(&read(&trace));
+    let plans = plans(&read(&trace, &[]), &Options::default());
     let errors: Vec<(String, serde_json::Value)> = plans
         .iter()
         .filter(|p| p.slug.starts_with("errors-"))
@@ -293,5 +293,118 @@ fn errors_plans_are_what_a_real_apiserver_could_answer() {
 }
 
 fn plans_of(trace: &[Stamped]) -> Vec<Plan> {
-    plans(&read(trace))
+    plans(&read(trace, &[]), &Options::default())
+}
+
+/// A controller manager's start-up writes (a dozen kinds) and a workload's: the start-up
+/// and each workload write are phases, anchors are counted per kind within a phase, and
+/// round 1 takes the phases in turn — so a budget of a few plans already reaches what
+/// the controller did about the workload.
+#[test]
+fn anchors_take_turns_by_phase() {
+    let mut trace = vec![request(0, CONTROLLER, "watch", "pods")];
+    // Start-up: 6 creates of pods (4 are anchors), then 3 of secrets.
+    for i in 0..6 {
+        trace.push(request(10 + i * 2000, CONTROLLER, "create", "pods"));
+        trace.push(event(11 + i * 2000, "pods", &format!("p{i}"), &format!("{}", 10 + i)));
+    }
+    for i in 0..3 {
+        trace.push(request(20_000 + i, CONTROLLER, "create", "secrets"));
+    }
+    // The workload scales; the controller creates 2 more pods.
+    trace.push(request(30_000, WORKLOAD, "patch", "replicasets.apps"));
+    trace.push(request(30_010, CONTROLLER, "create", "pods"));
+    trace.push(event(30_011, "pods", "p6", "30"));
+    trace.push(request(32_010, CONTROLLER, "create", "pods"));
+    trace.push(event(32_011, "pods", "p7", "31"));
+    let r = read(&trace, &[]);
+    let got: Vec<(usize, usize, String)> = r
+        .anchors
+        .iter()
+        .map(|a| (a.phase, a.turn, a.describe()))
+        .collect();
+    assert_eq!(
+        got[..4]
+            .iter()
+            .map(|(p, t, _)| (*p, *t))
+            .collect::<Vec<_>>(),
+        [(0, 0), (0, 1), (0, 2), (0, 3)]
+    );
+    assert_eq!(
+        got[got.len() - 3..],
+        [
+            (1, 0, "the workload's 1st patch of replicasets.apps".to_string()),
+            (1, 1, "the controller's 7th create of pods".to_string()),
+            (1, 2, "the controller's 8th create of pods".to_string()),
+        ],
+        "counted from the run's start (the trigger's count), capped per phase"
+    );
+    let first: Vec<String> = plans(&r, &Options::default())
+        .into_iter()
+        .filter(|p| p.round == 1)
+        .take(4)
+        .map(|p| p.label)
+        .collect();
+    assert_eq!(
+        first,
+        [
+            "freeze pods for 1.5s after the controller's 1st create of pods",
+            "restart the controller right after the controller's 1st create of pods",
+            "freeze pods for 1.5s after the workload's 1st patch of replicasets.apps",
+            "freeze pods for 1.5s after the controller's 2nd create of pods",
+        ]
+    );
+}
+
+/// Round 2: only with a long window; after the first create of each kind in each phase,
+/// the created resource frozen that long, and the user's objects touched 20 s before it
+/// ends (a delayed trigger on the same request).
+#[test]
+fn long_freezes_touch_the_users_objects_before_they_end() {
+    let trace = vec![
+        request(0, CONTROLLER, "watch", "pods"),
+        request(10, CONTROLLER, "create", "pods"),
+        event(11, "pods", "p0", "10"),
+        request(20, CONTROLLER, "create", "pods"),
+        event(21, "pods", "p1", "11"),
+    ];
+    let setup = [crate::setup::Applied {
+        resource: "replicasets.apps".into(),
+        namespace: Some("demo".into()),
+        name: "web".into(),
+    }];
+    let r = read(&trace, &setup);
+    assert!(
+        !plans(&r, &Options::default())
+            .iter()
+            .any(|p| p.round == 2)
+    );
+    let long = plans(
+        &r,
+        &Options {
+            long_window: Some(Duration::from_secs(330)),
+        },
+    );
+    let long: Vec<&Plan> = long.iter().filter(|p| p.round == 2).collect();
+    assert_eq!(long.len(), 1, "the first create of pods in the one phase");
+    let p = long[0];
+    assert_eq!(
+        p.label,
+        "freeze pods for 330s after the controller's 1st create of pods, the user's objects touched 310s in"
+    );
+    let w: Vec<serde_json::Value> = p
+        .windows
+        .iter()
+        .map(|w| serde_json::to_value(w).unwrap())
+        .collect();
+    assert_eq!(w[0]["duration"], "5m30s");
+    assert_eq!(
+        w[1]["fault"],
+        json!({"touch": {"objects": [{"resource": "replicasets.apps", "namespace": "demo", "name": "web"}]}})
+    );
+    assert_eq!(w[1]["trigger"]["delay"], "5m10s");
+    assert_eq!(
+        w[1]["trigger"]["afterRequests"],
+        w[0]["trigger"]["afterRequests"]
+    );
 }

@@ -166,3 +166,52 @@ pub(super) fn answer_from(view: &View, read: &Read<'_>, scope: &Scope) -> Option
         rv: view.rv.clone(),
     })
 }
+
+/// A WatchList's initial state from a view — what a watch cache at the view's
+/// resourceVersion sends (`apiserver/pkg/storage/cacher`: the objects as synthetic ADDED
+/// events, then a BOOKMARK annotated `k8s.io/initial-events-end` at that
+/// resourceVersion): each object the read covers, in the cache's key order, then the
+/// end marker. In the view's framing.
+pub(super) fn initial_events(view: &View, scope: &Scope) -> Vec<Bytes> {
+    use crate::watch::{EventType, Format, event};
+    let format = match view.encoding {
+        Encoding::Json => Format::Json,
+        Encoding::Protobuf => Format::Protobuf,
+    };
+    let mut out: Vec<Bytes> = view
+        .objects
+        .iter()
+        .filter(|(k, _)| scope.covers(k))
+        .map(|(_, o)| {
+            let object = match view.encoding {
+                Encoding::Json => json_with_type(&view.api_version, &view.kind, o),
+                Encoding::Protobuf => proto_envelope(&view.api_version, &view.kind, o),
+            };
+            event(format, EventType::Added, &object)
+        })
+        .collect();
+    let marker = match view.encoding {
+        Encoding::Json => Bytes::from(
+            serde_json::to_vec(&serde_json::json!({
+                "kind": view.kind,
+                "apiVersion": view.api_version,
+                "metadata": {
+                    "resourceVersion": view.rv,
+                    "annotations": {"k8s.io/initial-events-end": "true"},
+                },
+            }))
+            .unwrap_or_default(),
+        ),
+        Encoding::Protobuf => {
+            let mut object = Writer::default();
+            object.message(1, |meta| {
+                meta.string(6, &view.rv).message(12, |entry| {
+                    entry.string(1, "k8s.io/initial-events-end").string(2, "true");
+                });
+            });
+            proto_envelope(&view.api_version, &view.kind, &object.buf)
+        }
+    };
+    out.push(event(format, EventType::Bookmark, &marker));
+    out
+}

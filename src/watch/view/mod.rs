@@ -57,6 +57,17 @@ use answer::{Scope, answer_from, candidates};
 use parse::{json_list_meta, json_with_type, parse_proto_list, proto_envelope};
 use slot::Slot;
 pub use store::Rewind;
+
+/// A WatchList answered from a view ([`Views::watch_list`]).
+#[derive(Debug, Clone)]
+pub struct WatchList {
+    /// The resourceVersion its initial state is at: the end marker's.
+    pub rv: String,
+    /// Its initial events and end marker, in the view's framing: delivered at once.
+    pub initial: Vec<Bytes>,
+    /// Where the upstream watch starts, and what comes before it (held by the window).
+    pub rewind: Rewind,
+}
 use store::{Applied, RawPage, View};
 
 /// The query a view answers: a client's list/watch of one resource, in one namespace (or
@@ -419,6 +430,59 @@ impl Views {
             ));
         }
         Ok(answer)
+    }
+
+    /// A WatchList (`sendInitialEvents=true`) answered from the view covering `read`, as
+    /// a watch cache behind the upstream would: as the view is, or as it was at `at` (a
+    /// `rewind`). Its initial events, at the view's resourceVersion then, go to the
+    /// client at once; the upstream watch continues from where the view is now, after
+    /// the changes since a rewound point (held by the window like the upstream's). `Err`
+    /// says why not — the WatchList then goes upstream.
+    pub fn watch_list(&self, read: &Read<'_>, at: Option<Instant>) -> Result<WatchList, String> {
+        let (_, slot, scope) = self.covering(read).ok_or_else(|| {
+            format!(
+                "no view of {} for this client (one starts at its next LIST or WatchList)",
+                read.key.resource
+            )
+        })?;
+        let v = slot.lock();
+        let wanted = match v.encoding {
+            Encoding::Json => read.accept_json,
+            Encoding::Protobuf => read.accept_protobuf,
+        };
+        if !wanted {
+            return Err("the view holds another encoding than the watch asks for".into());
+        }
+        let format = match v.encoding {
+            Encoding::Json => super::Format::Json,
+            Encoding::Protobuf => super::Format::Protobuf,
+        };
+        let (initial, rv, replay) = match at {
+            None => (answer::initial_events(&v, &scope), v.rv.clone(), vec![]),
+            Some(t) => {
+                let (objects, rv, replay) = v.at(t)?;
+                let mut past = View::new(v.encoding);
+                past.api_version = v.api_version.clone();
+                past.kind = v.kind.clone();
+                past.rv = rv.clone();
+                past.objects = objects;
+                let replay = replay
+                    .into_iter()
+                    .filter(|(k, _)| scope.covers(k))
+                    .map(|(_, f)| f)
+                    .collect();
+                (answer::initial_events(&past, &scope), rv, replay)
+            }
+        };
+        Ok(WatchList {
+            rv,
+            initial,
+            rewind: Rewind {
+                upstream_rv: v.rv.clone(),
+                format,
+                replay,
+            },
+        })
     }
 
     /// A watch of `key` from `rv` while a `rewind` window is open: from `"0"`, the view as

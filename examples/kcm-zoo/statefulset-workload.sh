@@ -1,0 +1,12 @@
+#!/bin/sh
+# What a user does once the StatefulSet controller has settled: scale to 5, then delete
+# its first pod (it must come back under the same name).
+set -eu
+cache="${TMPDIR:-/tmp}/stalemate-zoo-workload-$$"
+trap 'rm -rf "$cache"' EXIT
+trap 'exit 143' TERM
+trap 'exit 130' INT
+k() { kubectl --cache-dir "$cache" -n demo "$@"; }
+k scale statefulset db --replicas=5
+sleep 2
+k delete pod db-0 --wait=false
