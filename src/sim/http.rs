@@ -175,7 +175,9 @@ async fn route(
                 query.get("fieldManager").map(String::as_str),
                 user_agent.as_deref(),
             );
+            let content_type = header(&req, "content-type").map(str::to_string);
             let body = read_body(req, sim.cfg.max_body_bytes).await?;
+            let body = json_body(sim, &rt, &r, content_type.as_deref(), body)?;
             return token_request(sim, &r, &body, &manager, &reply);
         }
         Some(Answer::Unsupported) => {
@@ -201,43 +203,8 @@ async fn route(
     } else {
         Bytes::new()
     };
-    let media = content_type
-        .as_deref()
-        .map(|ct| ct.split(';').next().unwrap_or("").trim());
-    if needs_body && !body.is_empty() {
-        match media {
-            Some("application/vnd.kubernetes.protobuf") => {
-                let default_kind = if r.verb == Verb::Delete || r.verb == Verb::DeleteCollection {
-                    "DeleteOptions"
-                } else {
-                    &rt.kind
-                };
-                body = match proto_body::decode(&body, default_kind) {
-                    Ok(v) => Bytes::from(v.to_string()),
-                    Err(proto_body::ProtoError::Malformed(e)) => {
-                        return Err(ApiError::bad_request(format!(
-                            "the protobuf body could not be decoded: {e}"
-                        )));
-                    }
-                    Err(proto_body::ProtoError::Unsupported(kind)) => {
-                        sim.unanswerable(format!("a protobuf request body ({kind})"));
-                        return Err(ApiError::unsupported_media_type(&[
-                            "application/json",
-                            "application/yaml",
-                        ]));
-                    }
-                };
-            }
-            Some(m) if m.starts_with("application/cbor") => {
-                sim.unanswerable("a CBOR request body".into());
-                return Err(ApiError::unsupported_media_type(&[
-                    "application/json",
-                    "application/yaml",
-                    "application/vnd.kubernetes.protobuf",
-                ]));
-            }
-            _ => {}
-        }
+    if needs_body {
+        body = json_body(sim, &rt, &r, content_type.as_deref(), body)?;
     }
     if rt.virtual_create && rt.plural != "bindings" {
         return review(&rt, &r, &method, &body, &user, &reply);
@@ -406,11 +373,56 @@ fn non_resource(
     Ok(reply.json(200, &doc))
 }
 
+/// A request body as JSON (or YAML, which the verbs read themselves): a protobuf body
+/// decoded (`proto_body`), CBOR refused with 415 and recorded.
+fn json_body(
+    sim: &Sim,
+    rt: &ResourceType,
+    r: &ResourceRequest,
+    content_type: Option<&str>,
+    body: Bytes,
+) -> Result<Bytes, ApiError> {
+    let media = content_type.map(|ct| ct.split(';').next().unwrap_or("").trim());
+    if body.is_empty() {
+        return Ok(body);
+    }
+    match media {
+        Some("application/vnd.kubernetes.protobuf") => {
+            let default_kind = match r.verb {
+                Verb::Delete | Verb::DeleteCollection => "DeleteOptions",
+                _ => &rt.kind,
+            };
+            match proto_body::decode(&body, &rt.api_version(), default_kind) {
+                Ok(v) => Ok(Bytes::from(v.to_string())),
+                Err(proto_body::ProtoError::Malformed(e)) => Err(ApiError::bad_request(format!(
+                    "the protobuf body could not be decoded: {e}"
+                ))),
+                Err(proto_body::ProtoError::Unsupported(kind)) => {
+                    sim.unanswerable(format!("a protobuf request body ({kind})"));
+                    Err(ApiError::unsupported_media_type(&[
+                        "application/json",
+                        "application/yaml",
+                    ]))
+                }
+            }
+        }
+        Some(m) if m.starts_with("application/cbor") => {
+            sim.unanswerable("a CBOR request body".into());
+            Err(ApiError::unsupported_media_type(&[
+                "application/json",
+                "application/yaml",
+                "application/vnd.kubernetes.protobuf",
+            ]))
+        }
+        _ => Ok(body),
+    }
+}
+
 /// `POST /api/v1/namespaces/NS/serviceaccounts/NAME/token` (TokenRequest, what
 /// `kubectl create token` sends): a token for the service account, signed by this
 /// simulator. The body's `expirationSeconds` is honoured (at least 10 minutes, as the
 /// apiserver enforces; default one hour); audiences and bound objects are echoed, not
-/// enforced. A protobuf body (client-go ≥ 0.32 typed clients) is not decoded: defaults.
+/// enforced.
 fn token_request(
     sim: &Sim,
     r: &ResourceRequest,

@@ -12,9 +12,10 @@
 //! the real apiserver's discovery, generated), with what the real apiserver fills in
 //! (`defaults.rs`; `pods.rs`: pod admission, binding, eviction; `services.rs`: cluster
 //! IPs), the validation a controller runs into (`validate.rs`), the `scale` subresource
-//! (`scale.rs`) and the built-in printers (`printers.rs`); `e2e/sim_differential.rs`
+//! (`scale.rs`), the built-in printers (`printers.rs`) and protobuf request bodies of
+//! every built-in kind (`proto_body/`); `e2e/sim_differential.rs`
 //! keeps all of it honest against a real kube-apiserver. What it cannot answer — logs,
-//! exec, proxies, protobuf bodies of kinds it does not decode — is answered 501/415/406
+//! exec, proxies, protobuf bodies of kinds it does not serve — is answered 501/415/406
 //! and recorded ([`Sim::unanswered`]): `run` and `explore` stop on it.
 //!
 //! Authentication is real (`auth.rs`: client certificates, then tokens it signed; 401
