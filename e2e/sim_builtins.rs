@@ -91,7 +91,8 @@ fn the_builtin_table_is_the_real_apiservers() {
     );
 }
 
-/// `kubectl api-resources` (kubectl 1.33, as both servers report 1.33) lists the same
+/// `kubectl api-resources` (the dispatcher's own kubectl 1.32, as both servers report
+/// 1.37, which it bundles no kubectl for) lists the same
 /// resources, short names, API versions, scopes and kinds on the simulator as on the
 /// real apiserver.
 #[test]
@@ -129,7 +130,7 @@ fn pods_of(sim: &Sim, n: usize) -> Vec<String> {
     })
 }
 
-/// A real kube-controller-manager (v1.33, JSON to the simulator, only its Deployment and
+/// A real kube-controller-manager (v1.37, JSON to the simulator, only its Deployment and
 /// ReplicaSet controllers) against `stalemate sim`: the 3-replica Deployment gets a
 /// ReplicaSet owned by it and 3 pods owned by that; scaled to 5 (`kubectl scale`, the
 /// scale subresource), 5.

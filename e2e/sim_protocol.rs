@@ -673,6 +673,48 @@ fn misbehaviour_close_pause_and_restart() {
     assert_eq!(state["resourceVersion"], before);
 }
 
+/// A WatchList response (sendInitialEvents with bookmarks) to a client that accepts gzip
+/// is gzipped, one gzip member per flush, as kube-apiserver 1.37 does
+/// (WatchListCompression, `perFlushGzipWriter`); a plain watch, or a client that does not
+/// ask, is not.
+#[test]
+fn watch_lists_are_gzipped_when_asked() {
+    let sim = Sim::start();
+    post(
+        &sim,
+        "/api/v1/namespaces/default/configmaps",
+        json!({"metadata": {"name": "w"}}),
+    );
+    let list = "/api/v1/namespaces/default/configmaps?watch=1&sendInitialEvents=true\
+                &allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan";
+    let gzip = ["-H", "Accept-Encoding: gzip"];
+    let r = watch(&sim, list, "2", &gzip);
+    assert_eq!(r.header("content-encoding"), Some("gzip"));
+    assert_eq!(r.header("vary"), Some("Accept-Encoding"));
+    let mut plain = Vec::new();
+    use std::io::Read;
+    flate2::read::MultiGzDecoder::new(&r.body[..])
+        .read_to_end(&mut plain)
+        .unwrap();
+    let events = lines(&plain);
+    let types: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
+    assert!(
+        types.contains(&"ADDED") && types.last() == Some(&"BOOKMARK"),
+        "{events:?}"
+    );
+    let members = r.body.windows(3).filter(|w| w == b"\x1f\x8b\x08").count();
+    assert!(members >= 2, "one member per event: {members}");
+    let r = watch(&sim, list, "2", &[]);
+    assert!(r.header("content-encoding").is_none());
+    let r = watch(
+        &sim,
+        "/api/v1/namespaces/default/configmaps?watch=1",
+        "2",
+        &gzip,
+    );
+    assert!(r.header("content-encoding").is_none());
+}
+
 #[test]
 fn large_lists_are_gzipped_when_asked() {
     let sim = Sim::start();

@@ -92,7 +92,11 @@ pub async fn handle(sim: Arc<Sim>, req: Request<Incoming>, peer: Peer) -> Respon
         Ok(r) => r,
         Err(e) => reply.error(&e),
     };
-    if gzip { compress(resp).await } else { resp }
+    if gzip {
+        compress(watch::gzip_watch_list(resp)).await
+    } else {
+        resp
+    }
 }
 
 async fn compress(resp: Response<Body>) -> Response<Body> {
@@ -438,7 +442,9 @@ fn token_request(
             "the server does not allow this method on the requested resource",
         ));
     }
-    if sim.lock().get("/serviceaccounts", ns, name).is_none() {
+    let account_uid =
+        (sim.lock().get("/serviceaccounts", ns, name)).map(|a| a.value["metadata"]["uid"].clone());
+    let Some(account_uid) = account_uid else {
         return Err(ApiError::not_found(
             crate::status::GroupResource {
                 group: "",
@@ -446,7 +452,7 @@ fn token_request(
             },
             name,
         ));
-    }
+    };
     let input: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
     let seconds = input["spec"]["expirationSeconds"]
         .as_u64()
@@ -470,7 +476,9 @@ fn token_request(
     let out = json!({
         "kind": "TokenRequest",
         "apiVersion": "authentication.k8s.io/v1",
-        "metadata": {"name": name, "namespace": ns, "creationTimestamp": now, "managedFields": managed},
+        // Since 1.35 the answer carries the service account's uid.
+        "metadata": {"name": name, "namespace": ns, "uid": account_uid,
+            "creationTimestamp": now, "managedFields": managed},
         "spec": {"audiences": audiences, "expirationSeconds": seconds, "boundObjectRef": input["spec"]["boundObjectRef"].clone()},
         "status": {"token": token, "expirationTimestamp": expires.to_string()},
     });
@@ -492,7 +500,7 @@ fn review(
         ));
     }
     let input: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
-    let mut out = json!({"kind": rt.kind, "apiVersion": rt.api_version(), "metadata": {"creationTimestamp": null}});
+    let mut out = json!({"kind": rt.kind, "apiVersion": rt.api_version(), "metadata": {}});
     match rt.plural.as_str() {
         "selfsubjectreviews" => out["status"] = json!({"userInfo": user.to_json()}),
         "selfsubjectaccessreviews" => {

@@ -105,7 +105,7 @@ pub enum WatchEncoding {
 impl Default for SimConfig {
     fn default() -> Self {
         SimConfig {
-            kube_minor: 33,
+            kube_minor: builtins::kubernetes_minor(),
             history: HistoryLimits {
                 max_events: 100_000,
                 max_age: Duration::from_secs(300),
