@@ -397,7 +397,11 @@ fn json_body(
                 _ => &rt.kind,
             };
             match proto_body::decode(&body, &rt.api_version(), default_kind) {
-                Ok(v) => Ok(Bytes::from(v.to_string())),
+                Ok(v) => {
+                    sim.protobuf_bodies
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    Ok(Bytes::from(v.to_string()))
+                }
                 Err(proto_body::ProtoError::Malformed(e)) => Err(ApiError::bad_request(format!(
                     "the protobuf body could not be decoded: {e}"
                 ))),
@@ -564,11 +568,17 @@ fn admin(sim: &Arc<Sim>, req: &Request<Incoming>, reply: &Reply) -> Response<Bod
     let is_post = req.method() == Method::POST;
     let result: Result<Value, ApiError> = match (req.uri().path(), is_post) {
         ("/_sim/state", false) => {
+            // What it could not answer, for a test outside the process (`run` reads it
+            // in-process).
+            let unanswered: Vec<Value> = (sim.unanswered().into_iter())
+                .map(|(what, n)| json!({"what": what, "count": n}))
+                .collect();
             let st = sim.lock();
             Ok(
                 json!({"resourceVersion": st.rv.to_string(), "compactedResourceVersion": st.compacted_rv.to_string(),
                 "historyEvents": st.history_len(), "objects": st.object_count(), "watches": sim.watch_count(),
-                "uptimeSeconds": sim.uptime().as_secs()}),
+                "uptimeSeconds": sim.uptime().as_secs(), "unanswered": unanswered,
+                "protobufBodies": sim.protobuf_bodies.load(std::sync::atomic::Ordering::Relaxed)}),
             )
         }
         ("/_sim/compact", true) => {

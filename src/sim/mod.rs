@@ -141,6 +141,8 @@ pub struct Sim {
     restart: Notify,
     restart_down: Mutex<Duration>,
     pub active_watches: AtomicUsize,
+    /// Request bodies decoded from protobuf (`/_sim/state`: which clients wrote it).
+    pub protobuf_bodies: AtomicUsize,
     started: Instant,
     /// Signs and checks bearer tokens; reads client certificates.
     pub auth: auth::Authenticator,
@@ -164,6 +166,7 @@ impl Sim {
             restart: Notify::new(),
             restart_down: Mutex::new(Duration::ZERO),
             active_watches: AtomicUsize::new(0),
+            protobuf_bodies: AtomicUsize::new(0),
             started: Instant::now(),
             auth: auth::Authenticator::new(),
             unanswered: Mutex::new(Default::default()),
