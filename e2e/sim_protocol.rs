@@ -480,6 +480,46 @@ fn bad_input_gets_the_right_status() {
         None,
     );
     assert_eq!(r.status, 406);
+    // Protobuf bodies: a good one is decoded; a truncated one is 400 saying where; a kind
+    // no built-in has is 415 and recorded.
+    let pb = [("Content-Type", "application/vnd.kubernetes.protobuf")];
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "pb"},
+        "data": {"k": "v"}});
+    let body = stalemate::sim::proto_body::encode(&cm).unwrap();
+    let r = sim.curl(
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        &pb,
+        Some(&body),
+    );
+    assert_eq!(
+        (r.status, &r.json()["data"]["k"]),
+        (201, &json!("v")),
+        "{}",
+        r.text()
+    );
+    let cut = &body[..body.len() - 3];
+    let r = sim.curl(
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        &pb,
+        Some(cut),
+    );
+    assert_eq!((r.status, &r.json()["reason"]), (400, &json!("BadRequest")));
+    let message = r.json()["message"].as_str().unwrap_or_default().to_string();
+    assert!(message.contains("malformed protobuf at byte"), "{message}");
+    let widget = stalemate::protobuf::envelope("example.com/v1", "Widget", &[]);
+    let r = sim.curl(
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        &pb,
+        Some(&widget),
+    );
+    assert_eq!(r.status, 415, "{}", r.text());
+    let state = sim.curl("GET", "/_sim/state", &[], None).json();
+    assert_eq!(state["protobufBodies"], 1, "{state}");
+    let unanswered = state["unanswered"].to_string();
+    assert!(unanswered.contains("Widget"), "{unanswered}");
     // The server is still fine.
     assert_eq!(sim.curl("GET", "/version", &[], None).status, 200);
 }
