@@ -9,7 +9,8 @@
 //! `cd src/sim/proto_body/gen && go run .` — it says more). The types that marshal their
 //! own JSON are in `special.rs`. `vectors.json.gz`, made by the same program, holds
 //! objects of every kind filled by apimachinery's roundtrip fuzzer as protobuf and as
-//! Go's JSON; `tests.rs` checks that this decoder agrees with Go on each.
+//! Go's JSON; `tests.rs` checks that this decoder agrees with Go on each, and
+//! `quantity.rs` checks its canonical quantities against Go's (`quantities.json`).
 //!
 //! `encode.rs` goes the other way (JSON → protobuf, as gogo-protobuf writes it): for the
 //! differential's protobuf writes and the round-trip tests.

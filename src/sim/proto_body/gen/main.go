@@ -10,7 +10,9 @@
 //
 // The vectors (../vectors.json.gz) are objects of every kind filled by apimachinery's
 // roundtrip fuzzer, encoded by Go to protobuf, decoded back and marshalled to JSON: the
-// Rust test asserts decode(protobuf) == Go's JSON for each.
+// Rust test asserts decode(protobuf) == Go's JSON for each. ../quantities.json holds
+// resource.Quantity strings (hand-picked quirks and 3,000 random ones) with the JSON Go
+// writes for each after ParseQuantity, or null where Go refuses it.
 //
 // Run from this directory (Go >= 1.26; modules from the Go module proxy):
 //
@@ -307,6 +309,61 @@ func main() {
 	}
 	writeJSON(filepath.Join(*out, "types.json"), t)
 	vectors(scheme, gvks, *perKind, *seed, filepath.Join(*out, "vectors.json.gz"))
+	quantities(*seed, filepath.Join(*out, "quantities.json"))
+}
+
+// quantities: resource.Quantity strings as a protobuf body carries them, and the JSON
+// Go writes for each (ParseQuantity, then MarshalJSON: the canonical form, or the
+// string itself where ParseQuantity keeps it), or null where Go refuses the string.
+func quantities(seed int64, path string) {
+	inputs := []string{"0", "1", "-1", "+1", "100m", "0.1", ".5", "5.", "1.5", "1000m", "1500m",
+		"0.5Gi", "1024Mi", "1Ki", "1025Ki", "1023", "1024", "2048", "+1Ki", "01Ki", "0100m",
+		"1e3", "1E3", "1e-3", "1.5e3", "1000E", "1E", "1P", "123456789012345678901234567890",
+		"0.0000000001", "-0.0000000001", "1n", "1u", "1.5n", "0.5n", "12345678901234567890Ki",
+		"9223372036854775807", "9223372036854775808", "1Ei", "8Ei", "16Ei", "-1Ki", "-1025",
+		"100k", "1000k", "1M", "0.001k", "1.000", "10.0", "00", "-0", "+0", "0.0", "0m",
+		"1e", "1Kib", "abc", "", ".", "-", "1e+", "1.2.3", "1 Gi", "1e100", "1e-100", "3.14159"}
+	r := rand.New(rand.NewSource(seed))
+	suffixes := []string{"", "n", "u", "m", "k", "M", "G", "T", "P", "E", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "e3", "e-3", "E6", "e0", "e20", "x"}
+	digits := func(n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte('0' + r.Intn(10))
+		}
+		return string(b)
+	}
+	for range 3000 {
+		q := []string{"", "", "", "-", "+"}[r.Intn(5)] + strings.Repeat("0", r.Intn(3)*r.Intn(2)) + digits(r.Intn(20))
+		if r.Intn(3) == 0 {
+			q += "." + digits(r.Intn(13))
+		}
+		inputs = append(inputs, q+suffixes[r.Intn(len(suffixes))])
+	}
+	var out [][]any
+	for _, in := range inputs {
+		q, err := resource.ParseQuantity(in)
+		if err != nil {
+			out = append(out, []any{in, nil})
+			continue
+		}
+		j, err := json.Marshal(q)
+		if err != nil {
+			fail("%q: %v", in, err)
+		}
+		var s string
+		if err := json.Unmarshal(j, &s); err != nil {
+			fail("%q: %v", in, err)
+		}
+		out = append(out, []any{in, s})
+	}
+	raw, err := json.Marshal(out)
+	if err != nil {
+		fail("%v", err)
+	}
+	text := strings.ReplaceAll(string(raw), "],[", "],\n[")
+	if err := os.WriteFile(path, []byte(text+"\n"), 0o644); err != nil {
+		fail("%v", err)
+	}
 }
 
 // version: the k8s.io/api module the types come from.
