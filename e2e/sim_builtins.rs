@@ -3,17 +3,17 @@
 //! apiserver's aggregated discovery, checked here against a live one (and rewritten by
 //! `STALEMATE_REGENERATE=1 cargo test --test sim_builtins` when the pinned version
 //! moves); `kubectl api-resources` lists the same on both; and a real
-//! kube-controller-manager, its Deployment and ReplicaSet controllers pointed at the
+//! kube-controller-manager of each pinned version (1.35, 1.36, 1.37, writing protobuf as
+//! it does by default), its Deployment and ReplicaSet controllers pointed at the
 //! simulator, turns a Deployment into a ReplicaSet and pods, and follows a scale.
 
 #[path = "common/mod.rs"]
 mod common;
 
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::envtest::{RealApiserver, assets};
+use common::envtest::RealApiserver;
 use common::{KillOnDrop, Sim, repo, wait_for};
 use serde_json::{Value, json};
 
@@ -91,7 +91,8 @@ fn the_builtin_table_is_the_real_apiservers() {
     );
 }
 
-/// `kubectl api-resources` (kubectl 1.33, as both servers report 1.33) lists the same
+/// `kubectl api-resources` (the dispatcher's own kubectl 1.32, as both servers report
+/// 1.37, which it bundles no kubectl for) lists the same
 /// resources, short names, API versions, scopes and kinds on the simulator as on the
 /// real apiserver.
 #[test]
@@ -129,19 +130,53 @@ fn pods_of(sim: &Sim, n: usize) -> Vec<String> {
     })
 }
 
-/// A real kube-controller-manager (v1.33, JSON to the simulator, only its Deployment and
-/// ReplicaSet controllers) against `stalemate sim`: the 3-replica Deployment gets a
-/// ReplicaSet owned by it and 3 pods owned by that; scaled to 5 (`kubectl scale`, the
-/// scale subresource), 5.
-#[test]
-fn kube_controller_manager_runs_deployments_on_the_simulator() {
+/// The directory of the pinned control plane of `minor` (`e2e/assets/build.sh 1.35`:
+/// cached, a second; else it builds kube-controller-manager and the rest, minutes).
+fn assets_of(minor: &str) -> std::path::PathBuf {
+    let out = Command::new("bash")
+        .arg(repo("e2e/assets/build.sh"))
+        .arg(minor)
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("run e2e/assets/build.sh");
+    assert!(out.status.success(), "e2e/assets/build.sh {minor} failed");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let dir = text.lines().last().expect("build.sh prints the directory");
+    std::path::PathBuf::from(dir.trim())
+}
+
+/// Every Kubernetes minor `e2e/assets/versions.env` pins (`1.35`, `1.36`, `1.37`).
+fn pinned_minors() -> Vec<String> {
+    let env = std::fs::read_to_string(repo("e2e/assets/versions.env")).unwrap();
+    let line = env
+        .lines()
+        .find_map(|l| l.strip_prefix("KUBERNETES_VERSIONS="))
+        .expect("versions.env pins KUBERNETES_VERSIONS");
+    line.trim_matches('"')
+        .split_whitespace()
+        .map(|v| {
+            v.trim_start_matches('v')
+                .rsplitn(2, '.')
+                .last()
+                .unwrap()
+                .to_string()
+        })
+        .collect()
+}
+
+/// A real kube-controller-manager of `minor`, as it runs by default — protobuf request
+/// bodies (`--kube-api-content-type` left alone), only its Deployment and ReplicaSet
+/// controllers — against `stalemate sim`: the 3-replica Deployment gets a ReplicaSet
+/// owned by it and 3 pods owned by that; scaled to 5 (`kubectl scale`, the scale
+/// subresource), 5, and the Deployment's status says so. Nothing it sent was refused.
+fn kube_controller_manager_runs_deployments(minor: &str) {
+    let kcm = assets_of(minor).join("kube-controller-manager");
     let sim = Sim::start();
     let log = sim.dir.path().join("kcm.log");
     let _kcm = KillOnDrop(
-        Command::new(assets().join("kube-controller-manager"))
+        Command::new(&kcm)
             .arg(format!("--kubeconfig={}", sim.kubeconfig.display()))
             .args([
-                "--kube-api-content-type=application/json",
                 "--controllers=deployment,replicaset",
                 "--leader-elect=false",
                 "--secure-port=0",
@@ -151,6 +186,9 @@ fn kube_controller_manager_runs_deployments_on_the_simulator() {
             .spawn()
             .unwrap(),
     );
+    let version = Command::new(&kcm).arg("--version").output().unwrap();
+    let version = String::from_utf8_lossy(&version.stdout);
+    assert!(version.contains(&format!("v{minor}.")), "{version}");
     let out = sim.kubectl_stdin(&["apply", "-f", "-"], DEPLOYMENT);
     assert!(
         out.status.success(),
@@ -187,7 +225,33 @@ fn kube_controller_manager_runs_deployments_on_the_simulator() {
             && d["status"]["observedGeneration"] == d["metadata"]["generation"])
             .then_some(())
     });
-    let _ = Path::new(&log);
+    // Its writes were protobuf, and the simulator took them all.
+    let state = sim.curl("GET", "/_sim/state", &[], None).json();
+    assert_eq!(state["unanswered"], json!([]), "{state}\n{}", log.display());
+    let protobuf = state["protobufBodies"].as_u64().unwrap_or(0);
+    assert!(protobuf >= 5, "{protobuf} protobuf bodies: {state}");
+}
+
+#[test]
+fn kube_controller_manager_1_35_runs_deployments_on_the_simulator() {
+    kube_controller_manager_runs_deployments("1.35");
+}
+
+#[test]
+fn kube_controller_manager_1_36_runs_deployments_on_the_simulator() {
+    kube_controller_manager_runs_deployments("1.36");
+}
+
+#[test]
+fn kube_controller_manager_1_37_runs_deployments_on_the_simulator() {
+    kube_controller_manager_runs_deployments("1.37");
+}
+
+/// The tests above cover every pinned version: a version added to versions.env needs
+/// its own.
+#[test]
+fn kube_controller_manager_tests_cover_every_pinned_version() {
+    assert_eq!(pinned_minors(), ["1.35", "1.36", "1.37"]);
 }
 
 /// A controller that asks the simulator for what it cannot answer (a pod's log) is not

@@ -1,4 +1,4 @@
-//! The simulator against a REAL kube-apiserver (v1.33, `stalemate envtest`): one script
+//! The simulator against a REAL kube-apiserver (v1.37, `stalemate envtest`): one script
 //! of API steps (`sim_differential/script.rs`) runs on both, and every step's observation
 //! — status code, Status body, Warning, content type, whether generation and
 //! resourceVersion moved, the defaulted spec, status, labels, annotations, finalizers,
@@ -17,9 +17,10 @@
 //! garbage-collector controllers would write to the script's objects at moments of their
 //! own choosing — neither deterministic nor anything the simulator claims to do.
 //!
-//! The real apiserver runs with v1.33's default feature gates but WatchList, which the
-//! simulator serves (`sendInitialEvents=true` and the initial-events-end bookmark; a
-//! default v1.33 refuses such a watch with 422).
+//! The real apiserver runs with its default feature gates (WatchList among them since
+//! 1.34: `sendInitialEvents=true` and the initial-events-end bookmark, which the
+//! simulator serves). Both report 1.37, so the machines' kubectl dispatcher runs its own
+//! kubectl 1.32 against both (it bundles 1.27–1.33 and picks one only for those minors).
 
 #[path = "common/mod.rs"]
 mod common;
@@ -45,12 +46,11 @@ const NS: &str = "differential";
 /// they make sure each step does what it is there for.
 #[test]
 fn the_simulator_answers_as_the_real_apiserver() {
-    // WatchList on, as the simulator serves it (`sendInitialEvents`): off by default in
-    // v1.33, where such a watch is refused with 422.
-    let api = RealApiserver::start_with(&["--apiserver-arg=--feature-gates=WatchList=true"]);
+    let api = RealApiserver::start();
     let _kcm = account_controllers(&api);
-    // kubectl picks its version by the server's /version: the same kubectl for both.
-    let sim = common::Sim::start_with(&["--kube-version", "1.33"]);
+    // kubectl picks its version by the server's /version: the same kubectl for both
+    // (both report the default, 1.37).
+    let sim = common::Sim::start();
     let (real_ep, sim_ep) = (Endpoint::direct(&api), Endpoint::sim(&sim));
     let script = Script {
         text: script::SCRIPT,
@@ -423,11 +423,6 @@ const ALLOWED: &[Allowed] = &[
         apply: Some(tokens),
     },
     Allowed {
-        what: "`creationTimestamp: null` in an object's template (a pod template's metadata)",
-        why: "Go's encoding of a zero time that no client reads; absent means the same",
-        apply: Some(null_timestamps),
-    },
-    Allowed {
         what: "the oldest resourceVersion in a 410's message (\"too old resource version: \
                1 (N)\")",
         why: "where each server's watch history starts",
@@ -605,16 +600,6 @@ fn tokens(_: &Observed, p: &mut Value) {
     }
 }
 
-fn null_timestamps(_: &Observed, p: &mut Value) {
-    each(p, &mut |_, x| {
-        if let Some(m) = x.as_object_mut()
-            && m.get("creationTimestamp") == Some(&Value::Null)
-        {
-            m.remove("creationTimestamp");
-        }
-    });
-}
-
 fn too_old_message(_: &Observed, p: &mut Value) {
     let re = regex::Regex::new(r"(too old resource version: \d+) \(\d+\)").unwrap();
     replace_in_strings(p, &re, "$1 (<oldest>)");
@@ -678,7 +663,7 @@ const UPDATE_WEB_STATUS: &str = r#"{"kind": "Deployment", "apiVersion": "apps/v1
   "metadata": {"name": "web", "namespace": "<ns>", "uid": "uid#8", "resourceVersion": "rv#19",
     "generation": 5, "creationTimestamp": "<set>", "labels": {"app": "web", "tier": "frontend"}},
   "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
-    "template": {"metadata": {"creationTimestamp": null, "labels": {"app": "web"}},
+    "template": {"metadata": {"labels": {"app": "web"}},
       "spec": {"containers": [{"name": "app", "image": "busybox:2",
         "ports": [{"containerPort": 8080, "protocol": "TCP"}], "resources": {},
         "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File",

@@ -1,5 +1,6 @@
 //! `stalemate sim` driven by the real kubectl (the machine's dispatcher picks the bundled
-//! kubectl matching the simulator's reported version, so two versions are covered).
+//! kubectl matching the simulator's reported version — 1.28 and 1.33 here — and runs its
+//! own, 1.32, for a server it bundles none for: the default 1.37).
 
 #[path = "common/mod.rs"]
 mod common;
@@ -34,14 +35,24 @@ fn lifecycle(minor: u32) {
     let version = json(&sim.kubectl_ok(&["version", "-o", "json"]));
     assert_eq!(version["serverVersion"]["minor"], minor.to_string());
     // The machines' kubectl is a dispatcher bundling 1.27–1.33 and choosing by the server's
-    // /version: check it really ran the matching client, so two versions are covered.
-    let dispatcher =
-        which_kubectl().is_some_and(|k| k.with_file_name(format!("kubectl.1.{minor}")).exists());
-    if dispatcher {
+    // /version: check it really ran the matching client, so each version is covered —
+    // or, for a server newer than it bundles, its own.
+    let bundled = |m: u32| {
+        which_kubectl().is_some_and(|k| k.with_file_name(format!("kubectl.1.{m}")).exists())
+    };
+    let client = version["clientVersion"]["gitVersion"]
+        .as_str()
+        .unwrap_or_default();
+    if bundled(minor) {
         assert_eq!(
             version["clientVersion"]["minor"],
             minor.to_string(),
             "the dispatcher picked kubectl 1.{minor}"
+        );
+    } else if bundled(33) {
+        assert!(
+            client.ends_with("-dispatcher"),
+            "no kubectl 1.{minor} bundled: the dispatcher runs its own, not {client}"
         );
     } else {
         eprintln!(
@@ -50,7 +61,53 @@ fn lifecycle(minor: u32) {
         );
     }
 
+    // Typed creates, which kubectl sends as protobuf (the Deployment's pod template, the
+    // Job's and the Role's, every field of them decoded).
     sim.kubectl_ok(&["create", "namespace", "fixtures"]);
+    sim.kubectl_ok(&[
+        "-n",
+        "fixtures",
+        "create",
+        "deployment",
+        "web",
+        "--image=nginx:1",
+        "--replicas=2",
+    ]);
+    let d = json(&sim.kubectl_ok(&["-n", "fixtures", "get", "deployment", "web", "-o", "json"]));
+    assert_eq!(d["spec"]["replicas"], 2, "{d}");
+    assert_eq!(
+        d["spec"]["template"]["spec"]["containers"][0]["image"], "nginx:1",
+        "{d}"
+    );
+    assert_eq!(
+        d["spec"]["strategy"]["rollingUpdate"]["maxSurge"], "25%",
+        "{d}"
+    );
+    sim.kubectl_ok(&[
+        "-n",
+        "fixtures",
+        "create",
+        "job",
+        "once",
+        "--image=busybox",
+        "--",
+        "true",
+    ]);
+    sim.kubectl_ok(&[
+        "-n",
+        "fixtures",
+        "create",
+        "role",
+        "r",
+        "--verb=get",
+        "--resource=pods",
+    ]);
+    let role = json(&sim.kubectl_ok(&["-n", "fixtures", "get", "role", "r", "-o", "json"]));
+    assert_eq!(
+        role["rules"][0]["verbs"],
+        serde_json::json!(["get"]),
+        "{role}"
+    );
     install_gitrepo_crd(&sim);
     let resources = sim.kubectl_ok(&[
         "api-resources",
@@ -329,6 +386,12 @@ fn kubectl_1_28_lifecycle() {
 #[test]
 fn kubectl_1_33_lifecycle() {
     lifecycle(33);
+}
+
+/// The default version, which the dispatcher bundles no kubectl for.
+#[test]
+fn kubectl_1_37_lifecycle() {
+    lifecycle(37);
 }
 
 /// `kubectl get -w --output-watch-events` sees every change, in order, with increasing RVs.

@@ -23,6 +23,8 @@ use super::{Proxy, Response, Sim, kubectl_cmd};
 pub const WAIT: Duration = Duration::from_secs(60);
 pub const JSON: &str = "application/json";
 pub const MERGE: &str = "application/merge-patch+json";
+/// Protobuf, as a body's content type.
+pub const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
 /// A watch that accepts only protobuf.
 pub const PROTOBUF_WATCH: &str = "application/vnd.kubernetes.protobuf;stream=watch";
 /// What client-go sends when configured for protobuf: protobuf, or JSON if that is all the
@@ -106,9 +108,20 @@ impl Endpoint {
 
     /// A request; an empty `body` sends none.
     pub fn call(&self, method: &str, path: &str, hdr: &[(&str, &str)], body: &str) -> Response {
+        self.call_bytes(method, path, hdr, body.as_bytes())
+    }
+
+    /// A request with a body of any bytes (protobuf); an empty `body` sends none.
+    pub fn call_bytes(
+        &self,
+        method: &str,
+        path: &str,
+        hdr: &[(&str, &str)],
+        body: &[u8],
+    ) -> Response {
         let mut flags: Vec<&str> = self.auth.iter().map(String::as_str).collect();
         flags.extend(["--max-time", "60"]);
-        let body = Some(body.as_bytes()).filter(|b| !b.is_empty());
+        let body = Some(body).filter(|b| !b.is_empty());
         super::curl(&self.ca, &self.base, method, path, hdr, body, &flags)
     }
 
@@ -162,7 +175,8 @@ impl Endpoint {
 /// ends `sendInitialEvents`). Requests: `METHOD PATH [how]`, `AWAIT GET PATH` (polled until
 /// 200: what a controller outside the script makes), `WATCH PATH how`, or `kubectl ARGS`
 /// (the body on its stdin). `how` is a patch type (`merge`, `json`, `strategic`,
-/// `apply`) or what the client accepts (`json`, `protobuf` — only protobuf —,
+/// `apply`), `protobuf-body` (the body — JSON with its apiVersion and kind — sent as
+/// protobuf, as client-go's typed clients send it) or what the client accepts (`json`, `protobuf` — only protobuf —,
 /// `protobuf-or-json` as client-go sends, `table`, `aggregated` discovery).
 /// Placeholders: `{ns}` the run's namespace, a collection's name (`{cm}`), and
 /// `{rv@STEP}` `{continue@STEP}` `{name@STEP}` `{uid@STEP}` from an earlier step's answer.
@@ -315,13 +329,23 @@ impl<'a> Run<'a> {
             ["strategic"] => ("application/strategic-merge-patch+json", JSON),
             ["apply"] => ("application/apply-patch+yaml", JSON),
             ["protobuf-or-json"] => (JSON, PROTOBUF_OR_JSON),
+            ["protobuf-body"] => (PROTOBUF, JSON),
             ["table"] => (JSON, TABLE),
             ["aggregated"] => (JSON, AGGREGATED),
             [] => (JSON, JSON),
             ref how => panic!("{words:?}: unknown {how:?}"),
         };
         let headers = [("Content-Type", ctype), ("Accept", accept)];
-        let r = self.ep.call(words[0], words[1], &headers, body);
+        let body = match ctype {
+            // The simulator's own encoder (gogo-protobuf's layout): the real apiserver
+            // decodes it with Go's, so the differential checks the encoder too.
+            PROTOBUF => {
+                let obj: Value = serde_json::from_str(body).expect("a protobuf-body step's JSON");
+                stalemate::sim::proto_body::encode(&obj).expect("a protobuf-body step's object")
+            }
+            _ => body.as_bytes().to_vec(),
+        };
+        let r = self.ep.call_bytes(words[0], words[1], &headers, &body);
         let (code, value) = (r.status, body_json(&r));
         let failed = checks(expect, code, &value);
         let (warning, ctype) = (r.header("warning"), r.header("content-type"));

@@ -2,9 +2,11 @@
 //! then a namespace and, in it, ConfigMaps, a Deployment, Pods, Services, Secrets,
 //! ServiceAccounts, a Job, a Role and RoleBinding, a PersistentVolumeClaim — created,
 //! read, listed, updated, patched every way, deleted — then watches of each, in JSON and
-//! protobuf, with initial events, and from too old a resourceVersion. The expected
-//! answers are the real apiserver's (v1.33): they make sure each step does what it is
-//! there for.
+//! protobuf, with initial events, and from too old a resourceVersion; then writes with
+//! protobuf bodies (a ConfigMap, a Deployment and its scale, a Pod and its status, a Job,
+//! a Role, a Lease, DeleteOptions) and kubectl's `create`s, which send protobuf. The
+//! expected answers are the real apiserver's (v1.37): they make sure each step does what
+//! it is there for.
 
 /// The collections the script names.
 pub const COLLECTIONS: &[(&str, &str)] = &[
@@ -16,6 +18,10 @@ pub const COLLECTIONS: &[(&str, &str)] = &[
     ("{pvc}", "/api/v1/namespaces/{ns}/persistentvolumeclaims"),
     ("{deploy}", "/apis/apps/v1/namespaces/{ns}/deployments"),
     ("{job}", "/apis/batch/v1/namespaces/{ns}/jobs"),
+    (
+        "{lease}",
+        "/apis/coordination.k8s.io/v1/namespaces/{ns}/leases",
+    ),
     (
         "{role}",
         "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles",
@@ -103,9 +109,9 @@ table of configmaps | 200 | GET {cm} table
 delete c1 | 200 .status="Success" | DELETE {cm}/c1
 delete c1 again | 404 NotFound | DELETE {cm}/c1
 kubectl apply k1 | ok | kubectl -n {ns} apply -f -
-    {apiVersion: v1, kind: ConfigMap, metadata: {name: k1}, data: {v: "1"}}
+    {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "k1"}, "data": {"v": "1"}}
 kubectl apply k1 changed | ok | kubectl -n {ns} apply -f -
-    {apiVersion: v1, kind: ConfigMap, metadata: {name: k1}, data: {v: "2"}}
+    {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "k1"}, "data": {"v": "2"}}
 kubectl get k1 | ok | kubectl -n {ns} get configmap k1 -o json
 kubectl get a missing configmap | fails | kubectl -n {ns} get configmap nope
 kubectl delete k1 | ok | kubectl -n {ns} delete configmap k1
@@ -368,10 +374,109 @@ watch configmaps with initial events | 200 | WATCH {cm}?sendInitialEvents=true&r
 watch deployments with initial events, protobuf or JSON | 200 | WATCH {deploy}?sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true protobuf-or-json
     ADDED web, BOOKMARK initial-events-end
 watch with resourceVersionMatch alone | 422 Invalid | GET {cm}?watch=1&resourceVersionMatch=NotOlderThan
-too-old watch | 200 | WATCH {cm}?resourceVersion=1 json
+watch configmaps from resourceVersion 1 | 200 | WATCH {cm}?resourceVersion=1 json
+    ADDED kube-root-ca.crt, ADDED c1, MODIFIED c1, MODIFIED c1, MODIFIED c1, MODIFIED c1,
+    ADDED applied, MODIFIED applied, MODIFIED applied, ADDED {name@generateName}, DELETED c1,
+    ADDED k1, MODIFIED k1, DELETED k1
+create the widgets CRD | 201 | POST /apis/apiextensions.k8s.io/v1/customresourcedefinitions
+    {"metadata": {"name": "widgets.differential.example.com"},
+     "spec": {"group": "differential.example.com", "scope": "Namespaced",
+       "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+       "versions": [{"name": "v1", "served": true, "storage": true,
+         "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}}
+widgets are served | 200 | AWAIT GET /apis/differential.example.com/v1/namespaces/{ns}/widgets
+too-old watch | 200 | WATCH /apis/differential.example.com/v1/namespaces/{ns}/widgets?resourceVersion=1 json
     ERROR 410 Expired
-too-old watch, protobuf or JSON | 200 | WATCH {deploy}?resourceVersion=1 protobuf-or-json
+too-old watch, protobuf or JSON | 200 | WATCH /apis/differential.example.com/v1/namespaces/{ns}/widgets?resourceVersion=1 protobuf-or-json
     ERROR 410 Expired
+
+create configmap pb by protobuf | 201 .data.a="1" .binaryData.b="AAE=" | POST {cm} protobuf-body
+    {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "pb", "labels": {"via": "protobuf"}},
+     "data": {"a": "1"}, "binaryData": {"b": "AAE="}}
+update configmap pb by protobuf | 200 .data.a="2" | PUT {cm}/pb protobuf-body
+    {"apiVersion": "v1", "kind": "ConfigMap",
+     "metadata": {"name": "pb", "labels": {"via": "protobuf"}, "resourceVersion": "{rv@create configmap pb by protobuf}"},
+     "data": {"a": "2"}}
+update configmap pb by protobuf, stale | 409 Conflict | PUT {cm}/pb protobuf-body
+    {"apiVersion": "v1", "kind": "ConfigMap",
+     "metadata": {"name": "pb", "resourceVersion": "{rv@create configmap pb by protobuf}"}, "data": {"a": "3"}}
+create an invalid configmap by protobuf | 422 Invalid | POST {cm} protobuf-body
+    {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "Bad_Name"}}
+create deployment pb by protobuf | 201 .metadata.generation=1 .spec.strategy.rollingUpdate.maxUnavailable="10%" | POST {deploy} protobuf-body
+    {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "pb", "labels": {"app": "pb"}},
+     "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "pb"}},
+       "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": "10%"}},
+       "template": {"metadata": {"labels": {"app": "pb"}}, "spec": {"containers": [
+         {"name": "app", "image": "busybox:1", "ports": [{"containerPort": 8080, "name": "http"}],
+          "env": [{"name": "A", "value": "1"}],
+          "resources": {"limits": {"cpu": "500m", "memory": "128Mi"}, "requests": {"cpu": "250m"}},
+          "readinessProbe": {"httpGet": {"path": "/", "port": "http"}, "periodSeconds": 5}}]}}}}
+update deployment pb by protobuf | 200 .metadata.generation=2 .spec.template.spec.containers.0.image="busybox:2" | PUT {deploy}/pb protobuf-body
+    {"apiVersion": "apps/v1", "kind": "Deployment",
+     "metadata": {"name": "pb", "labels": {"app": "pb"}, "resourceVersion": "{rv@create deployment pb by protobuf}"},
+     "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "pb"}},
+       "template": {"metadata": {"labels": {"app": "pb"}}, "spec": {"containers": [
+         {"name": "app", "image": "busybox:2"}]}}}}
+update deployment pb/scale by protobuf | 200 .spec.replicas=3 | PUT {deploy}/pb/scale protobuf-body
+    {"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "pb", "namespace": "{ns}"},
+     "spec": {"replicas": 3}}
+get deployment pb | 200 .spec.replicas=3 | GET {deploy}/pb
+create pod pb by protobuf | 201 .status.qosClass="Burstable" | POST {pod} protobuf-body
+    {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "pb", "labels": {"app": "pb"}},
+     "spec": {"containers": [{"name": "app", "image": "busybox:1", "command": ["sleep", "3600"],
+         "resources": {"requests": {"cpu": "100m", "memory": "32Mi"}},
+         "volumeMounts": [{"name": "scratch", "mountPath": "/scratch"}],
+         "securityContext": {"runAsUser": 1000, "allowPrivilegeEscalation": false}}],
+       "volumes": [{"name": "scratch", "emptyDir": {"sizeLimit": "1Gi"}}],
+       "tolerations": [{"key": "example.com/slow", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 60}],
+       "terminationGracePeriodSeconds": 5}}
+update pod pb/status by protobuf | 200 .status.phase="Running" .status.podIP="10.0.0.5" | PUT {pod}/pb/status protobuf-body
+    {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "pb", "resourceVersion": "{rv@create pod pb by protobuf}"},
+     "spec": {"containers": [{"name": "app", "image": "busybox:1"}]},
+     "status": {"phase": "Running", "podIP": "10.0.0.5", "podIPs": [{"ip": "10.0.0.5"}],
+       "startTime": "2024-01-01T00:00:00Z",
+       "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2024-01-01T00:00:01Z"}]}}
+create a pod without containers by protobuf | 422 Invalid | POST {pod} protobuf-body
+    {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "empty-pb"}, "spec": {}}
+create job pb by protobuf | 201 .spec.backoffLimit=2 .spec.suspend=false | POST {job} protobuf-body
+    {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "pb"},
+     "spec": {"backoffLimit": 2, "manualSelector": true, "selector": {"matchLabels": {"job": "pb"}},
+       "template": {"metadata": {"labels": {"job": "pb"}}, "spec": {"restartPolicy": "Never",
+         "containers": [{"name": "c", "image": "busybox:1", "command": ["true"]}]}}}}
+update job pb by protobuf | 200 .spec.suspend=true .spec.activeDeadlineSeconds=600 | PUT {job}/pb protobuf-body
+    {"apiVersion": "batch/v1", "kind": "Job",
+     "metadata": {"name": "pb", "resourceVersion": "{rv@create job pb by protobuf}"},
+     "spec": {"backoffLimit": 2, "manualSelector": true, "suspend": true, "activeDeadlineSeconds": 600,
+       "selector": {"matchLabels": {"job": "pb"}},
+       "template": {"metadata": {"labels": {"job": "pb"}}, "spec": {"restartPolicy": "Never",
+         "containers": [{"name": "c", "image": "busybox:1", "command": ["true"]}]}}}}
+create role pb by protobuf | 201 | POST {role} protobuf-body
+    {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "pb"},
+     "rules": [{"apiGroups": ["apps"], "resources": ["deployments", "deployments/scale"], "verbs": ["get", "update"]}]}
+update role pb by protobuf | 200 .rules.0.verbs=["get","update","patch"] | PUT {role}/pb protobuf-body
+    {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+     "metadata": {"name": "pb", "resourceVersion": "{rv@create role pb by protobuf}"},
+     "rules": [{"apiGroups": ["apps"], "resources": ["deployments", "deployments/scale"], "verbs": ["get", "update", "patch"]}]}
+create lease pb by protobuf | 201 .spec.renewTime="2024-01-01T00:00:00.123456Z" | POST {lease} protobuf-body
+    {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "pb"},
+     "spec": {"holderIdentity": "a", "leaseDurationSeconds": 15,
+       "acquireTime": "2024-01-01T00:00:00.000000Z", "renewTime": "2024-01-01T00:00:00.123456Z"}}
+update lease pb by protobuf | 200 .spec.holderIdentity="b" .spec.leaseTransitions=1 | PUT {lease}/pb protobuf-body
+    {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+     "metadata": {"name": "pb", "resourceVersion": "{rv@create lease pb by protobuf}"},
+     "spec": {"holderIdentity": "b", "leaseDurationSeconds": 15, "leaseTransitions": 1,
+       "acquireTime": "2024-01-01T00:00:10.000000Z", "renewTime": "2024-01-01T00:00:10.000000Z"}}
+delete deployment pb with protobuf options | 200 | DELETE {deploy}/pb protobuf-body
+    {"apiVersion": "apps/v1", "kind": "DeleteOptions", "propagationPolicy": "Background"}
+kubectl create deployment kpb | ok | kubectl -n {ns} create deployment kpb --image=busybox:1 --replicas=2 --port=80
+kubectl get deployment kpb | ok | kubectl -n {ns} get deployment kpb -o json
+kubectl create job kpb | ok | kubectl -n {ns} create job kpb --image=busybox:1 -- true
+kubectl get job kpb | ok | kubectl -n {ns} get job kpb -o json
+kubectl run pod kpb | ok | kubectl -n {ns} run kpb --image=busybox:1 --labels=app=kpb --restart=Never -- sleep 1
+kubectl get pod kpb | ok | kubectl -n {ns} get pod kpb -o json
+kubectl create configmap kpb | ok | kubectl -n {ns} create configmap kpb --from-literal=a=1
+kubectl create role kpb | ok | kubectl -n {ns} create role kpb --verb=get --resource=pods
+kubectl get role kpb | ok | kubectl -n {ns} get role kpb -o json
 
 delete the namespace | 200 .status.phase="Terminating" | DELETE /api/v1/namespaces/{ns}
 "#;

@@ -49,8 +49,9 @@ pub struct SimArgs {
     pub tls_dir: Option<PathBuf>,
 
     /// Kubernetes version to report in /version, as 1.MINOR (kubectl's version dispatcher
-    /// picks its client by it).
-    #[arg(long, default_value = "1.33", value_parser = parse_kube_version, value_name = "1.MINOR")]
+    /// picks its client by it). The default is the version whose built-in resources and
+    /// defaults the simulator serves; an older minor changes only what it reports.
+    #[arg(long, default_value = crate::sim::builtins::DEFAULT_KUBE_VERSION, value_parser = parse_kube_version, value_name = "1.MINOR")]
     pub kube_version: u32,
 
     /// Watch history kept for resuming watches, in events.

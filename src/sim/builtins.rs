@@ -29,6 +29,8 @@ const GENERATION: &[&str] = &[
     "apps/deployments",
     "apps/replicasets",
     "apps/statefulsets",
+    // Since 1.37 (HPAGeneration, beta, on by default).
+    "autoscaling/horizontalpodautoscalers",
     "batch/cronjobs",
     "batch/jobs",
     "/pods",
@@ -59,9 +61,9 @@ const RETURNS_DELETED: &[&str] = &[
     "/services",
     "/serviceaccounts",
     "resource.k8s.io/deviceclasses",
-    "resource.k8s.io/devicetaintrules",
     "resource.k8s.io/resourceclaims",
     "resource.k8s.io/resourceclaimtemplates",
+    "resource.k8s.io/resourcepoolstatusrequests",
     "resource.k8s.io/resourceslices",
     "storage.k8s.io/csidrivers",
     "storage.k8s.io/csinodes",
@@ -182,14 +184,34 @@ pub fn types() -> Vec<ResourceType> {
     PARSED.1.clone()
 }
 
-/// The Kubernetes version the table was generated from (`v1.33.13`).
+/// The Kubernetes version the table was generated from (`v1.37.2`).
 pub fn kubernetes_version() -> &'static str {
     &PARSED.0
 }
 
+/// Its minor (37): the version the simulator reports unless told otherwise.
+pub fn kubernetes_minor() -> u32 {
+    let minor = kubernetes_version()
+        .trim_start_matches("v1.")
+        .split('.')
+        .next();
+    minor.and_then(|m| m.parse().ok()).unwrap_or(DEFAULT_MINOR)
+}
+
+/// `stalemate sim --kube-version`'s default, as clap needs it: a literal, which
+/// `the_default_version_is_the_tables` keeps equal to the table's.
+pub const DEFAULT_KUBE_VERSION: &str = "1.37";
+const DEFAULT_MINOR: u32 = 37;
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_default_version_is_the_tables() {
+        assert_eq!(format!("1.{}", kubernetes_minor()), DEFAULT_KUBE_VERSION);
+        assert_eq!(kubernetes_minor(), DEFAULT_MINOR);
+    }
 
     #[test]
     fn types_parse() {

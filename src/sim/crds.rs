@@ -81,6 +81,24 @@ pub fn validate(rt: &ResourceType, obj: &Value) -> Result<(), ApiError> {
     }
 }
 
+/// A new CRD as its strategy stores it (`customResourceDefinitionStrategy.PrepareForCreate`
+/// and the v1 defaults): no conversion is `None`, its status holds only the stored
+/// version, no condition and no accepted name yet.
+pub fn prepare(obj: &mut Value) {
+    if obj["spec"]["conversion"].is_null() {
+        obj["spec"]["conversion"] = json!({"strategy": "None"});
+    }
+    let storage: Vec<Value> = obj["spec"]["versions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|v| v["storage"].as_bool() == Some(true))
+        .map(|v| v["name"].clone())
+        .collect();
+    obj["status"] = json!({"conditions": null, "acceptedNames": {"plural": "", "kind": ""},
+        "storedVersions": storage});
+}
+
 /// CRD status as the apiextensions controllers settle it: names accepted, established.
 pub fn establish(obj: &mut Value) {
     let now = meta::now_rfc3339();

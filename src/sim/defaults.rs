@@ -107,10 +107,11 @@ fn secret(obj: &mut Value) {
 }
 
 /// A pod template: what a pod made from it would get (`SetDefaults_PodSpec` and the
-/// container defaults), and `metadata.creationTimestamp: null` as Go writes an empty
-/// `metav1.Time`.
+/// container defaults). Its zero `metadata.creationTimestamp` is left out (`omitzero`
+/// since apimachinery 0.35; 1.33 wrote `null`).
 pub fn template(t: &mut Value) {
-    default(object(t, "metadata"), "creationTimestamp", Value::Null);
+    // ObjectMeta is a struct: always shown, if only as `{}`.
+    object(t, "metadata");
     pod_spec(object(t, "spec"));
 }
 
@@ -338,11 +339,13 @@ fn job(obj: &mut Value, create: bool) {
         for (k, v) in labels.as_object().into_iter().flatten() {
             tl[k] = v.clone();
         }
-        let template_labels = spec["template"]["metadata"]["labels"].clone();
-        let meta = object(obj, "metadata");
-        if meta["labels"].as_object().is_none_or(|l| l.is_empty()) {
-            meta["labels"] = template_labels;
-        }
+    }
+    // SetDefaults_Job: a Job without labels takes its template's, on every write (a
+    // manual selector's too).
+    let template_labels = obj["spec"]["template"]["metadata"]["labels"].clone();
+    let meta = object(obj, "metadata");
+    if meta["labels"].as_object().is_none_or(|l| l.is_empty()) && template_labels.is_object() {
+        meta["labels"] = template_labels;
     }
     if create {
         obj["status"] = json!({});
@@ -356,7 +359,7 @@ fn cron_job(obj: &mut Value, create: bool) {
     default(spec, "successfulJobsHistoryLimit", json!(3));
     default(spec, "failedJobsHistoryLimit", json!(1));
     let jt = object(spec, "jobTemplate");
-    default(object(jt, "metadata"), "creationTimestamp", Value::Null);
+    object(jt, "metadata");
     template(object(object(jt, "spec"), "template"));
     if create {
         obj["status"] = json!({});
@@ -407,7 +410,7 @@ mod tests {
             .expect("a built-in")
     }
 
-    /// What kube-apiserver 1.33 wrote for this Deployment (recorded with kubectl).
+    /// What kube-apiserver 1.37 wrote for this Deployment (recorded with kubectl).
     #[test]
     fn a_deployment_gets_the_real_defaults() {
         let mut d = json!({"spec": {"selector": {"matchLabels": {"app": "d"}},
@@ -419,7 +422,7 @@ mod tests {
             json!({"selector": {"matchLabels": {"app": "d"}}, "replicas": 1,
                 "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}},
                 "revisionHistoryLimit": 10, "progressDeadlineSeconds": 600,
-                "template": {"metadata": {"labels": {"app": "d"}, "creationTimestamp": null},
+                "template": {"metadata": {"labels": {"app": "d"}},
                     "spec": {"containers": [{"name": "c", "image": "nginx", "imagePullPolicy": "Always",
                         "ports": [{"containerPort": 80, "protocol": "TCP"}], "resources": {},
                         "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File"}],

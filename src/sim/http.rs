@@ -92,7 +92,11 @@ pub async fn handle(sim: Arc<Sim>, req: Request<Incoming>, peer: Peer) -> Respon
         Ok(r) => r,
         Err(e) => reply.error(&e),
     };
-    if gzip { compress(resp).await } else { resp }
+    if gzip {
+        compress(watch::gzip_watch_list(resp)).await
+    } else {
+        resp
+    }
 }
 
 async fn compress(resp: Response<Body>) -> Response<Body> {
@@ -175,7 +179,9 @@ async fn route(
                 query.get("fieldManager").map(String::as_str),
                 user_agent.as_deref(),
             );
+            let content_type = header(&req, "content-type").map(str::to_string);
             let body = read_body(req, sim.cfg.max_body_bytes).await?;
+            let body = json_body(sim, &rt, &r, content_type.as_deref(), body)?;
             return token_request(sim, &r, &body, &manager, &reply);
         }
         Some(Answer::Unsupported) => {
@@ -201,43 +207,8 @@ async fn route(
     } else {
         Bytes::new()
     };
-    let media = content_type
-        .as_deref()
-        .map(|ct| ct.split(';').next().unwrap_or("").trim());
-    if needs_body && !body.is_empty() {
-        match media {
-            Some("application/vnd.kubernetes.protobuf") => {
-                let default_kind = if r.verb == Verb::Delete || r.verb == Verb::DeleteCollection {
-                    "DeleteOptions"
-                } else {
-                    &rt.kind
-                };
-                body = match proto_body::decode(&body, default_kind) {
-                    Ok(v) => Bytes::from(v.to_string()),
-                    Err(proto_body::ProtoError::Malformed(e)) => {
-                        return Err(ApiError::bad_request(format!(
-                            "the protobuf body could not be decoded: {e}"
-                        )));
-                    }
-                    Err(proto_body::ProtoError::Unsupported(kind)) => {
-                        sim.unanswerable(format!("a protobuf request body ({kind})"));
-                        return Err(ApiError::unsupported_media_type(&[
-                            "application/json",
-                            "application/yaml",
-                        ]));
-                    }
-                };
-            }
-            Some(m) if m.starts_with("application/cbor") => {
-                sim.unanswerable("a CBOR request body".into());
-                return Err(ApiError::unsupported_media_type(&[
-                    "application/json",
-                    "application/yaml",
-                    "application/vnd.kubernetes.protobuf",
-                ]));
-            }
-            _ => {}
-        }
+    if needs_body {
+        body = json_body(sim, &rt, &r, content_type.as_deref(), body)?;
     }
     if rt.virtual_create && rt.plural != "bindings" {
         return review(&rt, &r, &method, &body, &user, &reply);
@@ -406,11 +377,60 @@ fn non_resource(
     Ok(reply.json(200, &doc))
 }
 
+/// A request body as JSON (or YAML, which the verbs read themselves): a protobuf body
+/// decoded (`proto_body`), CBOR refused with 415 and recorded.
+fn json_body(
+    sim: &Sim,
+    rt: &ResourceType,
+    r: &ResourceRequest,
+    content_type: Option<&str>,
+    body: Bytes,
+) -> Result<Bytes, ApiError> {
+    let media = content_type.map(|ct| ct.split(';').next().unwrap_or("").trim());
+    if body.is_empty() {
+        return Ok(body);
+    }
+    match media {
+        Some("application/vnd.kubernetes.protobuf") => {
+            let default_kind = match r.verb {
+                Verb::Delete | Verb::DeleteCollection => "DeleteOptions",
+                _ => &rt.kind,
+            };
+            match proto_body::decode(&body, &rt.api_version(), default_kind) {
+                Ok(v) => {
+                    sim.protobuf_bodies
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    Ok(Bytes::from(v.to_string()))
+                }
+                Err(proto_body::ProtoError::Malformed(e)) => Err(ApiError::bad_request(format!(
+                    "the protobuf body could not be decoded: {e}"
+                ))),
+                Err(proto_body::ProtoError::Unsupported(kind)) => {
+                    sim.unanswerable(format!("a protobuf request body ({kind})"));
+                    Err(ApiError::unsupported_media_type(&[
+                        "application/json",
+                        "application/yaml",
+                    ]))
+                }
+            }
+        }
+        Some(m) if m.starts_with("application/cbor") => {
+            sim.unanswerable("a CBOR request body".into());
+            Err(ApiError::unsupported_media_type(&[
+                "application/json",
+                "application/yaml",
+                "application/vnd.kubernetes.protobuf",
+            ]))
+        }
+        _ => Ok(body),
+    }
+}
+
 /// `POST /api/v1/namespaces/NS/serviceaccounts/NAME/token` (TokenRequest, what
 /// `kubectl create token` sends): a token for the service account, signed by this
 /// simulator. The body's `expirationSeconds` is honoured (at least 10 minutes, as the
 /// apiserver enforces; default one hour); audiences and bound objects are echoed, not
-/// enforced. A protobuf body (client-go ≥ 0.32 typed clients) is not decoded: defaults.
+/// enforced.
 fn token_request(
     sim: &Sim,
     r: &ResourceRequest,
@@ -426,7 +446,9 @@ fn token_request(
             "the server does not allow this method on the requested resource",
         ));
     }
-    if sim.lock().get("/serviceaccounts", ns, name).is_none() {
+    let account_uid =
+        (sim.lock().get("/serviceaccounts", ns, name)).map(|a| a.value["metadata"]["uid"].clone());
+    let Some(account_uid) = account_uid else {
         return Err(ApiError::not_found(
             crate::status::GroupResource {
                 group: "",
@@ -434,7 +456,7 @@ fn token_request(
             },
             name,
         ));
-    }
+    };
     let input: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
     let seconds = input["spec"]["expirationSeconds"]
         .as_u64()
@@ -458,7 +480,9 @@ fn token_request(
     let out = json!({
         "kind": "TokenRequest",
         "apiVersion": "authentication.k8s.io/v1",
-        "metadata": {"name": name, "namespace": ns, "creationTimestamp": now, "managedFields": managed},
+        // Since 1.35 the answer carries the service account's uid.
+        "metadata": {"name": name, "namespace": ns, "uid": account_uid,
+            "creationTimestamp": now, "managedFields": managed},
         "spec": {"audiences": audiences, "expirationSeconds": seconds, "boundObjectRef": input["spec"]["boundObjectRef"].clone()},
         "status": {"token": token, "expirationTimestamp": expires.to_string()},
     });
@@ -480,7 +504,7 @@ fn review(
         ));
     }
     let input: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
-    let mut out = json!({"kind": rt.kind, "apiVersion": rt.api_version(), "metadata": {"creationTimestamp": null}});
+    let mut out = json!({"kind": rt.kind, "apiVersion": rt.api_version(), "metadata": {}});
     match rt.plural.as_str() {
         "selfsubjectreviews" => out["status"] = json!({"userInfo": user.to_json()}),
         "selfsubjectaccessreviews" => {
@@ -544,11 +568,17 @@ fn admin(sim: &Arc<Sim>, req: &Request<Incoming>, reply: &Reply) -> Response<Bod
     let is_post = req.method() == Method::POST;
     let result: Result<Value, ApiError> = match (req.uri().path(), is_post) {
         ("/_sim/state", false) => {
+            // What it could not answer, for a test outside the process (`run` reads it
+            // in-process).
+            let unanswered: Vec<Value> = (sim.unanswered().into_iter())
+                .map(|(what, n)| json!({"what": what, "count": n}))
+                .collect();
             let st = sim.lock();
             Ok(
                 json!({"resourceVersion": st.rv.to_string(), "compactedResourceVersion": st.compacted_rv.to_string(),
                 "historyEvents": st.history_len(), "objects": st.object_count(), "watches": sim.watch_count(),
-                "uptimeSeconds": sim.uptime().as_secs()}),
+                "uptimeSeconds": sim.uptime().as_secs(), "unanswered": unanswered,
+                "protobufBodies": sim.protobuf_bodies.load(std::sync::atomic::Ordering::Relaxed)}),
             )
         }
         ("/_sim/compact", true) => {

@@ -76,7 +76,7 @@ mod tests {
             .await
             .unwrap();
         let v = client.apiserver_version().await.unwrap();
-        assert_eq!(v.minor, "33");
+        assert_eq!(v.minor, "37");
         let url = local.url.clone();
         local.stop().await;
         let addr = url.trim_start_matches("https://");

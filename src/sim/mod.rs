@@ -12,9 +12,10 @@
 //! the real apiserver's discovery, generated), with what the real apiserver fills in
 //! (`defaults.rs`; `pods.rs`: pod admission, binding, eviction; `services.rs`: cluster
 //! IPs), the validation a controller runs into (`validate.rs`), the `scale` subresource
-//! (`scale.rs`) and the built-in printers (`printers.rs`); `e2e/sim_differential.rs`
+//! (`scale.rs`), the built-in printers (`printers.rs`) and protobuf request bodies of
+//! every built-in kind (`proto_body/`); `e2e/sim_differential.rs`
 //! keeps all of it honest against a real kube-apiserver. What it cannot answer — logs,
-//! exec, proxies, protobuf bodies of kinds it does not decode — is answered 501/415/406
+//! exec, proxies, protobuf bodies of kinds it does not serve — is answered 501/415/406
 //! and recorded ([`Sim::unanswered`]): `run` and `explore` stop on it.
 //!
 //! Authentication is real (`auth.rs`: client certificates, then tokens it signed; 401
@@ -104,7 +105,7 @@ pub enum WatchEncoding {
 impl Default for SimConfig {
     fn default() -> Self {
         SimConfig {
-            kube_minor: 33,
+            kube_minor: builtins::kubernetes_minor(),
             history: HistoryLimits {
                 max_events: 100_000,
                 max_age: Duration::from_secs(300),
@@ -140,6 +141,8 @@ pub struct Sim {
     restart: Notify,
     restart_down: Mutex<Duration>,
     pub active_watches: AtomicUsize,
+    /// Request bodies decoded from protobuf (`/_sim/state`: which clients wrote it).
+    pub protobuf_bodies: AtomicUsize,
     started: Instant,
     /// Signs and checks bearer tokens; reads client certificates.
     pub auth: auth::Authenticator,
@@ -163,6 +166,7 @@ impl Sim {
             restart: Notify::new(),
             restart_down: Mutex::new(Duration::ZERO),
             active_watches: AtomicUsize::new(0),
+            protobuf_bodies: AtomicUsize::new(0),
             started: Instant::now(),
             auth: auth::Authenticator::new(),
             unanswered: Mutex::new(Default::default()),

@@ -1,6 +1,6 @@
 //! The built-in printers: the Table columns kube-apiserver's compiled-in printers give
 //! built-in kinds (`pkg/printers/internalversion/printers.go`) — names, types, priorities
-//! and descriptions as v1.33 answers them (`e2e/sim_differential.rs` compares), and how
+//! and descriptions as v1.37 answers them (`e2e/sim_differential.rs` compares), and how
 //! each cell is computed. Kinds without one here print Name and Age.
 
 use serde_json::{Value, json};
@@ -126,7 +126,7 @@ pub fn columns(kind: &str) -> Vec<Col> {
             wide("Images", IMAGES, Cell::Compute(|o| containers(o, "image"))),
             wide(
                 "Selector",
-                "Label selector for pods. Existing ReplicaSets whose pods are selected by this will be the ones affected by this deployment.",
+                "Label selector for pods. Existing ReplicaSets whose pods are selected by this will be the ones affected by this deployment. It must match the pod template's labels.",
                 Cell::Compute(|o| json!(super::scale::selector(&o["spec"]["selector"]))),
             ),
         ],
@@ -228,7 +228,7 @@ pub fn columns(kind: &str) -> Vec<Col> {
             name,
             col(
                 "Role",
-                "RoleRef can reference a Role in the current namespace or a ClusterRole in the global namespace. If the RoleRef cannot be resolved, the Authorizer must return an error.",
+                "roleRef can reference a Role in the current namespace or a ClusterRole in the global namespace. If the RoleRef cannot be resolved, the Authorizer must return an error.",
                 Cell::Compute(|o| {
                     let r = &o["roleRef"];
                     json!(format!(

@@ -323,13 +323,6 @@ impl State {
         self.registry = registry;
     }
 
-    /// Every resource's watch history starts now — where a real apiserver's watch caches
-    /// start, after its bootstrap objects (a watch from `resourceVersion=1` is 410).
-    pub fn start_histories(&mut self) {
-        let rv = self.rv;
-        self.served_since.values_mut().for_each(|s| *s = rv);
-    }
-
     /// True when a watch of `resource` from `rv` cannot be served: the history is
     /// compacted past it, or the resource's own history starts after it (a real
     /// apiserver answers `resourceVersion=1` for a CRD created later with 410 Expired).

@@ -166,11 +166,7 @@ pub fn update(rt: &ResourceType, old: &Value, new: &Value) -> Vec<FieldError> {
         }
     }
     if is(rt, "batch", "Job") && changed(&["spec", "template"]) {
-        errs.push(FieldError::invalid(
-            "spec.template",
-            "the pod template",
-            "field is immutable",
-        ));
+        errs.extend(job_template_update(old, new));
     }
     let binding = is(rt, "rbac.authorization.k8s.io", "RoleBinding")
         || is(rt, "rbac.authorization.k8s.io", "ClusterRoleBinding");
@@ -295,6 +291,70 @@ fn role_rules(obj: &Value, errs: &mut Vec<FieldError>) {
             });
         }
     }
+}
+
+/// A Job's pod template is immutable (`validatePodTemplateUpdate`), but for a suspended
+/// Job that has not started (or says it is suspended) and has no active pods, whose
+/// scheduling directives and container resources may change (1.36+:
+/// MutableSchedulingDirectivesForSuspendedJobs, MutablePodResourcesForSuspendedJobs).
+fn job_template_update(old: &Value, new: &Value) -> Vec<FieldError> {
+    let status = &old["status"];
+    let suspended_condition = (status["conditions"].as_array().into_iter().flatten())
+        .any(|c| c["type"] == "Suspended" && c["status"] == "True");
+    let mutable = old["spec"]["suspend"] == true
+        && (status["startTime"].is_null() || suspended_condition)
+        && status["active"].as_i64().unwrap_or(0) == 0;
+    if !mutable {
+        return vec![FieldError::invalid(
+            "spec.template",
+            "the pod template",
+            "field is immutable",
+        )];
+    }
+    let (new_spec, mut was) = (
+        &new["spec"]["template"]["spec"],
+        old["spec"]["template"]["spec"].clone(),
+    );
+    for k in ["nodeSelector", "tolerations", "schedulingGates"] {
+        was[k] = new_spec[k].clone();
+    }
+    if !was["affinity"].is_null() || !new_spec["affinity"].is_null() {
+        was["affinity"]["nodeAffinity"] = new_spec["affinity"]["nodeAffinity"].clone();
+    }
+    for list in ["containers", "initContainers"] {
+        let theirs = new_spec[list].as_array().cloned().unwrap_or_default();
+        if let Some(ours) = was[list].as_array_mut().filter(|o| o.len() == theirs.len()) {
+            for (o, n) in ours
+                .iter_mut()
+                .zip(&theirs)
+                .filter(|(o, n)| o["name"] == n["name"])
+            {
+                o["resources"] = n["resources"].clone();
+            }
+        }
+    }
+    // Nulls left by the copies are absent fields.
+    let tidy = |v: &Value| -> Value {
+        let mut v = v.clone();
+        if let Some(m) = v.as_object_mut() {
+            m.retain(|_, x| !x.is_null());
+            if m.get("affinity").is_some_and(|a| {
+                a.as_object()
+                    .is_some_and(|a| a.values().all(Value::is_null))
+            }) {
+                m.shift_remove("affinity");
+            }
+        }
+        v
+    };
+    if tidy(&was) == tidy(new_spec) {
+        return Vec::new();
+    }
+    vec![FieldError::invalid(
+        "spec.template.spec",
+        "the pod spec",
+        "field is immutable",
+    )]
 }
 
 #[cfg(test)]

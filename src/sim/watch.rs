@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use hyper::Response;
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::sync::broadcast::error::RecvError;
 
 use super::http::Ctx;
@@ -119,7 +119,6 @@ impl Watcher {
             return event_line("BOOKMARK", &Bytes::from(obj.to_string()));
         }
         meta.insert("resourceVersion".into(), rv.to_string().into());
-        meta.insert("creationTimestamp".into(), Value::Null);
         if initial_end {
             meta.insert(
                 "annotations".into(),
@@ -305,6 +304,9 @@ pub fn watch(ctx: &Ctx) -> Result<Response<Body>, ApiError> {
         }
     });
     let mut resp = ctx.reply.raw(200, Bytes::new(), "application/json");
+    if initial_events && bookmarks {
+        resp.extensions_mut().insert(WatchListStream);
+    }
     *resp.body_mut() = match ctx.sim.cfg.encode_watches {
         None => body,
         Some(enc) => {
@@ -322,12 +324,42 @@ pub fn watch(ctx: &Ctx) -> Result<Response<Body>, ApiError> {
     Ok(resp)
 }
 
+/// Marks a WatchList response (`sendInitialEvents=true` with bookmarks, the apiserver's
+/// `isListWatchRequest`): since 1.37 (WatchListCompression) those are gzipped for a
+/// client that accepts gzip, one gzip member per flush (`perFlushGzipWriter`).
+#[derive(Clone, Copy)]
+pub struct WatchListStream;
+
+/// `resp` gzipped as a 1.37 apiserver gzips a WatchList response, if it is one and not
+/// encoded already (`--encode-watches`).
+pub fn gzip_watch_list(mut resp: Response<Body>) -> Response<Body> {
+    if resp.extensions().get::<WatchListStream>().is_none()
+        || resp.headers().contains_key("content-encoding")
+    {
+        return resp;
+    }
+    let headers = resp.headers_mut();
+    headers.insert(
+        "content-encoding",
+        hyper::header::HeaderValue::from_static("gzip"),
+    );
+    headers.append(
+        "vary",
+        hyper::header::HeaderValue::from_static("Accept-Encoding"),
+    );
+    let (parts, body) = resp.into_parts();
+    let body = http_body_util::BodyExt::boxed(Encoded::members(body));
+    Response::from_parts(parts, body)
+}
+
 /// A body compressed on the fly, each frame flushed as its own block (a sync flush, as
 /// Go's `gzip.Writer.Flush` after each event), so a reader can decode every event as it
 /// arrives.
 struct Encoded {
     inner: Body,
     enc: Option<Box<dyn EncodeWrite + Send + Sync>>,
+    /// Each frame a gzip member of its own (a WatchList response), not a sync flush.
+    members: bool,
 }
 
 trait EncodeWrite: std::io::Write {
@@ -364,6 +396,14 @@ impl Encoded {
         Encoded {
             inner,
             enc: Some(enc),
+            members: false,
+        }
+    }
+
+    fn members(inner: Body) -> Encoded {
+        Encoded {
+            members: true,
+            ..Encoded::new(inner, WatchEncoding::Gzip)
         }
     }
 }
@@ -386,6 +426,15 @@ impl http_body::Body for Encoded {
                 let Ok(data) = f.into_data() else {
                     return Poll::Ready(Some(Ok(http_body::Frame::data(Bytes::new()))));
                 };
+                if self.members {
+                    let mut member =
+                        flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+                    let out = member.write_all(&data).and_then(|()| member.finish());
+                    return Poll::Ready(Some(
+                        out.map(|b| http_body::Frame::data(Bytes::from(b)))
+                            .map_err(Into::into),
+                    ));
+                }
                 let Some(enc) = self.enc.as_mut() else {
                     return Poll::Ready(None);
                 };
@@ -398,6 +447,7 @@ impl http_body::Body for Encoded {
                         .map_err(Into::into),
                 ))
             }
+            Poll::Ready(None) if self.members => Poll::Ready(None),
             Poll::Ready(None) => match self.enc.take().map(|e| e.finish_box()) {
                 Some(Ok(tail)) if !tail.is_empty() => {
                     Poll::Ready(Some(Ok(http_body::Frame::data(Bytes::from(tail)))))

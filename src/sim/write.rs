@@ -202,7 +202,7 @@ pub fn create_in(
     }
     super::crds::validate(rt, &obj)?;
     if key == CRD_KEY {
-        super::crds::establish(&mut obj);
+        super::crds::prepare(&mut obj);
     }
     meta::canonicalize(rt, &mut obj);
     if w.dry_run {
@@ -214,6 +214,11 @@ pub fn create_in(
     }
     let stored = st.put(&key, obj, EventType::Added);
     if key == CRD_KEY {
+        // Answered as created; its names accepted and established by the next write, as
+        // the apiextensions controllers do at once (a watch sees ADDED, then MODIFIED).
+        let mut established = stored.value.clone();
+        super::crds::establish(&mut established);
+        st.put(&key, established, EventType::Modified);
         super::crds::rebuild_registry(st);
     }
     if rt.kind == "Namespace" && rt.group.is_empty() {
@@ -288,6 +293,15 @@ fn status_write(rt: &ResourceType, old: &Value, mut new: Value) -> Value {
                     m.shift_remove(*k);
                 }
             }
+        }
+    }
+    // podStatusStrategy: the QoS class is set at creation; a status write without one
+    // (old kubelets dropped it) keeps it.
+    let qos = &old["status"]["qosClass"];
+    if rt.group.is_empty() && rt.kind == "Pod" && !qos.is_null() {
+        let status = &mut new["status"];
+        if status["qosClass"].as_str().is_none_or(str::is_empty) {
+            status["qosClass"] = qos.clone();
         }
     }
     new

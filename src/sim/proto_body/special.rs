@@ -1,0 +1,134 @@
+//! The types that write their own JSON, rendered from their protobuf fields as their Go
+//! `MarshalJSON` (and `Unmarshal`) do: k8s.io/apimachinery `pkg/apis/meta/v1`
+//! (`time.go`, `time_proto.go`, `micro_time*.go`, `duration.go`, `helpers.go` for
+//! FieldsV1), `pkg/util/intstr`, `pkg/api/resource/quantity*.go`, `pkg/runtime`
+//! (RawExtension), and apiextensions-apiserver's `v1/marshal.go`.
+
+use serde_json::Value;
+
+use super::DecodeError;
+use super::decode::{Decoded, Decoder, Occurrences, go_string};
+use super::go_format::{duration_string, rfc3339};
+use super::quantity;
+use super::table::{Special, Type};
+use crate::protobuf::Wire;
+
+/// Whether the type's protobuf `Unmarshal` is hand-written and replaces the value rather
+/// than merging into it when the field comes twice.
+pub fn last_wins(s: Special) -> bool {
+    matches!(
+        s,
+        Special::Time | Special::MicroTime | Special::Quantity | Special::FieldsV1
+    )
+}
+
+/// `time.Unix(-62135596800, 0)` is Go's zero time, which these types write as `null`.
+const GO_ZERO_TIME: i64 = -62_135_596_800;
+
+pub fn render(
+    d: &Decoder,
+    s: Special,
+    ty: &Type,
+    occ: &Occurrences,
+    depth: usize,
+) -> Result<Decoded, DecodeError> {
+    let get = |name: &str| -> &[Wire] {
+        let i = ty.fields.iter().position(|f| f.name == name);
+        i.map_or(&[], |i| occ[i].as_slice())
+    };
+    let int = |name: &str| -> Result<u64, DecodeError> {
+        match get(name).last() {
+            None => Ok(0),
+            Some(Wire::Varint(v)) => Ok(*v),
+            Some(w) => Err(wrong(ty, name, w)),
+        }
+    };
+    let bytes = |name: &str| -> Result<Option<&[u8]>, DecodeError> {
+        match get(name).last() {
+            None => Ok(None),
+            Some(Wire::Bytes(b)) => Ok(Some(*b)),
+            Some(w) => Err(wrong(ty, name, w)),
+        }
+    };
+    let sub = |name: &str| -> Result<Option<Decoded>, DecodeError> {
+        let f = ty.field_named(name).ok_or(DecodeError::Table)?;
+        d.field(&ty.name, f, get(name), depth)
+    };
+    let json = match s {
+        Special::Time | Special::MicroTime => {
+            let any = occ.iter().any(|o| !o.is_empty());
+            let (secs, nanos) = (int("seconds")? as i64, int("nanos")? as i32);
+            // time_proto.go: an empty Timestamp is the zero time; Time keeps whole
+            // seconds, MicroTime microseconds.
+            let nanos = match s {
+                Special::Time => 0,
+                _ => i64::from(nanos) / 1000 * 1000,
+            };
+            let (secs, nanos) = (
+                secs.saturating_add(nanos.div_euclid(1_000_000_000)),
+                nanos.rem_euclid(1_000_000_000),
+            );
+            if !any || (secs == GO_ZERO_TIME && nanos == 0) {
+                return Ok(Decoded {
+                    json: Value::Null,
+                    zero: true,
+                });
+            }
+            let micros = (s == Special::MicroTime).then_some((nanos / 1000) as u32);
+            Value::String(rfc3339(secs, micros))
+        }
+        Special::Duration => Value::String(duration_string(int("Duration")? as i64)),
+        Special::IntOrString => match int("Type")? as i64 {
+            0 => Value::from(int("IntVal")? as i32),
+            1 => Value::String(go_string(bytes("StrVal")?.unwrap_or_default())),
+            t => return Err(DecodeError::Invalid(format!("IntOrString of type {t}"))),
+        },
+        Special::Quantity => match bytes("string")? {
+            None => Value::String("0".into()),
+            Some(b) => Value::String(quantity::canonical(&go_string(b))?),
+        },
+        Special::RawExtension => match bytes("Raw")? {
+            None => Value::Null,
+            Some(raw) => raw_json(raw, "RawExtension")?,
+        },
+        Special::FieldsV1 | Special::Json => match bytes("Raw")? {
+            None | Some([]) => Value::Null,
+            Some(raw) => raw_json(
+                raw,
+                if s == Special::Json {
+                    "JSON"
+                } else {
+                    "FieldsV1"
+                },
+            )?,
+        },
+        Special::JsonSchemaPropsOrArray => match sub("JSONSchemas")? {
+            Some(d) if !d.json.is_null() => d.json,
+            _ => sub("Schema")?.map_or(Value::Null, |d| d.json),
+        },
+        Special::JsonSchemaPropsOrBool => match sub("Schema")? {
+            Some(d) if !d.json.is_null() => d.json,
+            _ => Value::Bool(int("Allows")? != 0),
+        },
+        Special::JsonSchemaPropsOrStringArray => match sub("Property")? {
+            Some(d) if !d.json.is_null() => d.json,
+            _ => sub("Schema")?.map_or(Value::Null, |d| d.json),
+        },
+    };
+    let zero = occ.iter().all(|o| o.is_empty());
+    Ok(Decoded { json, zero })
+}
+
+fn wrong(ty: &Type, name: &str, w: &Wire) -> DecodeError {
+    DecodeError::WireType {
+        field: format!("{}.{name}", ty.name),
+        wire: super::decode::wire_name(w),
+    }
+}
+
+/// Raw bytes a type hands to encoding/json as its JSON: they must be JSON (Go's
+/// encoder validates and compacts them).
+fn raw_json(raw: &[u8], what: &str) -> Result<Value, DecodeError> {
+    serde_json::from_slice(raw)
+        .map_err(|e| DecodeError::Invalid(format!("the {what} is not JSON: {e}")))
+}
