@@ -68,12 +68,6 @@ impl RealApiserver {
             .arg(dir.path().join("cp"))
             .arg("--assets")
             .arg(assets())
-            // kube-apiserver 1.37 refuses the loopback address envtest advertises while
-            // its lease endpoint reconciler runs ("cannot use public IP 127.0.0.1 with
-            // endpoint reconciler"); the `kubernetes` Service's endpoints are nothing
-            // the suite reads. (Belongs in src/envtest/apiserver.rs's flags; here until
-            // it is there — given twice it is the same flag.)
-            .arg("--apiserver-arg=--endpoint-reconciler-type=none")
             .args(extra)
             .env("RUST_LOG", "warn,rustls=error")
             .stdout(Stdio::piped())

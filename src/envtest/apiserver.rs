@@ -84,6 +84,10 @@ fn args(pki: &Pki, storage: &Storage<'_>, port: u16) -> Vec<String> {
         format!("--etcd-prefix={}", storage.prefix),
         "--bind-address=127.0.0.1".into(),
         "--advertise-address=127.0.0.1".into(),
+        // Nothing here reaches the apiserver through the `kubernetes` Service, and 1.37
+        // refuses to reconcile its endpoints onto a loopback address ("cannot use public
+        // IP 127.0.0.1 with endpoint reconciler"): no reconciler, as envtest runs it.
+        "--endpoint-reconciler-type=none".into(),
         format!("--secure-port={port}"),
         format!("--tls-cert-file={}", file(pki::SERVING_CERT)),
         format!("--tls-private-key-file={}", file(pki::SERVING_KEY)),

@@ -517,6 +517,7 @@ mod tests {
                 watch_list: false,
                 initial: None,
                 rewind: None,
+                initial_events: None,
             };
             let mut body = gated(upstream, Format::Json, false, target, gates);
             let start = tokio::time::Instant::now();
