@@ -37,7 +37,10 @@ command -v python3 >/dev/null 2>&1 || { echo "zoo.sh: python3 is needed to read 
 out=${out:-zoo-$(date -u +%Y%m%dT%H%M%SZ)}
 mkdir -p "$out"
 cargo build --release --bin stalemate >&2
-bin=$PWD/target/release/stalemate
+# A copy: a build while the zoo runs (hours) must not change what the later runs use.
+cp target/release/stalemate "$out/stalemate"
+bin=$PWD/$out/stalemate
+case $out in /*) bin=$out/stalemate ;; esac
 
 # The control plane of a version (`1.36-off` is 1.36's).
 assets() { bash e2e/assets/build.sh "${1%-off}" | tail -n1; }

@@ -1,5 +1,6 @@
 //! `stalemate run --envtest`: a controller behind the proxy in front of a real control
-//! plane of its own (etcd and kube-apiserver v1.33 built from the Go module proxy,
+//! plane of its own (etcd and kube-apiserver of the default pinned version, v1.37, built
+//! from the Go module proxy,
 //! `e2e/assets/build.sh`). The demo controller's F1 on the real apiserver and its fix;
 //! what the controller's environment is told; kube-controller-manager itself as the
 //! controller under test, with kwok's fake node running its pods; and bad input — a
@@ -13,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use common::envtest::{assets, output_in_group, processes_mentioning};
+use common::envtest::{assets, default_minor, output_in_group, processes_mentioning};
 use common::{BIN, repo};
 use serde_json::Value;
 
@@ -135,7 +136,10 @@ fn f1_on_a_real_apiserver_and_the_fix_converges() {
     );
     let said = String::from_utf8_lossy(&buggy.stderr);
     assert!(
-        said.contains("in front of a real kube-apiserver (Kubernetes v1.33."),
+        said.contains(&format!(
+            "in front of a real kube-apiserver (Kubernetes {}.",
+            default_minor()
+        )),
         "{said}"
     );
     let fixed = stalemate(&args, &[(CONTROLLER_ENV, "gitrepo-fixed")]);
@@ -154,13 +158,14 @@ fn the_controller_is_told_where_its_control_plane_is() {
     let script = format!(
         r#"set -e
 for f in ca.crt ca.key sa.key sa.pub admin.kubeconfig; do test -s "$STALEMATE_CONTROL_PLANE/$f"; done
-"$KUBEBUILDER_ASSETS/kube-apiserver" --version | grep -q 'Kubernetes v1.33'
+"$KUBEBUILDER_ASSETS/kube-apiserver" --version | grep -q 'Kubernetes {minor}'
 # Direct, as the admin: the real server says who that is.
 kubectl --cache-dir {cache} --kubeconfig "$STALEMATE_CONTROL_PLANE/admin.kubeconfig" auth whoami -o jsonpath='{{.status.userInfo.username}}' | grep -qx 'stalemate:envtest-admin'
 # Through the proxy: the controller's own KUBECONFIG reaches the same cluster.
 kubectl --cache-dir {cache} get namespace kube-system -o name | grep -qx namespace/kube-system
 echo control-plane-ok"#,
-        cache = cache.display()
+        cache = cache.display(),
+        minor = default_minor(),
     );
     let assets = assets();
     let out = stalemate(

@@ -1,5 +1,5 @@
-//! `stalemate serve` in front of a REAL control plane (etcd + kube-apiserver v1.33, from
-//! `stalemate envtest`): the same requests direct and through the proxy are answered the
+//! `stalemate serve` in front of a REAL control plane (etcd + kube-apiserver of the
+//! default pinned version, from `stalemate envtest`): the same requests direct and through the proxy are answered the
 //! same, identities survive a client-certificate upstream kubeconfig, windows gate real
 //! watch streams, and protobuf watch frames pass through untouched.
 //!
@@ -167,9 +167,7 @@ watch configmaps (protobuf) | 200 | WATCH {cm}?resourceVersion={rv@create the na
 watch widgets | 200 | WATCH {widget}?resourceVersion={rv@list widgets} json
     ADDED w1, MODIFIED w1, MODIFIED w1, MODIFIED w1, ADDED w2, MODIFIED w2, DELETED w2
 watch with resourceVersionMatch | 422 Invalid | GET {cm}?watch=1&resourceVersionMatch=NotOlderThan
-too-old watch (JSON) | 200 | WATCH {cm}?resourceVersion=1 json
-    ERROR 410 Expired
-too-old watch (protobuf) | 200 | WATCH {cm}?resourceVersion=1 protobuf
+too-old watch | 200 | WATCH {widget}?resourceVersion=1 json
     ERROR 410 Expired
 "#;
 
@@ -457,7 +455,7 @@ fn a_watch_through_a_freeze_and_a_relist() {
 
 /// (4) Protobuf watch frames pass through byte for byte: two protobuf watches from the
 /// same resourceVersion, one direct and one through the proxy (no window open), read the
-/// same frames — the proxy must not re-encode them. Nor a too-old watch's ERROR frame.
+/// same frames — the proxy must not re-encode them.
 #[test]
 fn protobuf_watch_frames_are_byte_identical() {
     let (api, _proxy, direct, proxied) = start();
@@ -473,18 +471,10 @@ fn protobuf_watch_frames_are_byte_identical() {
         assert!(a == b, "frame {i} ({}) differs; sizes {sizes:?}", SIX[i]);
     }
 
-    let old = "/api/v1/namespaces/pb/configmaps?watch=1&resourceVersion=1&timeoutSeconds=2";
-    let accept = [("Accept", PROTOBUF_WATCH)];
-    let (a, b) = (
-        direct.call("GET", old, &accept, ""),
-        proxied.call("GET", old, &accept, ""),
-    );
-    assert_eq!((a.status, b.status), (200, 200));
-    assert_eq!(b.header("content-type"), Some(PROTOBUF_WATCH));
-    let frames = split_frames(&a.body);
-    assert_eq!(
-        seq(&frames.iter().map(|f| frame_json(f)).collect::<Vec<_>>()),
-        ["ERROR 410 Expired"]
-    );
-    assert!(a.body == b.body, "the too-old watch's ERROR frame differs");
+    // (A too-old watch's protobuf ERROR frame is no longer one a real apiserver gives
+    // with default flags: since 1.35 the built-ins' watch caches start on the empty
+    // etcd, so `resourceVersion=1` replays everything, and custom resources — whose
+    // caches start later — speak only JSON. The script's too-old watch is a custom
+    // resource's; the proxy's own protobuf 410 is checked against a recorded one in
+    // `watch/mod.rs`.)
 }

@@ -4,7 +4,7 @@
 # pinned in versions.env, for KUBEBUILDER_ASSETS and `stalemate run/explore --envtest`.
 #
 #   bash e2e/assets/build.sh          # the default version; prints the directory last
-#   bash e2e/assets/build.sh 1.35     # a pinned version by its minor (or v1.35.4)
+#   bash e2e/assets/build.sh 1.35     # a pinned version by its minor (or v1.35.4); no kubectl
 #   bash e2e/assets/build.sh all      # every pinned version; prints each directory
 #   export KUBEBUILDER_ASSETS=$(bash e2e/assets/build.sh | tail -n1)
 #
@@ -71,7 +71,11 @@ have() { [ -x "$dir/$1" ] && [ "$(cat "$dir/.$1.version" 2>/dev/null)" = "$2" ];
 done_() { mv -f "$work/out/$1" "$dir/$1" && echo "$2" >"$dir/.$1.version"; }
 started=$SECONDS
 
-kube=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
+kube=(kube-apiserver kube-controller-manager kube-scheduler)
+# kubectl only beside the default: nothing here runs an older one (the machines' kubectl
+# dispatcher brings its own), and it is a minute of a cold build.
+default_version=$(sed -n 's/^KUBERNETES_VERSION=//p' "$here/versions.env")
+[ "$KUBERNETES_VERSION" = "$default_version" ] && kube+=(kubectl)
 missing=()
 for b in "${kube[@]}"; do have "$b" "$KUBERNETES_VERSION" || missing+=("$b"); done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -1,6 +1,7 @@
 //! A real control plane for the end-to-end tests: `stalemate envtest` (etcd and
-//! kube-apiserver of the default pinned version, v1.37, built from the Go module proxy by `e2e/assets/build.sh`), on
-//! loopback, stopped with everything it started when dropped.
+//! kube-apiserver of the default pinned version, v1.37, built from the Go module proxy
+//! by `e2e/assets/build.sh`), on loopback, stopped with everything it started when
+//! dropped.
 
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
@@ -39,6 +40,23 @@ pub fn assets() -> PathBuf {
             )
         })
         .clone()
+}
+
+/// The default pinned Kubernetes version (`KUBERNETES_VERSION` in
+/// `e2e/assets/versions.env`: `v1.37.2`), what `assets()` holds.
+pub fn default_version() -> String {
+    let env = std::fs::read_to_string(repo("e2e/assets/versions.env")).expect("versions.env");
+    env.lines()
+        .find_map(|l| l.strip_prefix("KUBERNETES_VERSION="))
+        .expect("versions.env pins KUBERNETES_VERSION")
+        .trim()
+        .to_string()
+}
+
+/// Its minor, as `--version` prefixes say it: `v1.37`.
+pub fn default_minor() -> String {
+    let v = default_version();
+    v.rsplit_once('.').map(|(m, _)| m.to_string()).unwrap_or(v)
 }
 
 /// A running `stalemate envtest`: a real etcd + kube-apiserver (and `--with`'s

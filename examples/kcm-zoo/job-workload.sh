@@ -1,7 +1,6 @@
 #!/bin/sh
 # What a user does once the Job controller has settled: start a second Job like the
-# first and delete one of its pods as soon as it runs (a pod lost to eviction, say; it
-# runs 3 s before it completes, so it is deleted running).
+# first, and once it has started raise its parallelism to 3.
 set -eu
 cache="${TMPDIR:-/tmp}/stalemate-zoo-workload-$$"
 trap 'rm -rf "$cache"' EXIT
@@ -17,16 +16,9 @@ spec:
   parallelism: 2
   backoffLimit: 6
   template:
-    metadata:
-      labels: {app: pi2}
-      annotations: {pod-complete.stage.kwok.x-k8s.io/delay: 3s}
+    metadata: {labels: {app: pi2}}
     spec:
       restartPolicy: Never
       containers: [{name: pi, image: registry.example/pi:1}]
 JOB
-for _ in $(seq 100); do
-    pod=$(k get pods -l app=pi2 --field-selector=status.phase=Running -o name | head -n 1)
-    [ -n "$pod" ] && break
-    sleep 0.1
-done
-[ -n "$pod" ] && k delete "$pod" --wait=false
+k patch job pi2 --type=merge -p '{"spec":{"parallelism":3}}'

@@ -18,7 +18,7 @@ use super::{Search, Verdict, output, plan};
 use crate::request::Verb;
 use crate::schedule::Schedule;
 use crate::session::snapshot::{IGNORED, base_resource};
-use crate::session::{CONTROLLER, Ended, Outcome};
+use crate::session::{CONTROLLER, Ended, Outcome, WORKLOAD};
 use crate::trace::Record;
 
 /// What the references give the search.
@@ -47,33 +47,47 @@ pub fn reference_quiet(quiet: Duration) -> Duration {
     (quiet * 2).max(Duration::from_secs(5))
 }
 
-/// The times of the controller's work-like writes in a run (not leases or events).
-fn write_times(o: &Outcome) -> Vec<SystemTime> {
-    o.trace
-        .iter()
-        .filter_map(|s| match &s.record {
-            Record::Request {
-                client,
-                verb,
-                resource,
-                ..
-            } if client == CONTROLLER
-                && Verb::from_name(verb).is_some_and(Verb::is_write)
-                && !IGNORED.contains(&base_resource(resource)) =>
-            {
-                Some(s.at)
-            }
-            _ => None,
-        })
-        .collect()
+/// A controller write that is work (not a lease renewal or an Event).
+fn is_work(client: &str, verb: &str, resource: &str) -> bool {
+    client == CONTROLLER
+        && Verb::from_name(verb).is_some_and(Verb::is_write)
+        && !IGNORED.contains(&base_resource(resource))
 }
 
-fn longest_gap(times: &[SystemTime]) -> Duration {
-    times
-        .windows(2)
-        .map(|w| w[1].duration_since(w[0]).unwrap_or_default())
-        .max()
-        .unwrap_or_default()
+/// Whether the controller did any work in a run.
+fn wrote(o: &Outcome) -> bool {
+    o.trace.iter().any(|s| {
+        matches!(&s.record, Record::Request { client, verb, resource, .. } if is_work(client, verb, resource))
+    })
+}
+
+/// The controller's own rhythm in a run: the longest gap between two of its work-like
+/// writes (not leases or events) with nothing of the workload's between them. The wait
+/// for the workload — the references let the controller go quiet before it starts — is
+/// the run's rhythm, not the controller's, and would make every trial wait it out twice.
+fn longest_gap(o: &Outcome) -> Duration {
+    let mut longest = Duration::ZERO;
+    let mut last: Option<SystemTime> = None;
+    for s in &o.trace {
+        let Record::Request {
+            client,
+            verb,
+            resource,
+            ..
+        } = &s.record
+        else {
+            continue;
+        };
+        if client == WORKLOAD {
+            last = None;
+        } else if is_work(client, verb, resource) {
+            if let Some(l) = last {
+                longest = longest.max(s.at.duration_since(l).unwrap_or_default());
+            }
+            last = Some(s.at);
+        }
+    }
+    longest
 }
 
 impl Search {
@@ -116,7 +130,7 @@ impl Search {
         let mut hint = a.extent.clone();
         hint.resources.extend(b.extent.resources.iter().cloned());
         hint.namespaces.extend(b.extent.namespaces.iter().cloned());
-        let gap = longest_gap(&write_times(&a)).max(longest_gap(&write_times(&b)));
+        let gap = longest_gap(&a).max(longest_gap(&b));
         // A trial is cut (and called never quiet) past --max-run, or past twice what the
         // fault-free runs took if that is longer: a controller whose own work takes 40 s
         // is not stuck at 60 s because a fault made it take 50.
@@ -196,7 +210,7 @@ impl Search {
                 r.seconds
             );
         }
-        if write_times(r).is_empty() {
+        if !wrote(r) {
             anyhow::bail!(
                 "nothing to perturb: the controller wrote nothing in fault-free reference run {n} — give a --setup that needs reconciling or a --workload that changes something (its output: {})",
                 log.display()

@@ -177,13 +177,18 @@ impl Report {
         let _ = writeln!(o, "writes: {writes}, conflicts (409): {conflicts}");
         // One line per violation (or per rate seen inside windows).
         let line = |o: &mut String, x: &Violation, when: &str| {
+            // An object, a cluster-scoped one, or a whole resource (the `expected`
+            // oracle's counts).
+            let object = match (x.namespace.as_str(), x.name.as_str()) {
+                ("", "") => String::new(),
+                ("", name) => format!(" {name}"),
+                (ns, name) => format!(" {ns}/{name}"),
+            };
             let _ = writeln!(
                 o,
-                "  {:<13} {} {}/{}{} {when} {}: {}",
+                "  {:<13} {}{object}{} {when} {}: {}",
                 x.oracle,
                 x.resource,
-                x.namespace,
-                x.name,
                 x.client
                     .as_deref()
                     .map_or(String::new(), |c| format!(" (client {c})")),

@@ -1,0 +1,128 @@
+//! Bug-finding power against upstream ground truth, the part that fits CI
+//! (`bench/zoo.sh` runs all of it): kube-controller-manager's Job controller, at 1.35 and
+//! at 1.36 — where KEP-5647 made it wait until its informers have caught up with its own
+//! last writes (`StaleControllerConsistencyJob`, kubernetes#137210) — under `stalemate
+//! explore` with a setup and a workload and nothing else. On 1.35 explore finds the Job
+//! that ends with more pods succeeded than it asked for, once its view of Jobs lags its
+//! own status write; the finding's reproducer, judged by `stalemate run` alone, fails on
+//! 1.35 and on 1.36 with the gate off, and passes on 1.36.
+
+#[path = "common/mod.rs"]
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use common::envtest::output_in_group;
+use common::{BIN, repo};
+use serde_json::Value;
+
+/// The control plane `build.sh` built of a pinned minor (`1.35`).
+fn assets_of(minor: &str) -> String {
+    let out = Command::new("bash")
+        .arg(repo("e2e/assets/build.sh"))
+        .arg(minor)
+        .output()
+        .expect("run e2e/assets/build.sh");
+    assert!(out.status.success(), "e2e/assets/build.sh {minor} failed");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .last()
+        .expect("build.sh prints the directory")
+        .trim()
+        .to_string()
+}
+
+const GATE_OFF: &str = "--feature-gates=StaleControllerConsistencyJob=false";
+
+fn explore(out: &Path, budget: &str) -> Output {
+    let workload = format!("sh {}", repo("examples/kcm-zoo/job-workload.sh").display());
+    let mut c = Command::new(BIN);
+    c.args(["explore", "--envtest"])
+        .arg(assets_of("1.35"))
+        .args(["--with", "kwok", "--setup"])
+        .arg(repo("examples/kcm-zoo/job.yaml"))
+        .args(["--workload", &workload, "--jobs", "2", "--budget", budget])
+        .args(["--shrink-steps", "1", "--out"])
+        .arg(out)
+        .arg("--")
+        .arg(repo("examples/kcm-zoo/kcm.sh"))
+        .arg("job")
+        .env("RUST_LOG", "warn,rustls=error");
+    output_in_group(&mut c)
+}
+
+/// A finding's reproducer, run on another control plane (and kube-controller-manager
+/// flags): its `run it:` line with `--envtest` pointed there.
+fn reproduce(finding: &Value, minor: &str, extra: Option<&str>) -> Output {
+    let argv: Vec<String> = finding["reproduce"]
+        .as_array()
+        .expect("a reproduce line")
+        .iter()
+        .map(|a| a.as_str().unwrap_or_default().to_string())
+        .collect();
+    let mut argv = argv[1..].to_vec();
+    let at = argv.iter().position(|a| a == "--envtest").expect("--envtest");
+    argv[at + 1] = assets_of(minor);
+    if let Some(flag) = extra {
+        argv.push(flag.to_string());
+    }
+    let mut c = Command::new(BIN);
+    c.args(&argv).env("RUST_LOG", "warn,rustls=error");
+    output_in_group(&mut c)
+}
+
+fn said(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+#[test]
+fn explore_finds_the_job_controllers_stale_bug_that_1_36_fixed() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("explore");
+    let found = explore(&out, "24");
+    let text = said(&found);
+    assert_eq!(found.status.code(), Some(1), "{text}");
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap())
+            .unwrap();
+    let findings = summary["findings"].as_array().unwrap();
+    let finding = findings
+        .iter()
+        .find(|f| {
+            f["title"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("jobs.batch ") && t.contains("status.succeeded"))
+        })
+        .unwrap_or_else(|| panic!("no Job finding: {text}"));
+    assert_eq!(finding["runExits1"], true, "{finding:#}");
+    // The reproducer carries what the references showed, and judges alone.
+    let schedule: Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join(finding["scheduleFile"].as_str().unwrap())).unwrap(),
+    )
+    .unwrap();
+    let expected = &schedule["oracles"]["expected"];
+    assert!(
+        expected["objects"]
+            .as_array()
+            .is_some_and(|o| o.iter().any(|o| o["fields"].get("status.succeeded").is_some())),
+        "{schedule:#}"
+    );
+    for (minor, extra, code) in [
+        ("1.35", None, 1),
+        ("1.36", Some(GATE_OFF), 1),
+        ("1.36", None, 0),
+    ] {
+        let run = reproduce(finding, minor, extra);
+        assert_eq!(
+            run.status.code(),
+            Some(code),
+            "the reproducer on {minor} {extra:?}: {}",
+            said(&run)
+        );
+    }
+}
