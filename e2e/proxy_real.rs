@@ -16,7 +16,7 @@ use common::api_script::{
     Endpoint, JSON, MERGE, PROTOBUF_WATCH, Run, Script, WAIT, compare, report, seq,
 };
 use common::envtest::RealApiserver;
-use common::watch_stream::{Stream, frame_json, frame_len, split_frames};
+use common::watch_stream::{Stream, frame_json, frame_len};
 use common::{Proxy, Response, wait_for};
 use serde_json::{Value, json};
 

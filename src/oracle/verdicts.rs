@@ -1,0 +1,132 @@
+//! What the oracles conclude, as reports and the control API show it: the violations,
+//! the windows and restarts as they ran, recoveries, each judged object's last status,
+//! the timeline of writes and the staleness lanes.
+
+use std::time::SystemTime;
+
+use serde::{Deserialize, Serialize};
+
+use super::{kstatus, rfc3339, rfc3339_opt, staleness};
+use crate::request::Verb;
+
+/// One object, as the report names it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct ObjectRef {
+    pub resource: String,
+    pub namespace: String,
+    pub name: String,
+}
+
+/// Something an oracle found. `rule` says what failed: the kstatus rule, the churning
+/// field paths, the conflict count.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Violation {
+    pub oracle: String,
+    pub resource: String,
+    pub namespace: String,
+    pub name: String,
+    pub rule: String,
+    #[serde(with = "rfc3339")]
+    pub since: SystemTime,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
+    /// Rate oracles: when the rate was last over the limit.
+    #[serde(default, with = "rfc3339_opt", skip_serializing_if = "Option::is_none")]
+    pub until: Option<SystemTime>,
+    /// Rate oracles: the most writes (or 409s) in one minute.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak: Option<u64>,
+}
+
+/// A window as it ran.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WindowSpan {
+    pub name: String,
+    pub fault: String,
+    #[serde(with = "rfc3339")]
+    pub opened_at: SystemTime,
+    #[serde(default, with = "rfc3339_opt", skip_serializing_if = "Option::is_none")]
+    pub closed_at: Option<SystemTime>,
+}
+
+/// A restart of the controller (a `restart` window).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RestartMark {
+    pub window: String,
+    #[serde(with = "rfc3339")]
+    pub at: SystemTime,
+    /// How long it stayed down.
+    pub down_seconds: f64,
+}
+
+/// How long an object took to become Current after a window closed (`None`: not yet).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Recovery {
+    pub window: String,
+    pub resource: String,
+    pub namespace: String,
+    pub name: String,
+    #[serde(with = "rfc3339")]
+    pub closed_at: SystemTime,
+    pub seconds: Option<f64>,
+}
+
+/// A request on the timeline: a write or a conflict on a named object.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Mark {
+    #[serde(with = "rfc3339")]
+    pub at: SystemTime,
+    pub client: String,
+    pub verb: Verb,
+    pub resource: String,
+    pub namespace: String,
+    pub name: String,
+    pub code: u16,
+}
+
+/// An object's last kstatus, for the report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ObjectStatus {
+    pub resource: String,
+    pub namespace: String,
+    pub name: String,
+    pub status: kstatus::Status,
+    pub rule: String,
+}
+
+/// Everything the oracles concluded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Verdicts {
+    /// False while the convergence oracle cannot judge yet: a window is open, or `settle`
+    /// has not passed since the last one closed and an object is not Current yet (or has
+    /// no status yet, or none has been seen).
+    pub judged: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending: Option<String>,
+    pub violations: Vec<Violation>,
+    /// Rates over a limit only inside windows (or their grace): what the windows did,
+    /// reported, not violations (`rates.rs`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inside_windows: Vec<Violation>,
+    pub windows: Vec<WindowSpan>,
+    /// Controller restarts (`restart` windows), in order.
+    #[serde(default)]
+    pub restarts: Vec<RestartMark>,
+    pub recoveries: Vec<Recovery>,
+    pub objects: Vec<ObjectStatus>,
+    pub timeline: Vec<Mark>,
+    /// Ground truth of each watched object as it changed (the report's truth lanes).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub truth: Vec<staleness::TruthMark>,
+    /// What each client was given of those objects (the report's delivery lanes).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deliveries: Vec<staleness::DeliveryMark>,
+}
+
