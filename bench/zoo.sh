@@ -71,6 +71,9 @@ s = json.load(open(sys.argv[1]))
 for f in s["findings"]:
     print(f["number"])
 PY
+        # Two reproducers at a time: the long ones spend minutes with a window open and
+        # little to do.
+        running=0
         while read -r n; do
             for w in $versions; do
                 for i in $(seq "$repeat"); do
@@ -85,12 +88,17 @@ argv = argv[:cmd + 1] + [argv[cmd + 1], sys.argv[4]] + ([sys.argv[5]] if sys.arg
 print(shlex.join(argv))
 PY
 )
-                    code=0
-                    eval "$argv" >"$dir/finding-$n-on-$w-$i.out" 2>&1 || code=$?
-                    echo "$n $w $i $code" >>"$dir.reproduced"
+                    (
+                        code=0
+                        eval "$argv" >"$dir/finding-$n-on-$w-$i.out" 2>&1 || code=$?
+                        echo "$n $w $i $code" >>"$dir.reproduced"
+                    ) &
+                    running=$((running + 1))
+                    if [ "$running" -ge 2 ]; then wait -n; running=$((running - 1)); fi
                 done
             done
         done <"$dir.findings"
+        wait
     done
 done
 

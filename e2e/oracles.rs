@@ -6,6 +6,7 @@ mod common;
 
 use std::path::Path;
 use std::process::Command;
+use std::time::Duration;
 
 use common::{BIN, Sim};
 use serde_json::Value;
@@ -340,6 +341,96 @@ fn run_returns_1_when_the_controller_is_stuck_and_0_when_fixed() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("missing"));
+}
+
+/// A `touch` with a `delay`: 3 s after the controller's first status patch, the run
+/// annotates its GitRepository and takes the annotation off again — two watch events
+/// the controller is given — while `--quiet 1s` would have ended the run long before:
+/// a window still to come keeps it going. The touch is a user's write (the run's own
+/// credentials), not the controller's: it is in the trace as the window, and its events
+/// as delivered to the controller.
+#[test]
+fn a_delayed_touch_reaches_the_controller_and_keeps_the_run_going() {
+    let controller = std::env::current_exe().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let schedule = dir.path().join("touch.json");
+    let patched =
+        serde_json::json!({"verb": "patch", "resource": GR, "subresource": "status", "count": 1});
+    std::fs::write(
+        &schedule,
+        serde_json::json!({
+            "windows": [{
+                "name": "nudge", "fault": {"touch": {"objects": [
+                    {"resource": GR, "namespace": "default", "name": "podinfo"}]}},
+                "trigger": {"afterRequests": patched, "delay": "3s"}
+            }]
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let sim = Sim::start();
+    common::install_demo_crd(&sim);
+    let repo = r#"{"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
+        "metadata": {"name": "podinfo", "namespace": "default"}, "spec": {"url": "https://example.com/podinfo"}}"#;
+    let out = sim.kubectl_stdin(&["create", "-f", "-"], repo);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let trace = dir.path().join("trace.jsonl");
+    let out = Command::new(BIN)
+        .args(["run", "--quiet", "1s", "--schedule"])
+        .arg(&schedule)
+        .arg("--trace")
+        .arg(&trace)
+        .env("KUBECONFIG", &sim.kubeconfig)
+        .env("STALEMATE_E2E_CONTROLLER", "fixed")
+        .arg("--")
+        .arg(&controller)
+        .args(["controller_process", "--exact", "--nocapture"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let records: Vec<Value> = std::fs::read_to_string(&trace)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let at = |r: &Value| {
+        humantime::parse_rfc3339_weak(r["ts"].as_str().unwrap_or_default()).expect("a timestamp")
+    };
+    let patch = records
+        .iter()
+        .find(|r| {
+            r["kind"] == "request"
+                && r["verb"] == "patch"
+                && r["resource"] == format!("{GR}/status")
+        })
+        .expect("the controller's status patch");
+    let opened = records
+        .iter()
+        .find(|r| r["kind"] == "window" && r["window"] == "nudge" && r["action"] == "open")
+        .unwrap_or_else(|| panic!("the touch never opened: {err}"));
+    let delay = at(opened).duration_since(at(patch)).unwrap_or_default();
+    assert!(
+        delay >= Duration::from_millis(2900),
+        "opened {delay:?} after the patch"
+    );
+    // Both of its writes reached the controller, after it.
+    let after = records
+        .iter()
+        .filter(|r| {
+            r["kind"] == "event"
+                && r["client"] == "other"
+                && r["resource"] == GR
+                && r["type"] == "MODIFIED"
+                && r["fate"] == "delivered"
+                && at(r) >= at(opened)
+        })
+        .count();
+    assert!(after >= 2, "{after} events after the touch: {records:#?}");
 }
 
 /// A `restart` window kills the controller right after its first status patch has been

@@ -62,7 +62,10 @@ fn reproduce(finding: &Value, minor: &str, extra: Option<&str>) -> Output {
         .map(|a| a.as_str().unwrap_or_default().to_string())
         .collect();
     let mut argv = argv[1..].to_vec();
-    let at = argv.iter().position(|a| a == "--envtest").expect("--envtest");
+    let at = argv
+        .iter()
+        .position(|a| a == "--envtest")
+        .expect("--envtest");
     argv[at + 1] = assets_of(minor);
     if let Some(flag) = extra {
         argv.push(flag.to_string());
@@ -88,8 +91,7 @@ fn explore_finds_the_job_controllers_stale_bug_that_1_36_fixed() {
     let text = said(&found);
     assert_eq!(found.status.code(), Some(1), "{text}");
     let summary: Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap())
-            .unwrap();
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
     let findings = summary["findings"].as_array().unwrap();
     let finding = findings
         .iter()
@@ -107,9 +109,9 @@ fn explore_finds_the_job_controllers_stale_bug_that_1_36_fixed() {
     .unwrap();
     let expected = &schedule["oracles"]["expected"];
     assert!(
-        expected["objects"]
-            .as_array()
-            .is_some_and(|o| o.iter().any(|o| o["fields"].get("status.succeeded").is_some())),
+        expected["objects"].as_array().is_some_and(|o| o
+            .iter()
+            .any(|o| o["fields"].get("status.succeeded").is_some())),
         "{schedule:#}"
     );
     for (minor, extra, code) in [

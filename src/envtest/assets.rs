@@ -126,7 +126,11 @@ impl Assets {
 /// Where `e2e/assets/build.sh` keeps its builds: `$STALEMATE_CACHE/kube`, else
 /// `$XDG_CACHE_HOME/stalemate/kube`, else `~/.cache/stalemate/kube`.
 pub fn build_cache() -> Option<PathBuf> {
-    let env = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let env = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
     let root = env("STALEMATE_CACHE")
         .or_else(|| env("XDG_CACHE_HOME").map(|c| c.join("stalemate")))
         .or_else(|| env("HOME").map(|h| h.join(".cache/stalemate")))?;
@@ -171,7 +175,9 @@ fn built_in(cache: &Path, asked: &Path) -> Result<PathBuf> {
         .filter_map(|e| {
             let name = e.file_name().into_string().ok()?;
             let (m, p) = as_version(Path::new(&name))?;
-            (m == minor && p.is_some() && (patch.is_none() || p == patch)
+            (m == minor
+                && p.is_some()
+                && (patch.is_none() || p == patch)
                 && e.path().join("kube-apiserver").is_file())
             .then_some((p, e.path()))
         })
@@ -203,8 +209,14 @@ mod tests {
         }
         // A build that did not finish is not one.
         std::fs::create_dir_all(kube.join("v1.35.9")).unwrap();
-        assert_eq!(built_in(&kube, Path::new("1.35")).unwrap(), kube.join("v1.35.4"));
-        assert_eq!(built_in(&kube, Path::new("v1.35.2")).unwrap(), kube.join("v1.35.2"));
+        assert_eq!(
+            built_in(&kube, Path::new("1.35")).unwrap(),
+            kube.join("v1.35.4")
+        );
+        assert_eq!(
+            built_in(&kube, Path::new("v1.35.2")).unwrap(),
+            kube.join("v1.35.2")
+        );
         let e = built_in(&kube, Path::new("1.34")).unwrap_err().to_string();
         assert!(
             e.contains("no control plane of Kubernetes 1.34") && e.contains("build.sh 1.34"),

@@ -167,7 +167,9 @@ fn rewound_nothing(window: &str, o: &Outcome) -> Option<String> {
         {
             match note.as_deref().and_then(|n| n.strip_prefix("rewind: ")) {
                 Some(n) => {
-                    why.get_or_insert_with(|| n.trim_start_matches("rewound nothing: ").to_string());
+                    why.get_or_insert_with(|| {
+                        n.trim_start_matches("rewound nothing: ").to_string()
+                    });
                 }
                 None => return None,
             }
@@ -226,7 +228,9 @@ mod tests {
     #[test]
     fn a_rewind_that_rewound_nothing_is_not_exercised() {
         let mut rewind = span("rewind", Some(2.0), Some(7.0));
-        rewind.idle = Some("rewound nothing: a WatchList without a resourceVersion is a consistent read".into());
+        rewind.idle = Some(
+            "rewound nothing: a WatchList without a resourceVersion is a consistent read".into(),
+        );
         let e = Effect {
             windows: vec![span("restart", Some(2.0), Some(2.0)), rewind],
             ..Effect::default()

@@ -311,7 +311,7 @@ pub fn judge(o: &Outcome, base: &Baseline) -> Vec<Found> {
             format!("the controller {what} {h} {resource} ({reference} in the fault-free runs)"),
             what,
         );
-        f.expect = Some(Expect::Writes(*what, n));
+        f.expect = Some(Expect::Writes(what, n));
         out.push(f);
     }
     out
@@ -341,7 +341,11 @@ pub fn expected(found: &[Found]) -> Option<crate::oracle::expected::ExpectedConf
                 }
             };
             let w = &mut e.writes[i];
-            *(if *what == "created" { &mut w.created } else { &mut w.deleted }) = Some(*n);
+            *(if *what == "created" {
+                &mut w.created
+            } else {
+                &mut w.deleted
+            }) = Some(*n);
             continue;
         }
         let i = match e.objects.iter().position(|o| {

@@ -419,7 +419,11 @@ impl Planner<'_> {
     fn freeze_one(&mut self, a: &Anchor, res: &str, d: Duration, round: u8) -> Option<Plan> {
         let resources = vec![res.to_string()];
         let h = self.held(&resources, a.at, d);
-        if h.is_empty() || !self.effects.insert(format!("freeze {res} {} {h:?}", d.as_millis())) {
+        if h.is_empty()
+            || !self
+                .effects
+                .insert(format!("freeze {res} {} {h:?}", d.as_millis()))
+        {
             return None;
         }
         let short = res.split('.').next().unwrap_or(res);

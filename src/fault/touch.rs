@@ -62,10 +62,7 @@ impl Behaviour for Touch {
         }
         for (i, o) in self.objects.iter().enumerate() {
             if o.resource.is_empty() || o.name.is_empty() {
-                errs.push((
-                    format!("objects[{i}]"),
-                    "give its resource and name".into(),
-                ));
+                errs.push((format!("objects[{i}]"), "give its resource and name".into()));
             }
         }
         errs

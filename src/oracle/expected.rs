@@ -175,10 +175,9 @@ pub fn judge(
                 &k,
                 format!("{} is missing (it exists {from})", describe(&k)),
             ),
-            (Some(_), false) => violation(
-                &k,
-                format!("{} exists here and not {from}", describe(&k)),
-            ),
+            (Some(_), false) => {
+                violation(&k, format!("{} exists here and not {from}", describe(&k)))
+            }
             (Some(v), true) => {
                 for (path, want) in &o.fields {
                     let got = end_state::lookup(v, path);
@@ -330,9 +329,11 @@ mod tests {
         let c = config();
         let text = serde_json::to_string(&c).unwrap();
         assert_eq!(serde_json::from_str::<ExpectedConfig>(&text).unwrap(), c);
-        let e = serde_json::from_value::<ExpectedConfig>(json!({"writes": [{"resource": "pods", "made": 1}]}))
-            .unwrap_err()
-            .to_string();
+        let e = serde_json::from_value::<ExpectedConfig>(
+            json!({"writes": [{"resource": "pods", "made": 1}]}),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("unknown field `made`"), "{e}");
     }
 }

@@ -41,11 +41,11 @@ pub use config::{
     ConflictsConfig, ConvergenceConfig, HotLoopConfig, OracleConfig, ReadinessConfig,
 };
 pub use paths::changed_paths;
+pub(crate) use paths::segment;
+pub(crate) use time_format::{millis as rfc3339, optional as rfc3339_opt};
 pub use verdicts::{
     Mark, ObjectRef, ObjectStatus, Recovery, RestartMark, Verdicts, Violation, WindowSpan,
 };
-pub(crate) use paths::segment;
-pub(crate) use time_format::{millis as rfc3339, optional as rfc3339_opt};
 
 const MINUTE: Duration = Duration::from_secs(60);
 /// Timeline marks kept for the report (the oldest are dropped past it).

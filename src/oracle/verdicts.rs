@@ -129,4 +129,3 @@ pub struct Verdicts {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub deliveries: Vec<staleness::DeliveryMark>,
 }
-

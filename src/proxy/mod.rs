@@ -266,21 +266,20 @@ async fn classify(proxy: &Proxy, req: &Request<Body>, peer: &Peer) -> Call {
     let in_flight = proxy
         .activity
         .started(keys, labels.http_verb, &labels.resource);
-    let abandoned =
-        (labels.http_verb.is_write()
-            && (proxy.gates.trace.enabled() || proxy.oracles.config.expected.is_some()))
-        .then(|| Abandoned {
-            armed: true,
-            trace: proxy.gates.trace.clone(),
-            oracles: proxy.oracles.clone(),
-            start,
-            client: labels.client.to_string(),
-            http_verb: labels.http_verb,
-            verb: labels.verb,
-            resource: labels.resource.clone(),
-            namespace: info.namespace().map(str::to_string),
-            name: info.name().map(str::to_string),
-        });
+    let abandoned = (labels.http_verb.is_write()
+        && (proxy.gates.trace.enabled() || proxy.oracles.config.expected.is_some()))
+    .then(|| Abandoned {
+        armed: true,
+        trace: proxy.gates.trace.clone(),
+        oracles: proxy.oracles.clone(),
+        start,
+        client: labels.client.to_string(),
+        http_verb: labels.http_verb,
+        verb: labels.verb,
+        resource: labels.resource.clone(),
+        namespace: info.namespace().map(str::to_string),
+        name: info.name().map(str::to_string),
+    });
     Call {
         start,
         info,

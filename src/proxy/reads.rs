@@ -91,13 +91,13 @@ pub fn watch_list(proxy: &Proxy, call: &mut Call, req: &mut http::Request<crate:
     if r.params.send_initial_events != Some(true) || !proxy.gates.views.enabled() {
         return;
     }
-    let Some((window, reads)) = call
-        .windows
-        .iter()
-        .find_map(|a| match a.window.fault.behaviour().reads() {
-            Reads::Upstream => None,
-            reads => Some((a.window.clone(), reads)),
-        })
+    let Some((window, reads)) =
+        call.windows
+            .iter()
+            .find_map(|a| match a.window.fault.behaviour().reads() {
+                Reads::Upstream => None,
+                reads => Some((a.window.clone(), reads)),
+            })
     else {
         return;
     };

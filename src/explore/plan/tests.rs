@@ -201,7 +201,10 @@ fn what_a_freeze_holds_is_counted_from_when_its_request_arrived() {
     ];
     let r = read(&trace, &[]);
     assert_eq!(r.anchors[0].at, at(250));
-    let labels: Vec<String> = plans(&r, &Options::default()).into_iter().map(|p| p.label).collect();
+    let labels: Vec<String> = plans(&r, &Options::default())
+        .into_iter()
+        .map(|p| p.label)
+        .collect();
     assert!(
         labels.contains(
             &"freeze configmaps for 1.5s after the controller's 1st create of configmaps"
@@ -306,7 +309,12 @@ fn anchors_take_turns_by_phase() {
     // Start-up: 6 creates of pods (4 are anchors), then 3 of secrets.
     for i in 0..6 {
         trace.push(request(10 + i * 2000, CONTROLLER, "create", "pods"));
-        trace.push(event(11 + i * 2000, "pods", &format!("p{i}"), &format!("{}", 10 + i)));
+        trace.push(event(
+            11 + i * 2000,
+            "pods",
+            &format!("p{i}"),
+            &format!("{}", 10 + i),
+        ));
     }
     for i in 0..3 {
         trace.push(request(20_000 + i, CONTROLLER, "create", "secrets"));
@@ -333,7 +341,11 @@ fn anchors_take_turns_by_phase() {
     assert_eq!(
         got[got.len() - 3..],
         [
-            (1, 0, "the workload's 1st patch of replicasets.apps".to_string()),
+            (
+                1,
+                0,
+                "the workload's 1st patch of replicasets.apps".to_string()
+            ),
             (1, 1, "the controller's 7th create of pods".to_string()),
             (1, 2, "the controller's 8th create of pods".to_string()),
         ],
@@ -374,11 +386,7 @@ fn long_freezes_touch_the_users_objects_before_they_end() {
         name: "web".into(),
     }];
     let r = read(&trace, &setup);
-    assert!(
-        !plans(&r, &Options::default())
-            .iter()
-            .any(|p| p.round == 2)
-    );
+    assert!(!plans(&r, &Options::default()).iter().any(|p| p.round == 2));
     let long = plans(
         &r,
         &Options {

@@ -149,8 +149,7 @@ async fn lag_jitter_is_drawn_once_per_opening() {
         let lag = window(
             r#"{"name": "lag", "resources": ["configmaps"], "fault": {"lag": {"delay": "2s", "jitter": "1s"}}}"#,
         );
-        let other =
-            window(r#"{"name": "o", "resources": ["secrets"], "fault": {"freeze": {}}}"#);
+        let other = window(r#"{"name": "o", "resources": ["secrets"], "fault": {"freeze": {}}}"#);
         let mut delays = Vec::new();
         for _ in 0..3 {
             e.open(lag.clone()).unwrap();
@@ -193,7 +192,10 @@ async fn a_delayed_trigger_opens_its_window_later() {
     e.start(&s);
     assert!(e.idle());
     let deferred = e.on_request("c", Verb::Create, "pods", None);
-    assert!(deferred.is_empty(), "nothing to do once the request is answered");
+    assert!(
+        deferred.is_empty(),
+        "nothing to do once the request is answered"
+    );
     assert!(e.active_names().is_empty(), "not yet");
     assert!(!e.idle(), "a window is still to come");
     tokio::time::sleep(Duration::from_millis(9_900)).await;

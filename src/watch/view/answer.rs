@@ -206,7 +206,9 @@ pub(super) fn initial_events(view: &View, scope: &Scope) -> Vec<Bytes> {
             let mut object = Writer::default();
             object.message(1, |meta| {
                 meta.string(6, &view.rv).message(12, |entry| {
-                    entry.string(1, "k8s.io/initial-events-end").string(2, "true");
+                    entry
+                        .string(1, "k8s.io/initial-events-end")
+                        .string(2, "true");
                 });
             });
             proto_envelope(&view.api_version, &view.kind, &object.buf)

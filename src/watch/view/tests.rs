@@ -498,13 +498,19 @@ fn a_watch_list_from_a_view_is_the_view() {
         assert_eq!(wl.rewind.upstream_rv, before.rv);
         assert!(wl.rewind.replay.is_empty());
         let replayed = match encoding {
-            Encoding::Protobuf => crate::watch::proto::ProtoFramer::new(1 << 24)
-                .push(&wl.initial.concat()),
-            Encoding::Json => crate::watch::json::JsonFramer::new(1 << 24).push(&wl.initial.concat()),
+            Encoding::Protobuf => {
+                crate::watch::proto::ProtoFramer::new(1 << 24).push(&wl.initial.concat())
+            }
+            Encoding::Json => {
+                crate::watch::json::JsonFramer::new(1 << 24).push(&wl.initial.concat())
+            }
         }
         .unwrap();
         let last = replayed.last().unwrap();
-        assert!(last.meta.initial_events_end, "{file}: ends with the end marker");
+        assert!(
+            last.meta.initial_events_end,
+            "{file}: ends with the end marker"
+        );
         assert_eq!(last.meta.resource_version, before.rv);
         assert!(
             replayed[..replayed.len() - 1]
