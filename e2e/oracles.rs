@@ -418,12 +418,12 @@ fn a_delayed_touch_reaches_the_controller_and_keeps_the_run_going() {
         delay >= Duration::from_millis(2900),
         "opened {delay:?} after the patch"
     );
-    // Both of its writes reached the controller, after it.
+    // Both of its writes reached the controller's watch, after it.
     let after = records
         .iter()
         .filter(|r| {
             r["kind"] == "event"
-                && r["client"] == "other"
+                && r["client"] == "controller"
                 && r["resource"] == GR
                 && r["type"] == "MODIFIED"
                 && r["fate"] == "delivered"
@@ -431,6 +431,9 @@ fn a_delayed_touch_reaches_the_controller_and_keeps_the_run_going() {
         })
         .count();
     assert!(after >= 2, "{after} events after the touch: {records:#?}");
+    // And nothing of it is left on the object.
+    let out = sim.kubectl_ok(&["get", GR, "podinfo", "-o", "jsonpath={.metadata.annotations}"]);
+    assert!(!out.contains("stalemate.io/touched"), "{out}");
 }
 
 /// A `restart` window kills the controller right after its first status patch has been

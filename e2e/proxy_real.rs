@@ -151,9 +151,9 @@ get w2 once gone | 404 NotFound | GET {widget}/w2
 delete c1 | 200 .status="Success" | DELETE {cm}/c1
 delete c1 again | 404 NotFound | DELETE {cm}/c1
 kubectl apply k1 | ok | kubectl -n {ns} apply -f -
-    {apiVersion: v1, kind: ConfigMap, metadata: {name: k1}, data: {v: "1"}}
+    {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "k1"}, "data": {"v": "1"}}
 kubectl apply k1 changed | ok | kubectl -n {ns} apply -f -
-    {apiVersion: v1, kind: ConfigMap, metadata: {name: k1}, data: {v: "2"}}
+    {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "k1"}, "data": {"v": "2"}}
 kubectl get k1 | ok | kubectl -n {ns} get configmap k1 -o json
 kubectl get a missing configmap | fails | kubectl -n {ns} get configmap nope
 kubectl patch d1 | ok | kubectl -n {ns} patch deployment d1 -p {"spec":{"replicas":3}}

@@ -6,6 +6,7 @@
 #   bash e2e/assets/build.sh          # the default version; prints the directory last
 #   bash e2e/assets/build.sh 1.35     # a pinned version by its minor (or v1.35.4); no kubectl
 #   bash e2e/assets/build.sh all      # every pinned version; prints each directory
+#   bash e2e/assets/build.sh suite    # the versions the suite tests (SUITE_VERSIONS)
 #   export KUBEBUILDER_ASSETS=$(bash e2e/assets/build.sh | tail -n1)
 #
 # Cached outside the clone: ${STALEMATE_CACHE:-~/.cache/stalemate}/kube/<version>/. A
@@ -27,6 +28,10 @@ case "${1:-}" in
 "") ;;
 all)
     for v in $KUBERNETES_VERSIONS; do bash "$0" "$v"; done
+    exit 0
+    ;;
+suite)
+    for v in $SUITE_VERSIONS; do bash "$0" "$v"; done
     exit 0
     ;;
 *)
