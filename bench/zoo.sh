@@ -9,18 +9,20 @@
 #
 #   bash bench/zoo.sh [--controllers "job replicaset daemonset statefulset"]
 #                     [--versions "1.35 1.36-off 1.36 1.37"] [--budget N] [--jobs N]
-#                     [--repeat N] [--out DIR] [-- more explore flags]
+#                     [--repeat N] [--reproduce-on "VERSIONS"] [--out DIR]
+#                     [-- more explore flags]
 #
 # Setups and workloads: examples/kcm-zoo/ (README there). Each explore runs on a real
 # control plane per trial (--envtest VERSION --with kwok), built by e2e/assets/build.sh
-# (~7 min per version the first time). The whole plan list unless --budget; a full run
-# takes hours on 2 cores (the long freezes of round 4 take 6 minutes a trial).
-# --repeat runs each reproducer that many times per version (default 2).
+# (~15 min per version the first time on 2 cores). The whole plan list unless --budget; a full run
+# takes hours on 2 cores (the long freezes of round 2 take 6 minutes a trial).
+# --repeat runs each reproducer that many times per version (default 2); --reproduce-on
+# names the versions the reproducers run on (default: --versions).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 controllers="job replicaset daemonset statefulset"
 versions="1.35 1.36-off 1.36 1.37"
-budget=() jobs=2 repeat=2 out="" extra=()
+budget=() jobs=2 repeat=2 out="" extra=() reproduce_on=""
 while [ $# -gt 0 ]; do
     case $1 in
         --controllers) controllers=$2; shift 2 ;;
@@ -28,11 +30,13 @@ while [ $# -gt 0 ]; do
         --budget) budget=(--budget "$2"); shift 2 ;;
         --jobs) jobs=$2; shift 2 ;;
         --repeat) repeat=$2; shift 2 ;;
+        --reproduce-on) reproduce_on=$2; shift 2 ;;
         --out) out=$2; shift 2 ;;
         --) shift; extra=("$@"); break ;;
         *) echo "zoo.sh: unknown flag $1" >&2; exit 2 ;;
     esac
 done
+reproduce_on=${reproduce_on:-$versions}
 command -v python3 >/dev/null 2>&1 || { echo "zoo.sh: python3 is needed to read summary.json" >&2; exit 2; }
 out=${out:-zoo-$(date -u +%Y%m%dT%H%M%SZ)}
 mkdir -p "$out"
@@ -75,7 +79,7 @@ PY
         # little to do.
         running=0
         while read -r n; do
-            for w in $versions; do
+            for w in $reproduce_on; do
                 for i in $(seq "$repeat"); do
                     argv=$(python3 - "$dir/summary.json" "$n" "$(assets "$w")" "$c" "$(gates "$c" "$w")" <<'PY'
 import json, shlex, sys
@@ -102,9 +106,9 @@ PY
     done
 done
 
-python3 - "$out" "$controllers" "$versions" <<'PY'
+python3 - "$out" "$controllers" "$versions" "$reproduce_on" <<'PY'
 import json, os, sys
-out, controllers, versions = sys.argv[1], sys.argv[2].split(), sys.argv[3].split()
+out, controllers, versions, reproduce_on = sys.argv[1], sys.argv[2].split(), sys.argv[3].split(), sys.argv[4].split()
 rows = []
 print("| controller | version | trials | minutes | findings | first finding (trial, s) | reproducers fail on (exit 1 / runs) |")
 print("|---|---|---|---|---|---|---|")
@@ -131,7 +135,7 @@ for c in controllers:
         where = []
         for f in s["findings"]:
             fails = [f"{w} {sum(1 for x in runs.get(f['number'], {}).get(w, []) if x == 1)}/{len(runs.get(f['number'], {}).get(w, []))}"
-                     for w in versions]
+                     for w in reproduce_on]
             where.append(f"#{f['number']}: " + ", ".join(fails))
         row = {
             "controller": c, "version": v, "trials": s["trialsRun"], "minutes": round(s["seconds"] / 60, 1),

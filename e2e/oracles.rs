@@ -432,7 +432,13 @@ fn a_delayed_touch_reaches_the_controller_and_keeps_the_run_going() {
         .count();
     assert!(after >= 2, "{after} events after the touch: {records:#?}");
     // And nothing of it is left on the object.
-    let out = sim.kubectl_ok(&["get", GR, "podinfo", "-o", "jsonpath={.metadata.annotations}"]);
+    let out = sim.kubectl_ok(&[
+        "get",
+        GR,
+        "podinfo",
+        "-o",
+        "jsonpath={.metadata.annotations}",
+    ]);
     assert!(!out.contains("stalemate.io/touched"), "{out}");
 }
 

@@ -124,6 +124,27 @@ impl Focus {
         counts
     }
 
+    /// Where each round of the focus (rank 1) starts in the order `order` made: a budget
+    /// that stops before round 2 tries no long freeze, and a user choosing `--budget`
+    /// wants to know. `rank 1: round 1 trials 1–120, round 2 121–130, …`.
+    pub fn rounds(plans: &[Plan]) -> String {
+        let mut spans: Vec<(u8, usize, usize)> = Vec::new();
+        for (i, p) in plans.iter().enumerate().filter(|(_, p)| p.rank == 1) {
+            match spans.last_mut() {
+                Some((round, _, last)) if *round == p.round => *last = i + 1,
+                _ => spans.push((p.round, i + 1, i + 1)),
+            }
+        }
+        if spans.is_empty() {
+            return "nothing on the focus".into();
+        }
+        spans
+            .iter()
+            .map(|(round, first, last)| format!("round {round} trials {first}–{last}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
     /// `deployments.apps, pods, replicasets.apps`
     pub fn describe(&self) -> String {
         if self.resources.is_empty() {
@@ -232,6 +253,10 @@ mod tests {
         ];
         let counts = f.order(&mut plans);
         assert_eq!(counts, [3, 2, 1]);
+        assert_eq!(
+            Focus::rounds(&plans),
+            "round 1 trials 1–1, round 2 trials 2–2, round 3 trials 3–3"
+        );
         let order: Vec<(u8, u8, &str)> = plans
             .iter()
             .map(|p| (p.rank, p.round, p.anchor.as_str()))

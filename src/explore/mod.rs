@@ -417,6 +417,15 @@ impl Search {
             ranks[1],
             ranks[2],
         ));
+        self.progress.say(&format!(
+            "explore: on the focus, {}{}",
+            focus::Focus::rounds(&plans),
+            if plans.iter().any(|p| p.round == 2) {
+                " (round 2: the long freezes, --long-window)"
+            } else {
+                ""
+            }
+        ));
         let mut next_id = self.run_plans(plans, &base, &refs).await?;
         let mut findings = self.group();
         for f in &mut findings {
