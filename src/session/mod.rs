@@ -243,9 +243,18 @@ async fn behind_proxy(o: &Options, upstream: &dyn upstream::Started) -> Result<O
     // Not when interrupted with a control plane that the signal took down too: reading
     // it would wait for its requests to time out, for an end state nobody will judge.
     // A cluster is still there, and its clean-up reads the setup's objects from this.
-    let gone = matches!(ending.ended, Ended::Interrupted) && !o.upstream.outlives_an_interrupt();
+    // Signalled counts as interrupted however the run ended: the signal that stopped
+    // the caller also stops the control plane, and the controller, losing it, may have
+    // ended the run first.
+    let gone = (matches!(ending.ended, Ended::Interrupted) || signalled(o))
+        && !o.upstream.outlives_an_interrupt();
     let snapshot = if (o.snapshot || expected.is_some()) && !gone {
-        snapshot::take(&client, &extent).await?
+        tokio::select! {
+            taken = snapshot::take(&client, &extent) => taken?,
+            _ = supervise::interruption(o), if !o.upstream.outlives_an_interrupt() => {
+                anyhow::bail!("interrupted (SIGINT or SIGTERM) while the end state was read")
+            }
+        }
     } else {
         Snapshot::new()
     };
@@ -285,10 +294,17 @@ async fn prepare(
     // start only to stop them (the caller stops the upstream). Not checked after the
     // setup: what it created is cleaned up from the run's outcome, which an error here
     // would lose — a signal from then on ends the run once the controller has started.
-    if o.cancel.as_ref().is_some_and(|c| *c.borrow()) {
+    if signalled(o) {
         anyhow::bail!("interrupted (SIGINT or SIGTERM) before the controller started");
     }
-    let (client, applied) = front.apply_setup(&o.setup).await?;
+    // A control plane the signal takes down answers the setup's requests with a 504
+    // each after half a minute: nothing to clean up there, so the signal ends it now.
+    let (client, applied) = tokio::select! {
+        applied = front.apply_setup(&o.setup) => applied?,
+        _ = supervise::interruption(o), if !o.upstream.outlives_an_interrupt() => {
+            anyhow::bail!("interrupted (SIGINT or SIGTERM) while the setup was applied")
+        }
+    };
     let controller_kubeconfig = front.kubeconfig(o, CONTROLLER)?;
     let workload_kubeconfig = match &o.workload {
         Some(_) => Some(front.kubeconfig(o, WORKLOAD)?),
@@ -318,6 +334,11 @@ async fn prepare(
             .map(|u| idle::expand(u, ports.metrics)),
     )?;
     Ok((client, applied, supervised))
+}
+
+/// The caller has been told to stop (SIGINT/SIGTERM).
+fn signalled(o: &Options) -> bool {
+    o.cancel.as_ref().is_some_and(|c| *c.borrow())
 }
 
 /// Free loopback ports chosen for one run, given to its controller: run side by side

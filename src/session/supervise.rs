@@ -286,7 +286,7 @@ fn spec(
 }
 
 /// Resolves when the run is to stop from outside: the caller's stop (SIGINT/SIGTERM).
-async fn interruption(o: &Options) {
+pub(super) async fn interruption(o: &Options) {
     if let Some(c) = &o.cancel {
         let mut c = c.clone();
         if c.wait_for(|stop| *stop).await.is_err() {
