@@ -9,7 +9,7 @@
 #
 #   bash bench/zoo.sh [--controllers "job replicaset daemonset statefulset"]
 #                     [--versions "1.35 1.36-off 1.36 1.37"] [--budget N] [--jobs N]
-#                     [--repeat N] [--reproduce-on "VERSIONS"] [--out DIR]
+#                     [--repeat N] [--reproduce-on "VERSIONS"] [--bin STALEMATE] [--out DIR]
 #                     [-- more explore flags]
 #
 # Setups and workloads: examples/kcm-zoo/ (README there). Each explore runs on a real
@@ -17,12 +17,13 @@
 # (~15 min per version the first time on 2 cores). The whole plan list unless --budget; a full run
 # takes hours on 2 cores (the long freezes of round 2 take 6 minutes a trial).
 # --repeat runs each reproducer that many times per version (default 2); --reproduce-on
-# names the versions the reproducers run on (default: --versions).
+# names the versions the reproducers run on (default: --versions); --bin runs that
+# stalemate binary instead of building this checkout's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 controllers="job replicaset daemonset statefulset"
 versions="1.35 1.36-off 1.36 1.37"
-budget=() jobs=2 repeat=2 out="" extra=() reproduce_on=""
+budget=() jobs=2 repeat=2 out="" extra=() reproduce_on="" given_bin=""
 while [ $# -gt 0 ]; do
     case $1 in
         --controllers) controllers=$2; shift 2 ;;
@@ -31,6 +32,7 @@ while [ $# -gt 0 ]; do
         --jobs) jobs=$2; shift 2 ;;
         --repeat) repeat=$2; shift 2 ;;
         --reproduce-on) reproduce_on=$2; shift 2 ;;
+        --bin) given_bin=$2; shift 2 ;;
         --out) out=$2; shift 2 ;;
         --) shift; extra=("$@"); break ;;
         *) echo "zoo.sh: unknown flag $1" >&2; exit 2 ;;
@@ -40,9 +42,12 @@ reproduce_on=${reproduce_on:-$versions}
 command -v python3 >/dev/null 2>&1 || { echo "zoo.sh: python3 is needed to read summary.json" >&2; exit 2; }
 out=${out:-zoo-$(date -u +%Y%m%dT%H%M%SZ)}
 mkdir -p "$out"
-cargo build --release --bin stalemate >&2
+if [ -z "$given_bin" ]; then
+    cargo build --release --bin stalemate >&2
+    given_bin=target/release/stalemate
+fi
 # A copy: a build while the zoo runs (hours) must not change what the later runs use.
-cp target/release/stalemate "$out/stalemate"
+cp "$given_bin" "$out/stalemate"
 bin=$PWD/$out/stalemate
 case $out in /*) bin=$out/stalemate ;; esac
 
