@@ -14,7 +14,7 @@
 #
 # Setups and workloads: examples/kcm-zoo/ (README there). Each explore runs on a real
 # control plane per trial (--envtest VERSION --with kwok), built by e2e/assets/build.sh
-# (~15 min per version the first time on 2 cores). The whole plan list unless --budget; a full run
+# (~9 min per version the first time on 2 idle cores). The whole plan list unless --budget; a full run
 # takes hours on 2 cores (the long freezes of round 2 take 6 minutes a trial).
 # --repeat runs each reproducer that many times per version (default 2); --reproduce-on
 # names the versions the reproducers run on (default: --versions); --bin runs that
