@@ -30,6 +30,22 @@ fn demo(dir: &Path, name: &str, args: &[&str]) -> Value {
     serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap()
 }
 
+/// A simulator with the demo CRD and one GitRepository, `default/podinfo`, for the
+/// demo controller to reconcile.
+fn sim_with_podinfo() -> Sim {
+    let sim = Sim::start();
+    common::install_demo_crd(&sim);
+    let repo = r#"{"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
+        "metadata": {"name": "podinfo", "namespace": "default"}, "spec": {"url": "https://example.com/podinfo"}}"#;
+    let out = sim.kubectl_stdin(&["create", "-f", "-"], repo);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    sim
+}
+
 #[test]
 fn demo_reports_the_stuck_object_and_the_fix_converges() {
     let dir = tempfile::tempdir().unwrap();
@@ -278,16 +294,7 @@ fn run_returns_1_when_the_controller_is_stuck_and_0_when_fixed() {
     )
     .unwrap();
     let go = |fixed: bool| {
-        let sim = Sim::start();
-        common::install_demo_crd(&sim);
-        let repo = r#"{"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
-            "metadata": {"name": "podinfo", "namespace": "default"}, "spec": {"url": "https://example.com/podinfo"}}"#;
-        let out = sim.kubectl_stdin(&["create", "-f", "-"], repo);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let sim = sim_with_podinfo();
         let json = dir.path().join(format!("run-{fixed}.json"));
         let out = Command::new(BIN)
             .args([
@@ -368,16 +375,7 @@ fn a_delayed_touch_reaches_the_controller_and_keeps_the_run_going() {
         .to_string(),
     )
     .unwrap();
-    let sim = Sim::start();
-    common::install_demo_crd(&sim);
-    let repo = r#"{"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
-        "metadata": {"name": "podinfo", "namespace": "default"}, "spec": {"url": "https://example.com/podinfo"}}"#;
-    let out = sim.kubectl_stdin(&["create", "-f", "-"], repo);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let sim = sim_with_podinfo();
     let trace = dir.path().join("trace.jsonl");
     let out = Command::new(BIN)
         .args(["run", "--quiet", "1s", "--schedule"])
@@ -462,15 +460,7 @@ fn run_restarts_the_controller_and_judges_its_recovery() {
         .to_string(),
     )
     .unwrap();
-    let sim = Sim::start();
-    common::install_demo_crd(&sim);
-    let repo = r#"{"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
-        "metadata": {"name": "podinfo", "namespace": "default"}, "spec": {"url": "https://example.com/podinfo"}}"#;
-    assert!(
-        sim.kubectl_stdin(&["create", "-f", "-"], repo)
-            .status
-            .success()
-    );
+    let sim = sim_with_podinfo();
     let json = dir.path().join("run.json");
     let trace = dir.path().join("run.jsonl");
     let policies = dir.path().join("policies");
