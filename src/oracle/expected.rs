@@ -109,16 +109,11 @@ pub struct ExpectedWrites {
     pub deleted: Option<usize>,
 }
 
-/// Creates and deletes of one (resource, `created` | `deleted`): done (2xx), and given
-/// up on before their answer (the client went away: maybe done).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct WriteCount {
-    pub done: usize,
-    pub abandoned: usize,
-}
-
-/// Per (resource, `created` | `deleted`).
-pub type WriteCounts = BTreeMap<(String, &'static str), WriteCount>;
+/// Creates and deletes the controller certainly did (answered 2xx), per (resource,
+/// `created` | `deleted`). One it gave up on before its answer (killed by a `restart`)
+/// may or may not have been done, and only more than expected is a violation: it does
+/// not count.
+pub type WriteCounts = BTreeMap<(String, &'static str), usize>;
 
 /// The resources and namespaces the end state must be read from to judge `config`.
 pub fn extent(config: &ExpectedConfig) -> (Vec<String>, Vec<String>) {
@@ -195,14 +190,13 @@ pub fn judge(
     for w in &config.writes {
         for (what, want) in [("created", w.created), ("deleted", w.deleted)] {
             let Some(want) = want else { continue };
-            let c = writes
+            let done = writes
                 .get(&(w.resource.clone(), what))
                 .copied()
                 .unwrap_or_default();
             // At most what the references did (explore/judge.rs says why fewer is no
-            // violation). A request given up on may not have been done: only what is
-            // certainly done counts against it.
-            if c.done > want {
+            // violation).
+            if done > want {
                 let k = ObjectRef {
                     resource: w.resource.clone(),
                     namespace: String::new(),
@@ -212,7 +206,7 @@ pub fn judge(
                     &k,
                     format!(
                         "the {} {what} {} {} ({want} {from})",
-                        config.client, c.done, w.resource
+                        config.client, done, w.resource
                     ),
                 );
             }
@@ -278,22 +272,10 @@ mod tests {
             "pi",
             json!({"metadata": {"name": "pi", "uid": "u1"}, "status": {"succeeded": 6}}),
         ));
-        let writes = WriteCounts::from([(
-            ("pods".to_string(), "created"),
-            WriteCount {
-                done: 5,
-                abandoned: 1,
-            },
-        )]);
+        let writes = WriteCounts::from([(("pods".to_string(), "created"), 5)]);
         assert_eq!(judge(&c, &end(&objects), &writes, SystemTime::now()), []);
         // Fewer than the references is no violation: work folded together.
-        let fewer = WriteCounts::from([(
-            ("pods".to_string(), "created"),
-            WriteCount {
-                done: 3,
-                abandoned: 0,
-            },
-        )]);
+        let fewer = WriteCounts::from([(("pods".to_string(), "created"), 3)]);
         assert_eq!(judge(&c, &end(&objects), &fewer, SystemTime::now()), []);
 
         let pods: Vec<_> = (0..8).map(|i| pod(&format!("pi-{i}"))).collect();
@@ -307,13 +289,7 @@ mod tests {
             json!({"metadata": {"name": "pi"}, "status": {"succeeded": 8, "failed": 1}}),
         ));
         objects.push(("configmaps", "gone", json!({"metadata": {"name": "gone"}})));
-        let writes = WriteCounts::from([(
-            ("pods".to_string(), "created"),
-            WriteCount {
-                done: 8,
-                abandoned: 0,
-            },
-        )]);
+        let writes = WriteCounts::from([(("pods".to_string(), "created"), 8)]);
         let rules: Vec<String> = judge(&c, &end(&objects), &writes, SystemTime::now())
             .into_iter()
             .map(|v| v.rule)

@@ -115,15 +115,12 @@ pub struct Call {
 /// A write in flight: if its client goes away before the answer (a controller killed by
 /// a restart, or crashing), hyper drops the call and no answer is traced — yet the
 /// upstream may have done it. Traced as `abandoned` (code 499, nginx's "client closed
-/// request"), so explore counts it as maybe done rather than not done.
+/// request"), so the trace says it may have been done.
 struct Abandoned {
     armed: bool,
     trace: crate::trace::Trace,
-    /// The `expected` oracle counts it too, as maybe done.
-    oracles: Arc<crate::oracle::Oracles>,
     start: Instant,
     client: String,
-    http_verb: request::Verb,
     verb: &'static str,
     resource: String,
     namespace: Option<String>,
@@ -133,18 +130,6 @@ struct Abandoned {
 impl Drop for Abandoned {
     fn drop(&mut self) {
         if !self.armed {
-            return;
-        }
-        self.oracles.on_request(
-            &self.client,
-            self.http_verb,
-            &self.resource,
-            self.namespace.as_deref(),
-            self.name.as_deref(),
-            499,
-            std::time::SystemTime::now(),
-        );
-        if !self.trace.enabled() {
             return;
         }
         self.trace.record(crate::trace::Record::Request {
@@ -266,20 +251,17 @@ async fn classify(proxy: &Proxy, req: &Request<Body>, peer: &Peer) -> Call {
     let in_flight = proxy
         .activity
         .started(keys, labels.http_verb, &labels.resource);
-    let abandoned = (labels.http_verb.is_write()
-        && (proxy.gates.trace.enabled() || proxy.oracles.config.expected.is_some()))
-    .then(|| Abandoned {
-        armed: true,
-        trace: proxy.gates.trace.clone(),
-        oracles: proxy.oracles.clone(),
-        start,
-        client: labels.client.to_string(),
-        http_verb: labels.http_verb,
-        verb: labels.verb,
-        resource: labels.resource.clone(),
-        namespace: info.namespace().map(str::to_string),
-        name: info.name().map(str::to_string),
-    });
+    let abandoned =
+        (labels.http_verb.is_write() && proxy.gates.trace.enabled()).then(|| Abandoned {
+            armed: true,
+            trace: proxy.gates.trace.clone(),
+            start,
+            client: labels.client.to_string(),
+            verb: labels.verb,
+            resource: labels.resource.clone(),
+            namespace: info.namespace().map(str::to_string),
+            name: info.name().map(str::to_string),
+        });
     Call {
         start,
         info,
