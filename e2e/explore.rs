@@ -79,11 +79,22 @@ fn explore(dir: &Path, controller: &str, args: &[&str]) -> Explored {
 
 /// `stalemate explore ARGS -- ARGV`, its output in `DIR/out-LABEL`.
 fn explore_cmd(dir: &Path, controller: &str, argv: &[String], args: &[&str]) -> Explored {
+    explore_bin(Path::new(BIN), dir, controller, argv, args)
+}
+
+/// `explore_cmd` with the stalemate binary at `bin`.
+fn explore_bin(
+    bin: &Path,
+    dir: &Path,
+    controller: &str,
+    argv: &[String],
+    args: &[&str],
+) -> Explored {
     let out_dir = dir.join(format!("out-{controller}"));
     // In a process group of its own: an --envtest control plane shares it, and is killed
     // with it whatever happens.
     let out = common::envtest::output_in_group(
-        Command::new(BIN)
+        Command::new(bin)
             .arg("explore")
             .args(args)
             // Round 2's freezes outlast a controller's patience (5m30s each); these
@@ -321,7 +332,29 @@ fn a_workload_driven_bug_is_found_with_a_workload() {
         "--shrink-steps",
         "1",
     ];
-    let e = explore(dir.path(), "orphan-cleaner", &args);
+    // Run from a copy of stalemate that is replaced while the search runs (as a rebuild
+    // during a long explore would): the `run it:` line must name the path it was started
+    // as, which the kernel then calls `… (deleted)`.
+    let bin = dir.path().join("bin/stalemate");
+    std::fs::create_dir_all(bin.parent().unwrap()).unwrap();
+    std::fs::copy(BIN, &bin).unwrap();
+    let replace = {
+        let bin = bin.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_secs(2));
+            let new = bin.with_extension("new");
+            std::fs::copy(BIN, &new).unwrap();
+            std::fs::rename(&new, &bin).unwrap();
+        })
+    };
+    let e = explore_bin(
+        &bin,
+        dir.path(),
+        "orphan-cleaner",
+        &controller_argv(),
+        &args,
+    );
+    replace.join().unwrap();
     assert_eq!(e.code, Some(1), "{}", e.stderr);
     let all = messages(&e.summary);
     assert!(
@@ -365,6 +398,7 @@ fn a_workload_driven_bug_is_found_with_a_workload() {
         .collect();
     assert_eq!(argv, reproduce, "{line}");
     assert!(argv.contains(&workload), "{argv:?}");
+    assert_eq!(argv[0], bin.display().to_string(), "{line}");
 
     let fixed = explore(dir.path(), "orphan-cleaner-fixed", &args);
     assert_eq!(fixed.code, Some(0), "{}\n{}", fixed.stderr, fixed.summary);

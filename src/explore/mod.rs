@@ -18,6 +18,7 @@
 pub mod differ;
 pub mod effect;
 pub mod focus;
+mod invoked;
 pub mod judge;
 pub mod output;
 pub mod plan;

@@ -185,10 +185,7 @@ pub fn reproduce(
             .display()
             .to_string()
     };
-    let me = std::env::current_exe()
-        .map(|p| p.display().to_string())
-        .unwrap_or_else(|_| "stalemate".into());
-    let mut argv = vec![me, "run".into()];
+    let mut argv = vec![super::invoked::stalemate(), "run".into()];
     argv.extend(cfg.upstream.run_flags());
     if !cfg.setup_paths.is_empty() {
         argv.push("--setup".into());
