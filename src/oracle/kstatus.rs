@@ -65,6 +65,19 @@ pub fn compute(obj: &Value) -> Verdict {
         .iter()
         .find(|c| c["type"].as_str() == Some("Ready"))
     {
+        // A Ready condition that says which generation it describes, and names an older
+        // one than the object's, is about a spec that is gone: a careful reader (and
+        // Flux's own kstatus use) does not take it as the current answer.
+        if let (Some(g), Some(cg)) = (
+            meta["generation"].as_i64(),
+            ready["observedGeneration"].as_i64(),
+        ) && cg < g
+        {
+            return verdict(
+                Status::InProgress,
+                format!("condition Ready describes generation {cg}, metadata.generation is {g}"),
+            );
+        }
         return match ready["status"].as_str() {
             Some("True") => verdict(Status::Current, "Ready=True"),
             s => verdict(
@@ -73,7 +86,20 @@ pub fn compute(obj: &Value) -> Verdict {
             ),
         };
     }
-    verdict(Status::Current, "no conditions that say otherwise")
+    verdict(Status::Current, FALLBACK)
+}
+
+/// The rule of an object kstatus calls Current for want of anything that says
+/// otherwise: no Ready, Reconciling or Stalled condition.
+pub const FALLBACK: &str = "no conditions that say otherwise";
+
+/// Whether kstatus calls the object Current only by its fallback rule while its
+/// controller has not written `status.observedGeneration` yet: nothing in the status
+/// says anybody has looked at this generation (the readiness race).
+pub fn current_unobserved(obj: &Value, v: &Verdict) -> bool {
+    v.status == Status::Current
+        && v.rule == FALLBACK
+        && obj["status"]["observedGeneration"].is_null()
 }
 
 fn reason(what: &str, c: &Value) -> String {
@@ -94,6 +120,24 @@ pub fn has_no_status(obj: &Value) -> bool {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_ready_condition_about_an_older_generation_is_not_the_answer() {
+        let stale = json!({"metadata": {"generation": 3},
+            "status": {"conditions": [
+                {"type": "Ready", "status": "True", "observedGeneration": 2}]}});
+        assert_eq!(
+            st(stale),
+            (
+                Status::InProgress,
+                "condition Ready describes generation 2, metadata.generation is 3".into()
+            )
+        );
+        let fresh = json!({"metadata": {"generation": 3},
+            "status": {"conditions": [
+                {"type": "Ready", "status": "True", "observedGeneration": 3}]}});
+        assert_eq!(st(fresh).0, Status::Current);
+    }
 
     fn st(v: Value) -> (Status, String) {
         let v = compute(&v);

@@ -508,3 +508,30 @@ fn rates_count_only_what_outlives_the_windows() {
     }
     assert!(r.rate_violated());
 }
+
+/// The race is not only an empty status: a status with other fields but no
+/// `observedGeneration` and no condition kstatus reads is Current by its fallback rule
+/// too. Once the controller writes its status, the race has an end.
+#[test]
+fn readiness_race_flags_a_fallback_current_and_says_when_it_ended() {
+    let o = Oracles::new(
+        config(json!({"readinessRace": {"resources": [GR]}})),
+        t(0.0),
+    );
+    let mut partial = gitrepo(1, None, "True");
+    partial["status"] = json!({"artifact": {"revision": "main@sha1:1"}, "conditions": [{"type": "ArtifactInStorage", "status": "True"}]});
+    o.on_object(GR, &partial, t(1.0));
+    o.on_object(GR, &gitrepo(1, Some(1), "True"), t(2.5));
+    let v = o.evaluate(t(3.0));
+    assert_eq!(v.violations.len(), 1, "{:?}", v.violations);
+    let race = &v.violations[0];
+    assert_eq!((race.since, race.until), (t(1.0), Some(t(2.5))));
+    assert!(race.rule.contains("fallback"), "{}", race.rule);
+    // A Ready=True without observedGeneration is the controller's own word: no race.
+    let o = Oracles::new(
+        config(json!({"readinessRace": {"resources": [GR]}})),
+        t(0.0),
+    );
+    o.on_object(GR, &gitrepo(1, None, "True"), t(1.0));
+    assert!(o.evaluate(t(2.0)).violations.is_empty());
+}
