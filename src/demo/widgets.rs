@@ -72,6 +72,10 @@ pub enum Kind {
 /// and a fault-free run sees every object the change implies.
 const DEBOUNCE: Duration = Duration::from_millis(200);
 
+/// The first retry of a failed pass, and the longest.
+const RETRY_FIRST: Duration = Duration::from_secs(1);
+const RETRY_MAX: Duration = Duration::from_secs(8);
+
 struct Ctx {
     client: kube::Client,
     widgets: Store<DynamicObject>,
@@ -139,13 +143,21 @@ pub async fn run(client: kube::Client, kind: Kind, log: Log) {
         kind,
         log,
     };
+    // A failed pass is retried with a back-off that doubles (1 s, 2 s, 4 s, 8 s at most),
+    // as controller-runtime's and Flux's rate limiters do: while it waits, the
+    // controller makes no request at all — quiet, with work still to do.
+    let mut backoff = RETRY_FIRST;
     loop {
         changed.notified().await;
         tokio::time::sleep(DEBOUNCE).await;
-        if let Err(e) = pass(&ctx).await {
-            (ctx.log)(format!("pass failed: {e}; again in 1s"));
-            tokio::time::sleep(Duration::from_secs(1)).await;
-            changed.notify_one();
+        match pass(&ctx).await {
+            Ok(()) => backoff = RETRY_FIRST,
+            Err(e) => {
+                (ctx.log)(format!("pass failed: {e}; again in {}s", backoff.as_secs()));
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(RETRY_MAX);
+                changed.notify_one();
+            }
         }
     }
 }

@@ -66,6 +66,17 @@ pub enum TraceTo {
 /// Asked as a run goes: has it seen enough to end now?
 pub type StopEarly = Box<dyn Fn(&Oracles) -> bool + Send + Sync>;
 
+/// Asked once a run is quiet, of its end state (read from ground truth, where
+/// `extent_hint` says): is it what it should be? Until it is, or `settle` has passed
+/// since the last window closed, the run goes on. A controller with a rate-limited retry
+/// pending is quiet — its workqueue reads empty while the item waits out its back-off —
+/// and is given the same time to make every object right as the convergence oracle
+/// gives it to make its own Current.
+pub struct EndStateCheck {
+    pub ok: Box<dyn Fn(&Snapshot) -> bool + Send + Sync>,
+    pub settle: Duration,
+}
+
 /// Everything one run needs.
 pub struct Options {
     /// Where the run's cluster comes from (`upstream/`).
@@ -108,6 +119,8 @@ pub struct Options {
     pub threads: usize,
     /// Read the end state of these too (what the reference runs touched).
     pub extent_hint: Extent,
+    /// A quiet run ends only once its end state passes this (or its `settle` is up).
+    pub end_state: Option<EndStateCheck>,
 }
 
 impl Options {
@@ -143,6 +156,7 @@ impl Options {
             announce: false,
             threads: crate::server::default_threads(),
             extent_hint: Extent::default(),
+            end_state: None,
         }
     }
 }

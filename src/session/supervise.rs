@@ -19,6 +19,12 @@ use crate::trace::Record;
 /// How long a run goes on after `stop_early` first says it may end.
 const EARLY_GRACE: Duration = Duration::from_secs(1);
 
+/// How often a quiet run's end state is read while `end_state` says it is not right yet.
+const END_STATE_EVERY: Duration = Duration::from_secs(1);
+
+/// How long one read of the end state may take before the run is judged as it is.
+const END_STATE_READ: Duration = Duration::from_secs(10);
+
 /// The controller, started, and how to start the workload.
 pub(super) struct Supervised {
     pub controller: Arc<Controller>,
@@ -29,6 +35,8 @@ pub(super) struct Supervised {
     last_restart: Arc<Mutex<Option<SystemTime>>>,
     /// `--idle-url`, its port filled in.
     idle_url: Option<String>,
+    /// Ground truth, for `end_state`.
+    upstream: kube::Client,
 }
 
 /// What the loop keeps between looks.
@@ -40,6 +48,8 @@ struct Watching {
     workload_done_at: Option<SystemTime>,
     /// When `stop_early` first said the run may end.
     early: Option<Instant>,
+    /// When the end state was last read for `end_state`.
+    end_checked: Option<Instant>,
 }
 
 /// How the run ended.
@@ -102,6 +112,7 @@ impl Supervised {
             env,
             last_restart,
             idle_url,
+            upstream: upstream.clone(),
         })
     }
 
@@ -114,6 +125,7 @@ impl Supervised {
             workload_exit: None,
             workload_done_at: None,
             early: None,
+            end_checked: None,
         };
         let mut interrupted = std::pin::pin!(interruption(o));
         let program = &self.program;
@@ -139,6 +151,7 @@ impl Supervised {
             match self.look(o, running, &mut st)? {
                 // Quiet by the proxy's account: the controller's queues must say so too.
                 Some(Ended::Quiet) if !self.queues_idle().await? => {}
+                Some(Ended::Quiet) if !self.end_state_settled(o, running, &mut st).await => {}
                 Some(ended) => break (ended, None),
                 None => {}
             }
@@ -232,6 +245,41 @@ impl Supervised {
             }
             _ => None,
         })
+    }
+
+    /// Whether a quiet run's end state may be judged now: nothing asked of it, `settle`
+    /// has passed since the last window closed (or the start), or it is what it should
+    /// be. Read at most once every [`END_STATE_EVERY`]; one that cannot be read is
+    /// judged as it is (the run's own snapshot says what it can).
+    async fn end_state_settled(
+        &self,
+        o: &Options,
+        running: &crate::server::Running,
+        st: &mut Watching,
+    ) -> bool {
+        let Some(check) = &o.end_state else {
+            return true;
+        };
+        let since = running.oracles.last_window_closed().unwrap_or(self.started);
+        if SystemTime::now() >= since + check.settle {
+            return true;
+        }
+        if st
+            .end_checked
+            .is_some_and(|t| t.elapsed() < END_STATE_EVERY)
+        {
+            return false;
+        }
+        st.end_checked = Some(Instant::now());
+        let read = super::snapshot::take(&self.upstream, &o.extent_hint);
+        match tokio::time::timeout(END_STATE_READ, read).await {
+            Ok(Ok(snapshot)) => (check.ok)(&snapshot),
+            Ok(Err(e)) => {
+                tracing::debug!(error = %format!("{e:#}"), "end state unread; judged as it is");
+                true
+            }
+            Err(_) => true,
+        }
     }
 
     /// What `--idle-url` says (idle when there is none).

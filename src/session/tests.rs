@@ -361,3 +361,50 @@ async fn a_write_its_client_gave_up_on_is_traced_as_abandoned() {
         requests(&out.trace, CONTROLLER)
     );
 }
+
+/// A quiet run whose end state is not what it should be yet goes on — a controller
+/// waiting out a retry back-off makes no request — until it is (or `settle` is up);
+/// without the check, the same run ends at its first quiet moment.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quiet_run_waits_for_its_end_state_within_settle() {
+    let dir = tempfile::tempdir().unwrap();
+    // Quiet for 3 s between its two writes: longer than `quiet`.
+    let controller = sh(
+        dir.path(),
+        "kubectl create configmap first -n demo && sleep 3 && kubectl create configmap second -n demo && exec sleep 60",
+    );
+    let run_with = |check: bool| {
+        let mut o = on_sim(dir.path(), controller.clone());
+        o.end = End::Quiet {
+            quiet: Duration::from_millis(700),
+            max_run: Duration::from_secs(60),
+        };
+        o.snapshot = true;
+        o.output = Some(dir.path().join("out.log"));
+        o.extent_hint = Extent {
+            resources: ["configmaps".to_string()].into(),
+            namespaces: ["demo".to_string()].into(),
+        };
+        if check {
+            o.end_state = Some(EndStateCheck {
+                ok: Box::new(|s: &Snapshot| {
+                    s.keys()
+                        .any(|k| k.resource == "configmaps" && k.name == "second")
+                }),
+                settle: Duration::from_secs(50),
+            });
+        }
+        o
+    };
+    let has = |out: &Outcome, name: &str| {
+        out.snapshot
+            .keys()
+            .any(|k| k.resource == "configmaps" && k.name == name)
+    };
+    let early = run(run_with(false)).await.unwrap();
+    assert_eq!(early.ended, Ended::Quiet);
+    assert!(has(&early, "first") && !has(&early, "second"));
+    let waited = run(run_with(true)).await.unwrap();
+    assert_eq!(waited.ended, Ended::Quiet);
+    assert!(has(&waited, "first") && has(&waited, "second"));
+}
