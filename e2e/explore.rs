@@ -273,7 +273,9 @@ fn finds_f1_with_a_reproducer_and_nothing_on_the_fix() {
     );
 }
 
-/// A controller that is broken with no fault at all is reported as that, first.
+/// A controller that is broken with no fault at all is reported as that, once, and the
+/// search goes on against the references as they are: a trial that shows the same hot
+/// loop is not a finding.
 #[test]
 fn a_hot_loop_fails_without_any_fault() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
@@ -282,7 +284,9 @@ fn a_hot_loop_fails_without_any_fault() {
     let e = explore(
         dir.path(),
         "hot-loop",
-        &["--setup", &setup, "--quiet", "2s"],
+        &[
+            "--setup", &setup, "--quiet", "2s", "--budget", "3", "--jobs", "2",
+        ],
     );
     assert_eq!(e.code, Some(1), "{}", e.stderr);
     assert!(
@@ -300,7 +304,73 @@ fn a_hot_loop_fails_without_any_fault() {
             .contains("demo.stalemate.dev/reconciled-at"),
         "{v}"
     );
-    assert_eq!(e.summary["trials"].as_array().map(Vec::len), Some(0));
+    assert!(
+        v["message"]
+            .as_str()
+            .unwrap()
+            .contains("in both reference runs"),
+        "{v}"
+    );
+    // The search went on, and trials that loop as the references did pass.
+    assert_eq!(e.summary["trialsRun"], 3, "{}", e.stderr);
+    assert!(
+        e.summary["trials"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["verdict"] == "pass"),
+        "{}",
+        e.stderr
+    );
+    assert!(
+        e.stderr
+            .contains("without any fault (the same in the trials is not called a finding)")
+    );
+}
+
+/// A spec the controller must reject is not a failure: an object that ends Failed
+/// (kstatus: `Stalled=True`) in both references is what trials are judged against. The
+/// fixed controller with a rejected GitRepository beside a good one is clean, its trials
+/// end once the rejected one is Failed again (not after `--settle`), and their schedules
+/// (a finding's reproducer is one) carry the expectation.
+#[test]
+fn an_object_the_controller_rejects_is_judged_against_the_references() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let rejected = dir.path().join("rejected.yaml");
+    std::fs::write(
+        &rejected,
+        "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata: {name: rejected, namespace: demo}\nspec: {url: 'file:///srv/git/podinfo', interval: 1m}\n",
+    )
+    .unwrap();
+    let setup = gitrepo_setup();
+    let rejected = rejected.display().to_string();
+    let args = [
+        "--setup", &setup, &rejected, "--quiet", "2s", "--jobs", "2", "--budget", "4", "--settle",
+        "60s",
+    ];
+    let fixed = explore(dir.path(), "gitrepo-fixed", &args);
+    assert_eq!(fixed.code, Some(0), "{}\n{}", fixed.stderr, fixed.summary);
+    assert_eq!(fixed.summary["verdict"], "clean", "{}", fixed.stderr);
+    assert!(
+        fixed.stderr.contains(&format!(
+            "{GR} demo/rejected is Failed (kstatus) at the end of both reference runs"
+        )),
+        "{}",
+        fixed.stderr
+    );
+    assert_eq!(fixed.summary["trialsRun"], 4);
+    for t in fixed.summary["trials"].as_array().unwrap() {
+        assert_eq!(t["verdict"], "pass", "{t}");
+        // Judged once both objects were done, not after the 60 s allowance.
+        assert!(t["seconds"].as_f64().unwrap() < 60.0, "{t}");
+        let failed = &t["schedule"]["oracles"]["convergence"]["failed"];
+        assert_eq!(
+            failed,
+            &serde_json::json!([{"resource": GR, "namespace": "demo", "name": "rejected"}]),
+            "{t}"
+        );
+    }
 }
 
 /// The workload's own requests anchor windows on the controller: a Widget and its

@@ -86,7 +86,8 @@ pub struct ExploreArgs {
     /// Current this long after the last window closed is a convergence violation. Real
     /// controllers back off after errors (Flux's source-controller: 750 ms, doubling),
     /// so a trial whose controller is not Current once quiet goes on until it is or
-    /// this has passed.
+    /// this has passed — and so does one whose end state differs from the fault-free
+    /// runs' (a retry waiting out its back-off is quiet too).
     #[arg(long, default_value = "30s", value_parser = super::parse_duration, value_name = "DURATION")]
     pub settle: Duration,
 
@@ -170,6 +171,7 @@ pub async fn run(args: ExploreArgs) -> Result<ExitCode> {
         oracles,
         shrink_steps: args.shrink_steps,
         long_window: (!args.long_window.is_zero()).then_some(args.long_window),
+        settle: args.settle,
         progress_bar: std::io::stderr().is_terminal(),
     };
     Ok(match explore::run(cfg).await? {

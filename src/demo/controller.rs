@@ -158,8 +158,23 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Err
             (false, false) => "no conditions: an artifact is stored, nothing to mark",
         }
     ));
-    // The work: "fetch" the revision.
+    // The work: "fetch" the revision — from a URL it can fetch from. One it cannot is
+    // rejected as Flux rejects it: Stalled, with no retry until the spec changes.
     let url = obj.data["spec"]["url"].as_str().unwrap_or("").to_string();
+    if !["http://", "https://", "ssh://"]
+        .iter()
+        .any(|scheme| url.starts_with(scheme))
+    {
+        reject(&api, &name, generation, &url).await?;
+        log(format!(
+            "{ns}/{name}: Stalled: URL {url:?} is not http, https or ssh; not retried until the spec changes"
+        ));
+        ctx.done
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key, generation);
+        return Ok(Action::await_change());
+    }
     let revision = format!("main@sha1:{:016x}", fxhash(&url));
     tokio::time::sleep(Duration::from_millis(20)).await;
     // 1. The artifact, with a plain merge patch.
@@ -239,6 +254,31 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Err
         .unwrap_or_else(|p| p.into_inner())
         .insert(key, generation);
     Ok(Action::requeue(INTERVAL))
+}
+
+/// A spec the controller cannot act on: `Stalled=True` and `Ready=False` for this
+/// generation (kstatus: Failed — its right answer, not a failure).
+async fn reject(
+    api: &Api<DynamicObject>,
+    name: &str,
+    generation: i64,
+    url: &str,
+) -> Result<(), Error> {
+    let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    let message = format!("URL {url:?} is not http, https or ssh");
+    api.patch_status(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": {
+            "observedGeneration": generation,
+            "conditions": [
+                {"type": "Stalled", "status": "True", "reason": "URLInvalid", "message": message, "lastTransitionTime": now},
+                {"type": "Ready", "status": "False", "reason": "URLInvalid", "message": message, "lastTransitionTime": now}
+            ]
+        }})),
+    )
+    .await?;
+    Ok(())
 }
 
 /// A stable, dependency-free hash for fake revisions and jitter.

@@ -62,6 +62,9 @@ pub struct Config {
     pub out: PathBuf,
     pub quiet: Duration,
     pub max_run: Duration,
+    /// What a controller is given after the last window to make things right
+    /// (`--settle`): the convergence oracle's, and every object the differential judges.
+    pub settle: Duration,
     pub oracles: OracleConfig,
     pub shrink_steps: u32,
     /// Round 4's freezes (`plan.rs`); none: no round 4.
@@ -174,6 +177,7 @@ pub fn default_oracles(
         config.convergence = Some(crate::oracle::ConvergenceConfig {
             resources,
             settle: crate::duration::GoDuration(settle),
+            failed: Vec::new(),
         });
     }
     config
@@ -324,6 +328,24 @@ impl Shared {
         let name = format!("trial-{:03}", job.id);
         let mut o = self.options(job.schedule.clone(), &name, job.quiet)?;
         o.extent_hint = hint;
+        // Every object the differential judges gets the allowance the convergence
+        // oracle gives its own: a quiet trial whose end state differs from the
+        // references' goes on until it does not, or until `settle` after the last
+        // window (a retry waiting out its back-off is quiet too).
+        let settle = job
+            .schedule
+            .oracles
+            .as_ref()
+            .and_then(|c| c.convergence.as_ref())
+            .map_or(self.cfg.settle, |c| c.settle.0);
+        let reference = baseline.clone();
+        o.end_state = Some(session::EndStateCheck {
+            ok: Box::new(move |snapshot| {
+                let state = differ::normalize(snapshot);
+                differ::compare(&reference.state, &reference.masks, &state).is_empty()
+            }),
+            settle,
+        });
         let started = Instant::now();
         let mut files = vec![format!("logs/{name}.log")];
         let mut exits = Vec::new();
@@ -376,11 +398,16 @@ impl Search {
     }
 
     async fn search(&mut self) -> Result<Verdict> {
-        let base = base_schedule(&self.shared.cfg);
+        let mut base = base_schedule(&self.shared.cfg);
         let refs = match self.references(&base).await? {
             reference::Learnt::References(r) => r,
             reference::Learnt::FailsWithoutFaults => return Ok(reference::fails_without_faults()),
         };
+        // What ended Failed in both references is what a trial is judged against: done
+        // when Failed, as the rest is when Current (and so are the reproducers).
+        if let Some(c) = base.oracles.as_mut().and_then(|o| o.convergence.as_mut()) {
+            c.failed = refs.without_faults.failed.clone();
+        }
         let mut plans = plan::plans(
             &refs.reference,
             &plan::Options {
@@ -451,6 +478,7 @@ impl Search {
         );
         summary.focus = refs.focus.resources.iter().cloned().collect();
         summary.plans_by_rank = Some(ranks);
+        summary.fault_free(&refs.without_faults.found, &refs.without_faults.files);
         self.shared.out.write_summary(&summary)?;
         self.progress.say(&summary.terminal(&self.shared.cfg.out));
         if *self.shared.stop.borrow() {
@@ -458,11 +486,13 @@ impl Search {
                 "interrupted (SIGINT or SIGTERM): the summary holds the trials that finished"
             );
         }
-        Ok(if findings.is_empty() {
-            Verdict::Clean
-        } else {
-            Verdict::Found
-        })
+        Ok(
+            if findings.is_empty() && refs.without_faults.found.is_empty() {
+                Verdict::Clean
+            } else {
+                Verdict::Found
+            },
+        )
     }
 
     /// Every plan (up to `--budget`) as a trial, `jobs` at a time; returns the next

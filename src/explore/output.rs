@@ -328,6 +328,16 @@ impl Summary {
         s
     }
 
+    /// What the references showed with no fault, beside the trials' findings: the
+    /// verdict says `fails-without-faults` when that is all there is.
+    pub fn fault_free(&mut self, found: &[Found], files: &[String]) {
+        self.without_faults = found.to_vec();
+        self.reference_files = files.to_vec();
+        if self.findings.is_empty() && !found.is_empty() {
+            self.verdict = "fails-without-faults";
+        }
+    }
+
     /// `, 2 not exercised` when some trials' windows never opened.
     fn not_exercised_note(&self) -> String {
         match self.not_exercised {
@@ -351,6 +361,19 @@ impl Summary {
             self.findings.len(),
             if self.findings.len() == 1 { "" } else { "s" }
         ));
+        if !self.without_faults.is_empty() {
+            t.push_str(&format!(
+                "\nwithout any fault ({} in the trials is not called a finding):\n",
+                if self.without_faults.len() == 1 {
+                    "the same"
+                } else {
+                    "each of these"
+                }
+            ));
+            for f in &self.without_faults {
+                t.push_str(&format!("   {}: {}\n", f.oracle, f.message));
+            }
+        }
         for f in &self.findings {
             t.push_str(&format!(
                 "\n#{} {}\n   found by: {}\n   oracles: {}\n   reproducer: {}\n   run it: {}\n",

@@ -33,6 +33,8 @@ pub(super) struct References {
     pub longest_gap: Duration,
     /// What the user cares about, for ranking plans.
     pub focus: super::focus::Focus,
+    /// What the oracles found in the references, with no fault.
+    pub without_faults: FaultFree,
 }
 
 /// How the references ended.
@@ -109,24 +111,65 @@ impl Search {
             (a?, b?)
         } else {
             let a = sh.one(oa).await?;
-            if a.report.failed() || a.controller_failed.is_some() {
+            if a.controller_failed.is_some() {
                 (a.clone(), a)
             } else {
                 let b = sh.one(ob).await?;
                 (a, b)
             }
         };
+        // What the oracles find with no fault at all is reported once, and the search
+        // goes on against the references as they are — unless the controller never went
+        // quiet or wrote nothing, when no trial could be judged.
+        let mut without = FaultFree::default();
         for (n, r) in [(1, &a), (2, &b)] {
-            if self.fails_on_its_own(n, r)? {
+            if r.report.failed() {
+                without.add(
+                    n,
+                    r,
+                    self.shared.out.write_run(&format!("reference-{n}"), r)?,
+                );
+            }
+        }
+        without.finish();
+        for k in &without.failed {
+            self.progress.say(&format!(
+                "explore: {} {}/{} is Failed (kstatus) at the end of both reference runs: that is what trials are judged against",
+                k.resource, k.namespace, k.name
+            ));
+        }
+        if !without.found.is_empty() {
+            self.progress.say(&format!(
+                "explore: the controller fails without any fault ({}):",
+                without.runs()
+            ));
+            for f in &without.found {
+                self.progress.say(&format!("  {}: {}", f.oracle, f.message));
+            }
+        }
+        for (n, r) in [(1, &a), (2, &b)] {
+            if let Err(e) = self.usable(n, r) {
+                if without.found.is_empty() {
+                    return Err(e);
+                }
+                self.progress.say(&format!("explore: no search: {e:#}"));
+                let summary = output::Summary::fails_without_faults(
+                    &self.shared.cfg,
+                    without.found,
+                    without.files,
+                    self.elapsed(),
+                );
+                self.shared.out.write_summary(&summary)?;
                 return Ok(Learnt::FailsWithoutFaults);
             }
         }
-        let baseline = judge::baseline(&a, &b).map_err(|d| {
+        let mut baseline = judge::baseline(&a, &b).map_err(|d| {
             anyhow::anyhow!(
                 "the two fault-free reference runs disagree beyond masking: {}; explore cannot tell a fault's effect from the controller's own variation",
                 d.0
             )
         })?;
+        baseline.without_faults = without.keys.clone();
         let mut hint = a.extent.clone();
         hint.resources.extend(b.extent.resources.iter().cloned());
         hint.namespaces.extend(b.extent.namespaces.iter().cloned());
@@ -159,50 +202,19 @@ impl Search {
                 .max(Duration::from_millis((gap * 2).as_millis() as u64)),
             longest_gap: gap,
             focus,
+            without_faults: without,
         })))
     }
 
-    /// Whether reference run `n` shows the controller failing without any fault (then
-    /// reported, `Ok(true)`); an error when it shows nothing can be explored.
-    fn fails_on_its_own(&mut self, n: usize, r: &Outcome) -> Result<bool> {
+    /// An error when reference run `n` shows nothing a search can judge: the controller
+    /// failed, never went quiet, or wrote nothing.
+    fn usable(&self, n: usize, r: &Outcome) -> Result<()> {
         let log = self.shared.out.root.join(format!("logs/reference-{n}.log"));
         if let Some(why) = &r.controller_failed {
             anyhow::bail!(
                 "the controller failed in fault-free reference run {n}: {why} (its output: {})",
                 log.display()
             );
-        }
-        if r.report.failed() {
-            let files = self.shared.out.write_run(&format!("reference-{n}"), r)?;
-            let found: Vec<Found> = r
-                .report
-                .verdicts
-                .violations
-                .iter()
-                .map(|v| Found {
-                    oracle: v.oracle.clone(),
-                    resource: v.resource.clone(),
-                    namespace: v.namespace.clone(),
-                    name: v.name.clone(),
-                    message: format!("{}/{}: {}", v.namespace, v.name, v.rule),
-                    signature: format!("{} {}", v.oracle, v.resource),
-                    expect: None,
-                })
-                .collect();
-            let summary = output::Summary::fails_without_faults(
-                &self.shared.cfg,
-                found.clone(),
-                files,
-                self.elapsed(),
-            );
-            self.shared.out.write_summary(&summary)?;
-            self.progress.say(&format!(
-                "explore: the controller fails without any fault (reference run {n}):"
-            ));
-            for f in &found {
-                self.progress.say(&format!("  {}: {}", f.oracle, f.message));
-            }
-            return Ok(true);
         }
         if r.ended == Ended::MaxRun {
             anyhow::bail!(
@@ -216,7 +228,118 @@ impl Search {
                 log.display()
             );
         }
-        Ok(false)
+        Ok(())
+    }
+}
+
+/// What the oracles found in the reference runs, with no fault: reported once, as the
+/// controller's own, and a trial that shows the same thing (same oracle, object and
+/// rule, digits aside) is not called a finding for it. An object kstatus calls Failed at
+/// the end of both runs is not reported at all: a spec its controller rejects
+/// (`Stalled=True`) is its right answer, and trials are judged against it
+/// (`ConvergenceConfig::failed`).
+#[derive(Default)]
+pub(super) struct FaultFree {
+    pub found: Vec<Found>,
+    pub files: Vec<String>,
+    /// What a trial's violation is matched by (`judge::fault_free_key`).
+    pub keys: std::collections::BTreeSet<String>,
+    /// Objects Failed at the end of both runs.
+    pub failed: Vec<crate::oracle::ObjectRef>,
+    seen: Vec<Seen>,
+}
+
+/// One violation as the reference runs showed it.
+struct Seen {
+    found: Found,
+    /// Which runs showed it.
+    runs: Vec<usize>,
+    /// The convergence oracle's `Failed`: the object ended rejected.
+    failed: bool,
+}
+
+impl FaultFree {
+    fn add(&mut self, n: usize, r: &Outcome, files: Vec<String>) {
+        self.files.extend(files);
+        let end = r.started + Duration::from_secs_f64(r.seconds);
+        for v in &r.report.verdicts.violations {
+            let key = judge::fault_free_key(v);
+            if let Some(s) = self.seen.iter_mut().find(|s| s.found.signature == key) {
+                s.runs.push(n);
+                continue;
+            }
+            let at = |t: SystemTime| {
+                t.duration_since(r.started)
+                    .unwrap_or_default()
+                    .as_secs_f64()
+            };
+            let lasted = match v.until {
+                Some(u) => format!("from {:.1}s to {:.1}s", at(v.since), at(u)),
+                None => format!(
+                    "from {:.1}s to the end of the run ({:.1}s)",
+                    at(v.since),
+                    at(end)
+                ),
+            };
+            self.keys.insert(key.clone());
+            self.seen.push(Seen {
+                found: Found {
+                    oracle: v.oracle.clone(),
+                    resource: v.resource.clone(),
+                    namespace: v.namespace.clone(),
+                    name: v.name.clone(),
+                    message: format!("{}/{}: {} ({lasted})", v.namespace, v.name, v.rule),
+                    signature: key,
+                    expect: None,
+                },
+                runs: vec![n],
+                failed: v.oracle == "convergence"
+                    && v.rule
+                        .starts_with(&format!("{:?}:", crate::oracle::kstatus::Status::Failed)),
+            });
+        }
+    }
+
+    /// Sort what was seen into what is expected (Failed in both runs) and what is
+    /// reported, each saying which runs showed it: one that only one run shows is the
+    /// controller's own flakiness, still not a fault's.
+    fn finish(&mut self) {
+        for s in std::mem::take(&mut self.seen) {
+            if s.failed && s.runs.len() > 1 {
+                self.failed.push(crate::oracle::ObjectRef {
+                    resource: s.found.resource,
+                    namespace: s.found.namespace,
+                    name: s.found.name,
+                });
+                continue;
+            }
+            let mut f = s.found;
+            f.message.push_str(&match s.runs.as_slice() {
+                [n] => format!("; in reference run {n} only"),
+                _ => "; in both reference runs".to_string(),
+            });
+            self.seen.push(Seen {
+                found: f.clone(),
+                runs: s.runs,
+                failed: s.failed,
+            });
+            self.found.push(f);
+        }
+    }
+
+    /// `both reference runs`, `reference run 2 of 2`.
+    fn runs(&self) -> String {
+        if self.seen.iter().any(|s| s.runs.len() > 1) {
+            "both reference runs".into()
+        } else {
+            let mut runs: Vec<usize> = self.seen.iter().flat_map(|s| s.runs.clone()).collect();
+            runs.sort();
+            runs.dedup();
+            runs.iter()
+                .map(|n| format!("reference run {n} of 2"))
+                .collect::<Vec<_>>()
+                .join(" and ")
+        }
     }
 }
 

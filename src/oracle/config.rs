@@ -32,6 +32,19 @@ pub struct ConvergenceConfig {
     /// How long after the last window closes the objects have to become Current.
     #[serde(default = "thirty_seconds")]
     pub settle: GoDuration,
+    /// Objects whose right answer is kstatus Failed — a spec their controller must
+    /// reject (`Stalled=True`): done when Failed, as the others are when Current.
+    /// explore fills it with what ended Failed in both of its fault-free runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed: Vec<super::ObjectRef>,
+}
+
+impl ConvergenceConfig {
+    /// Whether `status` is where the object is meant to end.
+    pub fn done(&self, k: &super::ObjectRef, status: super::kstatus::Status) -> bool {
+        use super::kstatus::Status;
+        status == Status::Current || (status == Status::Failed && self.failed.contains(k))
+    }
 }
 
 fn thirty_seconds() -> GoDuration {

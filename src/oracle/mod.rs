@@ -6,8 +6,9 @@
 //!   Current, every object of the listed resources must be Current; stuck ones are
 //!   reported with the rule that failed and since when; each object's recovery time
 //!   after each window is measured.
-//! - **readiness race**: an object kstatus calls Current before its controller wrote any
-//!   status (no observedGeneration, no conditions).
+//! - **readiness race**: an object kstatus calls Current before its controller wrote
+//!   `status.observedGeneration` — by its fallback rule, with no Ready, Reconciling or
+//!   Stalled condition — from when to when.
 //! - **hot loop**: more successful writes to one object by one client in a minute than
 //!   the limit while its spec does not change, naming the fields that change on every
 //!   write (diffs of the successive objects the upstream holds).
@@ -68,7 +69,9 @@ struct Obj {
     last: Option<Value>,
     /// (when, changed paths) for each successive state.
     diffs: VecDeque<(SystemTime, BTreeSet<String>)>,
-    readiness: Option<SystemTime>,
+    /// When kstatus first called it Current unobserved (the readiness race), and when
+    /// that ended (the controller wrote its status), if it has.
+    readiness: Option<(SystemTime, Option<SystemTime>)>,
     /// No status at all yet (kstatus calls that Current): its controller has not
     /// written to it, so it is no sign the controller is done.
     statusless: bool,
@@ -392,6 +395,11 @@ impl Oracles {
             .convergence
             .as_ref()
             .is_some_and(|c| c.resources.iter().any(|r| r == resource));
+        // Current, or Failed where that is the answer (a spec the controller rejects).
+        let done = match &self.config.convergence {
+            Some(c) => c.done(&key, verdict.status),
+            None => verdict.status == kstatus::Status::Current,
+        };
         let mut s = self.lock();
         s.convergence_seen |= judged;
         s.lanes.truth(&key, mark);
@@ -408,17 +416,19 @@ impl Oracles {
         o.statusless = kstatus::has_no_status(obj);
         o.seen = at;
         o.deleted = false;
-        if verdict.status == kstatus::Status::Current {
+        if done {
             o.not_current_since = None;
         } else if o.not_current_since.is_none() {
             o.not_current_since = Some(at);
         }
-        if readiness
-            && o.readiness.is_none()
-            && verdict.status == kstatus::Status::Current
-            && kstatus::has_no_status(obj)
-        {
-            o.readiness = Some(at);
+        if readiness {
+            let racing = kstatus::current_unobserved(obj, &verdict);
+            match o.readiness {
+                None if racing => o.readiness = Some((at, None)),
+                // The controller has written status since: the race lasted until now.
+                Some((since, None)) if !racing => o.readiness = Some((since, Some(at))),
+                _ => {}
+            }
         }
         if let Some(prev) = &o.last {
             let d = changed_paths(prev, obj);
@@ -430,7 +440,7 @@ impl Oracles {
             }
         }
         o.last = Some(obj.clone());
-        let current = verdict.status == kstatus::Status::Current;
+        let current = done;
         o.verdict = Some(verdict);
         let d = cap(&mut s.objects, |o| o.seen);
         self.count_dropped(&mut s, d);
@@ -504,9 +514,9 @@ impl Oracles {
             }
         }
         if let Some(o) = s.objects.get(key)
-            && let Some(at) = o.readiness
+            && let Some(race) = o.readiness
         {
-            settled.push(readiness_violation(key, at));
+            settled.push(readiness_violation(key, race));
         }
         s.settled.extend(settled);
         s.objects.remove(key);
@@ -628,6 +638,11 @@ impl Oracles {
         self.update_gauge(now)
     }
 
+    /// When the last window closed (None: none has).
+    pub fn last_window_closed(&self) -> Option<SystemTime> {
+        self.lock().windows.iter().filter_map(|w| w.closed_at).max()
+    }
+
     /// How many windows have closed so far.
     pub fn windows_closed(&self) -> usize {
         self.lock()
@@ -657,8 +672,8 @@ impl Oracles {
         };
         violations.extend(s.settled.iter().cloned());
         for (k, o) in &s.objects {
-            if let Some(at) = o.readiness {
-                violations.push(readiness_violation(k, at));
+            if let Some(race) = o.readiness {
+                violations.push(readiness_violation(k, race));
             }
         }
         if let Some(h) = &self.config.hot_loop {
@@ -680,16 +695,19 @@ impl Oracles {
     }
 }
 
-fn readiness_violation(k: &ObjectRef, at: SystemTime) -> Violation {
+fn readiness_violation(
+    k: &ObjectRef,
+    (since, until): (SystemTime, Option<SystemTime>),
+) -> Violation {
     Violation {
         oracle: "readinessRace".into(),
         resource: k.resource.clone(),
         namespace: k.namespace.clone(),
         name: k.name.clone(),
-        rule: "kstatus Current before the controller wrote any status (no observedGeneration, no conditions)".into(),
-        since: at,
+        rule: "kstatus Current before the controller wrote status.observedGeneration (by its fallback rule: no Ready, Reconciling or Stalled condition)".into(),
+        since,
         client: None,
-        until: None,
+        until,
         peak: None,
     }
 }
