@@ -244,6 +244,17 @@ fn finds_f1_with_a_reproducer_and_nothing_on_the_fix() {
     for file in f["files"].as_array().unwrap() {
         assert!(e.out.join(file.as_str().unwrap()).is_file(), "{file}");
     }
+    // Replayed once before it was reported (`--replay 1`, the default), and it came back.
+    assert_eq!(
+        f["replayed"],
+        serde_json::json!({"cameBack": 1, "of": 1}),
+        "{f}"
+    );
+    assert!(
+        e.stderr.contains("replayed: came back 1 of 1 time\n"),
+        "{}",
+        e.stderr
+    );
     let r = run_reproducer(f, "gitrepo");
     assert_eq!(
         r.status.code(),

@@ -123,6 +123,11 @@ pub struct ExploreArgs {
     #[arg(long, default_value_t = 4, value_name = "N")]
     pub shrink_steps: u32,
 
+    /// Runs of each finding's reproducer (after shrinking) before it is reported: one
+    /// that never fails again is reported as flaky, with how often it came back.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub replay: u32,
+
     /// The controller to explore, and its arguments.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub cmd: Vec<String>,
@@ -170,6 +175,7 @@ pub async fn run(args: ExploreArgs) -> Result<ExitCode> {
         max_run: args.max_run,
         oracles,
         shrink_steps: args.shrink_steps,
+        replay: args.replay,
         long_window: (!args.long_window.is_zero()).then_some(args.long_window),
         settle: args.settle,
         progress_bar: std::io::stderr().is_terminal(),

@@ -67,6 +67,8 @@ pub struct Config {
     pub settle: Duration,
     pub oracles: OracleConfig,
     pub shrink_steps: u32,
+    /// Runs of each finding's reproducer before it is reported (`--replay`).
+    pub replay: u32,
     /// Round 4's freezes (`plan.rs`); none: no round 4.
     pub long_window: Option<Duration>,
     /// Draw a progress bar (a terminal) rather than print a line per trial.
@@ -138,6 +140,24 @@ pub struct Finding {
     pub files: Vec<String>,
     /// Seconds since explore started when it was first seen.
     pub first_seen: f64,
+    /// Its reproducer run again before it was reported (`--replay`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replayed: Option<Replayed>,
+}
+
+/// How often a finding's reproducer came back when run again.
+#[derive(Debug, Clone, Copy, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Replayed {
+    pub came_back: usize,
+    pub of: usize,
+}
+
+impl Replayed {
+    /// It never came back.
+    pub fn flaky(&self) -> bool {
+        self.came_back == 0
+    }
 }
 
 /// The baseline schedule every run shares: the two clients and the oracles.
@@ -461,6 +481,7 @@ impl Search {
                 break;
             }
             self.shrink(f, &base, &refs, &mut next_id).await?;
+            self.replay(f, &refs, &mut next_id).await?;
         }
         let findings = self.shared.out.write_findings(
             &self.shared.cfg,
@@ -602,6 +623,7 @@ impl Search {
                     run_exits_1: false,
                     files: best.files.clone(),
                     first_seen: ts.iter().map(|t| t.at).fold(f64::MAX, f64::min),
+                    replayed: None,
                 }
             })
             .collect()

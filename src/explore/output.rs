@@ -393,6 +393,15 @@ impl Summary {
             for x in f.found.iter().skip(1).take(4) {
                 t.push_str(&format!("   also: {}\n", x.message));
             }
+            if let Some(r) = &f.replayed {
+                t.push_str(&format!(
+                    "   replayed: came back {} of {} time{}{}\n",
+                    r.came_back,
+                    r.of,
+                    if r.of == 1 { "" } else { "s" },
+                    if r.flaky() { " (flaky)" } else { "" }
+                ));
+            }
         }
         t.push_str(&format!(
             "\nsummary: {}\n",

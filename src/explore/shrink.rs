@@ -98,6 +98,69 @@ impl Search {
         Ok(())
     }
 
+    /// Run a finding's reproducer again, `--replay` times, before it is reported: one
+    /// that never comes back is still reported, called flaky, with how often it came
+    /// back (a finding is a claim about the controller, and a claim its own reproducer
+    /// does not back is worth less).
+    pub(super) async fn replay(
+        &mut self,
+        f: &mut Finding,
+        refs: &References,
+        next_id: &mut usize,
+    ) -> Result<()> {
+        let Some(best) = self.trials.iter().find(|t| t.id == f.trial).cloned() else {
+            return Ok(());
+        };
+        let key = f.signatures[0].clone();
+        let (mut tried, mut back) = (0, 0);
+        for _ in 0..self.shared.cfg.replay {
+            if self.out_of_time() {
+                break;
+            }
+            let id = *next_id;
+            *next_id += 1;
+            let job = Job {
+                id,
+                plan: Plan {
+                    label: format!("{} (replaying finding {})", best.plan, f.number),
+                    slug: best.slug.clone(),
+                    round: best.round,
+                    windows: best.schedule.windows.clone(),
+                    anchor: String::new(),
+                    targets: vec![],
+                    rank: best.rank,
+                },
+                shrinking: Some(f.number),
+                schedule: best.schedule.clone(),
+                quiet: refs.trial_quiet,
+            };
+            let t = self
+                .shared
+                .clone()
+                .trial(job, refs.hint.clone(), refs.baseline.clone())
+                .await?;
+            tried += 1;
+            if t.found.iter().any(|x| x.signature == key) {
+                back += 1;
+            }
+            self.progress.trial(&t, self.found_so_far(&t));
+            self.trials.push(t);
+        }
+        if tried > 0 {
+            f.replayed = Some(super::Replayed {
+                came_back: back,
+                of: tried,
+            });
+            if back == 0 {
+                f.title = format!(
+                    "{} (flaky: its reproducer came back 0 of {tried} times)",
+                    f.title
+                );
+            }
+        }
+        Ok(())
+    }
+
     async fn still_fails(
         &mut self,
         f: &mut Finding,
