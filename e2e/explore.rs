@@ -731,6 +731,9 @@ fn explores_a_cluster_and_puts_it_back() {
             "5s",
             "--shrink-steps",
             "0",
+            // Each replay is one more run, and reset: counted below without them.
+            "--replay",
+            "0",
         ],
     );
     assert_eq!(e.code, Some(1), "{}", e.stderr);
