@@ -117,23 +117,14 @@ impl Search {
             if self.out_of_time() {
                 break;
             }
-            let id = *next_id;
-            *next_id += 1;
-            let job = Job {
-                id,
-                plan: Plan {
-                    label: format!("{} (replaying finding {})", best.plan, f.number),
-                    slug: best.slug.clone(),
-                    round: best.round,
-                    windows: best.schedule.windows.clone(),
-                    anchor: String::new(),
-                    targets: vec![],
-                    rank: best.rank,
-                },
-                shrinking: Some(f.number),
-                schedule: best.schedule.clone(),
-                quiet: refs.trial_quiet,
-            };
+            let job = follow_up(
+                &best,
+                format!("{} (replaying finding {})", best.plan, f.number),
+                best.schedule.clone(),
+                f.number,
+                refs,
+                next_id,
+            );
             let t = self
                 .shared
                 .clone()
@@ -170,23 +161,14 @@ impl Search {
         next_id: &mut usize,
         best: &Trial,
     ) -> Result<bool> {
-        let id = *next_id;
-        *next_id += 1;
-        let job = Job {
-            id,
-            plan: Plan {
-                label: format!("{} (shrinking finding {})", best.plan, f.number),
-                slug: best.slug.clone(),
-                round: best.round,
-                windows: schedule.windows.clone(),
-                anchor: String::new(),
-                targets: vec![],
-                rank: best.rank,
-            },
-            shrinking: Some(f.number),
+        let job = follow_up(
+            best,
+            format!("{} (shrinking finding {})", best.plan, f.number),
             schedule,
-            quiet: refs.trial_quiet,
-        };
+            f.number,
+            refs,
+            next_id,
+        );
         let t = self
             .shared
             .clone()
@@ -207,6 +189,35 @@ impl Search {
         }
         self.trials.push(t);
         Ok(fails)
+    }
+}
+
+/// A trial run for finding `number` after the search (a shrink or a replay): `best`'s
+/// plan with `schedule`, under the next trial id.
+fn follow_up(
+    best: &Trial,
+    label: String,
+    schedule: Schedule,
+    number: usize,
+    refs: &References,
+    next_id: &mut usize,
+) -> Job {
+    let id = *next_id;
+    *next_id += 1;
+    Job {
+        id,
+        plan: Plan {
+            label,
+            slug: best.slug.clone(),
+            round: best.round,
+            windows: schedule.windows.clone(),
+            anchor: String::new(),
+            targets: vec![],
+            rank: best.rank,
+        },
+        shrinking: Some(number),
+        schedule,
+        quiet: refs.trial_quiet,
     }
 }
 
