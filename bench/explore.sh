@@ -10,15 +10,20 @@
 # don't know about", "Flux's source-controller" and bench/README.md.
 #
 #   bash bench/explore.sh [--rounds N] [--budget N] [--upstreams "sim envtest cluster flux"]
+#                         [--actions "none generated"] [--jobs "1 2"]
 #
+# --actions: each explore once per value (explore's --actions: the setup alone, or with
+# the user actions it generates from the setup's objects), side by side in one run.
 # Release builds; the whole plan list unless --budget (shrinking adds a few trials).
 # envtest, cluster and flux need KUBEBUILDER_ASSETS (built by e2e/assets/build.sh if
 # unset); flux needs git and Go (build-flux.sh, ~3 min the first time).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-rounds=1 budget="" upstreams="sim envtest cluster"
+rounds=1 budget="" upstreams="sim envtest cluster" actions_list="none generated" jobs_list="1 2"
 while [ $# -gt 0 ]; do
     case $1 in
+        --actions) actions_list=$2; shift 2 ;;
+        --jobs) jobs_list=$2; shift 2 ;;
         --rounds) rounds=$2; shift 2 ;;
         --budget) budget="--budget $2"; shift 2 ;;
         --upstreams) upstreams=$2; shift 2 ;;
@@ -70,32 +75,46 @@ start_flux() {
 explore() { # upstream jobs round flags...
     local upstream=$1 jobs=$2 round=$3
     shift 3
-    local dir="$out/$upstream-j$jobs-r$round"
+    local actions
+    for actions in $actions_list; do explore_one "$upstream" "$jobs" "$round" "$actions" "$@"; done
+}
+
+explore_one() { # upstream jobs round actions flags...
+    local upstream=$1 jobs=$2 round=$3 actions=$4
+    shift 4
+    local dir="$out/$upstream-j$jobs-r$round-$actions"
     local setup=(--setup examples/gitrepo/setup.yaml) controller=target/release/examples/gitrepo-controller
     if [ "$upstream" = flux ]; then setup=("${flux_setup[@]}"); controller=examples/flux/source-controller.sh; fi
     # shellcheck disable=SC2086 # $budget is a flag and its value, or nothing
-    target/release/stalemate explore "${setup[@]}" --jobs "$jobs" $budget "$@" \
+    target/release/stalemate explore "${setup[@]}" --jobs "$jobs" $budget --actions "$actions" "$@" \
         --out "$dir" -- "$controller" >/dev/null 2>&1 || true
-    python3 - "$dir/summary.json" "$upstream" "$jobs" "$round" <<'PY'
+    python3 - "$dir/summary.json" "$upstream" "$jobs" "$round" "$actions" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))
 first = s.get("firstFindingSeconds")
 trials = [t["seconds"] for t in s["trials"]]
 per = sum(trials) / len(trials) if trials else 0.0
-print(f"{sys.argv[2]:<8} {sys.argv[3]:<5} {sys.argv[4]:<5} {s['trialsRun']:>6} {s['seconds']:>8.1f} {s['trialsPerMinute']:>10.1f} "
+seqs = s.get("sequences", [])
+reached = sum(1 for q in seqs if q["status"] != "not reached")
+dropped = sum(1 for q in seqs if q["status"].startswith("dropped"))
+print(f"{sys.argv[2]:<8} {sys.argv[3]:<5} {sys.argv[4]:<5} {sys.argv[5]:<9} {f'{reached}/{len(seqs)}' if seqs else '-':>7} {s['trialsRun']:>6} {s['seconds']:>8.1f} {s['trialsPerMinute']:>10.1f} "
       f"{per:>9.1f}s {s['referenceSeconds']:>9.1f}s {(f'{first:.1f}s' if first is not None else 'none'):>8}  "
-      f"({len(s['findings'])} findings, {s.get('notExercised', 0)} not exercised)")
+      f"({len(s['findings'])} findings, {len(s.get('withoutFaults', []))} without faults, {s.get('notExercised', 0)} not exercised, {dropped} sequences dropped)")
+for f in s["findings"]:
+    print(f"    finding: {f['title'][:150]}" + (f" — after: {f['actions']}" if f.get("actions") else ""))
+for f in s.get("withoutFaults", []):
+    print(f"    without faults: {f['message'][:150]}")
 PY
 }
 
-printf '%-8s %-5s %-5s %6s %8s %10s %10s %10s %8s\n' upstream jobs round trials seconds trials/min per-trial reference first
+printf '%-8s %-5s %-5s %-9s %7s %6s %8s %10s %10s %10s %8s\n' upstream jobs round actions reached trials seconds trials/min per-trial reference first
 for round in $(seq "$rounds"); do
     for upstream in $upstreams; do
         case $upstream in
             sim)
-                for jobs in 1 2; do explore sim "$jobs" "$round"; done ;;
+                for jobs in $jobs_list; do explore sim "$jobs" "$round"; done ;;
             envtest)
-                for jobs in 1 2; do explore envtest "$jobs" "$round" --envtest "$KUBEBUILDER_ASSETS"; done ;;
+                for jobs in $jobs_list; do explore envtest "$jobs" "$round" --envtest "$KUBEBUILDER_ASSETS"; done ;;
             cluster)
                 # A real kube-apiserver standing in for a cluster: explore puts it back
                 # between trials (deletes what each created) and runs them one at a time.
@@ -106,7 +125,7 @@ for round in $(seq "$rounds"); do
                 kill "$cluster_pid"; wait "$cluster_pid" 2>/dev/null || true; cluster_pid="" ;;
             flux)
                 [ ${#flux_setup[@]} -gt 0 ] || start_flux
-                for jobs in 1 2; do
+                for jobs in $jobs_list; do
                     # shellcheck disable=SC2016 # stalemate expands it, per run
                     explore flux "$jobs" "$round" --envtest "$KUBEBUILDER_ASSETS" --quiet 2s \
                         --idle-url 'http://127.0.0.1:$STALEMATE_METRICS_PORT/metrics' \

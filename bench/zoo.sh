@@ -12,7 +12,9 @@
 #                     [--repeat N] [--reproduce-on "VERSIONS"] [--bin STALEMATE] [--out DIR]
 #                     [-- more explore flags]
 #
-# Setups and workloads: examples/kcm-zoo/ (README there). Each explore runs on a real
+# Setups and workloads: examples/kcm-zoo/ (README there). The figures in docs/zoo.md are
+# with the workloads alone: ZOO_ACTIONS=generated adds explore's generated actions.
+# Each explore runs on a real
 # control plane per trial (--envtest VERSION --with kwok), built by e2e/assets/build.sh
 # (~9 min per version the first time on 2 idle cores). The whole plan list unless --budget; a full run
 # takes hours on 2 cores (the long freezes of round 2 take 6 minutes a trial).
@@ -69,6 +71,7 @@ for c in $controllers; do
         # shellcheck disable=SC2046 # gates is one flag or none
         "$bin" explore --envtest "$(assets "$v")" --with kwok \
             --setup "examples/kcm-zoo/$c.yaml" --workload "sh $PWD/examples/kcm-zoo/$c-workload.sh" \
+            --actions "${ZOO_ACTIONS:-none}" \
             --jobs "$jobs" "${budget[@]}" ${extra[@]+"${extra[@]}"} --out "$dir" \
             -- "$PWD/examples/kcm-zoo/kcm.sh" "$c" $(gates "$c" "$v") \
             >"$dir.out" 2>"$dir.err" || true

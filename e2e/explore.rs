@@ -52,6 +52,12 @@ fn controller_process() {
             "orphan-cleaner-fixed" => {
                 widgets::run(client, Kind::OrphanCleaner { fixed: true }, log).await
             }
+            "generation-memo" => {
+                widgets::run(client, Kind::GenerationMemo { fixed: false }, log).await
+            }
+            "generation-memo-fixed" => {
+                widgets::run(client, Kind::GenerationMemo { fixed: true }, log).await
+            }
             other => panic!("no controller {other:?}"),
         }
     });
@@ -523,11 +529,107 @@ fn duplicate_children_are_found_and_the_fix_is_clean() {
     assert_eq!(fixed.code, Some(0), "{}\n{}", fixed.stderr, fixed.summary);
 }
 
+/// A bug only a user's action shows: the generation memo keyed by name forgets a
+/// Widget only on its DELETED event, so a delete and recreate it sees coalesced (as a
+/// relisting client does) leaves the new Widget without a status. The setup alone
+/// (`--actions none`) never recreates anything: clean. With the generated actions the
+/// first sequence deletes and recreates the Widget, and the finding names it; its
+/// reproducer carries the action as `--workload` steps and fails again under `run`.
+/// The fix (keyed by UID) is clean with the same actions.
+#[test]
+fn a_bug_that_needs_a_user_action_is_found_with_generated_actions_only() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let setup = widgets_setup();
+    let args = |budget: &'static str, actions: &'static str| {
+        vec![
+            "--setup".to_string(),
+            setup.clone(),
+            "--quiet".into(),
+            "2s".into(),
+            "--jobs".into(),
+            "2".into(),
+            "--budget".into(),
+            budget.into(),
+            "--settle".into(),
+            "5s".into(),
+            "--shrink-steps".into(),
+            "1".into(),
+            "--actions".into(),
+            actions.into(),
+        ]
+    };
+    let run = |controller: &str, a: Vec<String>| {
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        explore(dir.path(), controller, &a)
+    };
+    // Without actions: every plan of the setup alone (8), nothing found.
+    let none = run("generation-memo", args("12", "none"));
+    assert_eq!(none.code, Some(0), "{}\n{}", none.stderr, none.summary);
+    assert!(
+        none.summary["sequences"]
+            .as_array()
+            .is_none_or(|s| s.is_empty())
+    );
+    // With them: found, after a delete and recreate.
+    let e = run("generation-memo", args("8", "generated"));
+    assert_eq!(e.code, Some(1), "{}", e.stderr);
+    let findings = e.summary["findings"].as_array().unwrap();
+    let f = findings
+        .iter()
+        .find(|f| {
+            f["actions"].as_str().is_some_and(|a| {
+                a.contains("delete widgets.demo.stalemate.dev demo/w1 and create it again")
+            })
+        })
+        .unwrap_or_else(|| panic!("no finding after a recreate: {}", e.summary));
+    assert!(
+        f["found"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|x| x["name"] == "w1"),
+        "{f}"
+    );
+    // Every trial names its actions; the sequences say what became of each.
+    let trials = e.summary["trials"].as_array().unwrap();
+    assert!(trials.iter().any(|t| t["actions"].is_null()));
+    assert!(trials.iter().any(|t| t["actions"].is_string()));
+    let seqs = e.summary["sequences"].as_array().unwrap();
+    assert_eq!(seqs[0]["status"], "searched", "{seqs:#?}");
+    // The reproducer runs the action as a workload step a shell takes as it is.
+    let argv: Vec<&str> = f["reproduce"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    let step = argv
+        .iter()
+        .position(|a| *a == "--workload")
+        .expect("a --workload step");
+    assert!(
+        argv[step + 1].starts_with("kubectl delete widgets.demo.stalemate.dev w1 -n demo"),
+        "{argv:?}"
+    );
+    let out = run_reproducer(f, "generation-memo");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let fixed = run("generation-memo-fixed", args("8", "generated"));
+    assert_eq!(fixed.code, Some(0), "{}\n{}", fixed.stderr, fixed.summary);
+}
+
 /// A controller nobody here wrote, with the official Python client (slow to start: its
-/// import alone takes seconds on a busy machine), explored with default flags and two
-/// jobs: its stale-cache bug is found, no trial is judged before the controller acted,
-/// and its fix — which takes a create's 409 for AlreadyExists, as real controllers do —
-/// is clean (explore injects no 409 a real apiserver would not send).
+/// import alone takes seconds on a busy machine), explored with default flags (generated
+/// actions on) but two jobs, a budget and one shrink step a window: its stale-cache bug is found, no trial is judged
+/// before the controller acted, and its fix — which takes a create's 409 for
+/// AlreadyExists, as real controllers do — is clean with the actions too (explore
+/// injects no 409 a real apiserver would not send; the 503s on creates it plans are
+/// `plan/tests.rs`'s).
 #[test]
 fn a_python_controllers_bug_is_found_and_its_fix_is_clean() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
@@ -551,7 +653,18 @@ fn a_python_controllers_bug_is_found_and_its_fix_is_clean() {
         }
         a
     };
-    let args = ["--setup", setup.as_str(), "--jobs", "2"];
+    // Default flags — generated actions on — within a budget: the setup's plans and
+    // then every action sequence's first ones (breadth first).
+    let args = [
+        "--setup",
+        setup.as_str(),
+        "--jobs",
+        "2",
+        "--budget",
+        "16",
+        "--shrink-steps",
+        "1",
+    ];
     let e = explore_cmd(dir.path(), "python-child", &argv(false), &args);
     assert_eq!(e.code, Some(1), "{}", e.stderr);
     let all = messages(&e.summary);
@@ -585,11 +698,9 @@ fn a_python_controllers_bug_is_found_and_its_fix_is_clean() {
         fixed.summary
     );
     assert!(
-        trials.iter().any(|t| t["plan"]
-            .as_str()
-            .unwrap_or("")
-            .starts_with("answer 503 to the controller's create of configmaps")),
-        "creates get what a real apiserver can answer them"
+        trials.iter().any(|t| t["actions"].is_string()),
+        "the fix was exercised with actions too: {}",
+        fixed.summary
     );
     assert!(
         !trials

@@ -46,6 +46,9 @@ fn explore(out: &Path, budget: &str) -> Output {
         .args(["--with", "kwok", "--setup"])
         .arg(repo("examples/kcm-zoo/job.yaml"))
         .args(["--workload", &workload, "--jobs", "2", "--budget", budget])
+        // The Job controller's bug is the workload's (a KEP's gate on and off): the
+        // generated actions on the Job (e2e/explore.rs tests those) are left out.
+        .args(["--actions", "none"])
         .args(["--shrink-steps", "1", "--out"])
         .arg(out)
         .arg("--")

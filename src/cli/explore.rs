@@ -22,7 +22,9 @@ Examples:
   stalemate explore --upstream-kubeconfig ~/.kube/config --reset ./reset.sh --setup cr.yaml -- ./bin/manager
 
 How it works: two fault-free reference runs (until nothing happens for --quiet) give the
-end state to compare with and the controller's own requests to anchor windows on. Each
+end state to compare with and the controller's own requests to anchor windows on. Then
+the same for each sequence of user actions (--actions: generated from the setup's
+objects by default; --actions-list shows them), whose steps' writes are anchors too. Each
 plan is a schedule — freeze what the controller watches right after one of its writes,
 restart it, rewind its cache, answer 409/500/429, expire its watches, coalesce changes —
 run as a trial on a fresh simulator (or the cluster, put back with --reset), and judged by
@@ -123,6 +125,20 @@ pub struct ExploreArgs {
     #[arg(long, default_value_t = 4, value_name = "N")]
     pub shrink_steps: u32,
 
+    /// The user's actions to search with: `generated` (from the setup's objects — their
+    /// fields as their schemas admit, values the controller may have to reject, delete
+    /// and recreate, finalizers, annotations, one more like them; each crossed with the
+    /// faults at the moment it lands), `none`, or a YAML file of sequences
+    /// (`- {name: …, run: CMD}` or `- {name: …, steps: [CMD, …]}`). A --workload runs
+    /// before each sequence's steps.
+    #[arg(long, default_value = "generated", value_name = "generated|none|FILE")]
+    pub actions: explore::actions::Source,
+
+    /// Print the action sequences --actions gives (with each step as a --workload a
+    /// shell takes) and exit, running nothing.
+    #[arg(long)]
+    pub actions_list: bool,
+
     /// Runs of each finding's reproducer (after shrinking) before it is reported: one
     /// that never fails again is reported as flaky, with how often it came back.
     #[arg(long, default_value_t = 1, value_name = "N")]
@@ -135,6 +151,26 @@ pub struct ExploreArgs {
 
 pub async fn run(args: ExploreArgs) -> Result<ExitCode> {
     let setup = crate::setup::load(&args.world.setup)?;
+    if args.actions_list {
+        let (sequences, notes) = match &args.actions {
+            explore::actions::Source::None => (Vec::new(), Vec::new()),
+            explore::actions::Source::File(p) => (explore::actions::load(p)?, Vec::new()),
+            explore::actions::Source::Generated => {
+                let g = explore::actions::generate(&setup, args.seed);
+                (g.sequences, g.notes)
+            }
+        };
+        let mut text = explore::actions::listing(&sequences, &notes);
+        if args.actions == explore::actions::Source::Generated {
+            text.push_str(
+                "# and, once the references have run, a delete of each object the controller owns\n",
+            );
+        }
+        // A reader that stops early (`| head`) is not an error.
+        use std::io::Write;
+        let _ = std::io::stdout().write_all(text.as_bytes());
+        return Ok(ExitCode::SUCCESS);
+    }
     let oracles = match &args.oracles {
         Some(p) => {
             let text =
@@ -162,6 +198,7 @@ pub async fn run(args: ExploreArgs) -> Result<ExitCode> {
         setup_paths: args.world.setup,
         setup,
         workload: args.world.workload,
+        actions: args.actions,
         start_timeout: args.world.start_timeout,
         idle_url: args.world.idle_url,
         focus: args.focus,

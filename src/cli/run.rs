@@ -129,8 +129,10 @@ pub struct WorldArgs {
     /// What a user does while CMD runs: a shell command started once CMD has settled, with
     /// its own KUBECONFIG through a second listener of the proxy — another client (`{"listener":
     /// "workload"}`; CMD's is `{"listener": "controller"}`) whose requests windows can open on.
+    /// Repeated: steps run one after another, each once CMD has settled after the one
+    /// before (a step that exits non-zero ends the workload).
     #[arg(long, value_name = "CMD")]
-    pub workload: Option<String>,
+    pub workload: Vec<String>,
 
     /// A controller that makes no request within this is an error (exit 2): it did not
     /// start, or does not use the KUBECONFIG it is given. Quiet is counted only once the

@@ -11,7 +11,15 @@
 //!   that shows up before its Widget does in a stale cache is deleted (a deletion based on
 //!   a stale read). Fixed: a live GET of the Widget before deleting.
 //!
-//! Both are the same loop — two informers (Widgets, ConfigMaps), a change on either
+//! - **generation memo** — remembers the generation of each Widget it has reconciled, so
+//!   a pass skips Widgets it has done; a Widget's DELETED event clears its entry. Buggy:
+//!   the memo is keyed by name, so a Widget deleted and created again under the same
+//!   name whose DELETED event the controller never sees (a relist, or events coalesced
+//!   as a relisting client sees them) is the old one to it: generation 1, done — the new
+//!   Widget never gets a status. Only a user action (delete and recreate) can show it.
+//!   Fixed: keyed by UID.
+//!
+//! All are the same loop — two informers (Widgets, ConfigMaps), a change on either
 //! schedules one pass over every Widget after a short debounce — and both write the
 //! Widget's status (`observedGeneration`, a Ready condition) only when it changes, so a
 //! run goes quiet.
@@ -66,7 +74,11 @@ pub fn api_resource() -> ApiResource {
 pub enum Kind {
     ChildCreator { fixed: bool },
     OrphanCleaner { fixed: bool },
+    GenerationMemo { fixed: bool },
 }
+
+/// The generation memo's entries: the generation reconciled, by name or by UID.
+type Memo = Arc<std::sync::Mutex<BTreeMap<String, i64>>>;
 
 /// How long after a change the pass runs: changes that arrive together are one pass,
 /// and a fault-free run sees every object the change implies.
@@ -82,6 +94,7 @@ struct Ctx {
     configmaps: Store<ConfigMap>,
     kind: Kind,
     log: Log,
+    memo: Memo,
 }
 
 /// The `main` of `examples/child-creator.rs` and `examples/orphan-cleaner.rs`: `--fixed`
@@ -120,9 +133,17 @@ pub async fn run(client: kube::Client, kind: Kind, log: Log) {
     let widgets = wwriter.as_reader();
     let (configmaps, cwriter) = reflector::store::<ConfigMap>();
     let changed = Arc::new(tokio::sync::Notify::new());
+    let memo: Memo = Default::default();
+    let forget = memo.clone();
     let w = reflector::reflector(wwriter, watcher(widgets_api, watcher::Config::default()))
         .default_backoff()
-        .map(|_| ());
+        .map(move |ev| {
+            // A Widget gone is forgotten — by what the memo is keyed by.
+            if let Ok(watcher::Event::Delete(o)) = &ev {
+                let mut m = forget.lock().unwrap_or_else(|p| p.into_inner());
+                m.remove(&memo_key(o, kind == Kind::GenerationMemo { fixed: true }));
+            }
+        });
     let c = reflector::reflector(
         cwriter,
         watcher(cm_api, watcher::Config::default().labels(LABEL)),
@@ -142,6 +163,7 @@ pub async fn run(client: kube::Client, kind: Kind, log: Log) {
         configmaps,
         kind,
         log,
+        memo,
     };
     // A failed pass is retried with a back-off that doubles (1 s, 2 s, 4 s, 8 s at most),
     // as controller-runtime's and Flux's rate limiters do: while it waits, the
@@ -176,10 +198,42 @@ async fn pass(ctx: &Ctx) -> Result<(), kube::Error> {
         let child = match ctx.kind {
             Kind::ChildCreator { fixed } => Some(ensure_child(ctx, &w, &ns, &name, fixed).await?),
             Kind::OrphanCleaner { .. } => None,
+            Kind::GenerationMemo { fixed } => {
+                let key = memo_key(&w, fixed);
+                let generation = w.metadata.generation.unwrap_or(0);
+                let done = ctx
+                    .memo
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .get(&key)
+                    .is_some_and(|g| *g >= generation);
+                if done {
+                    continue;
+                }
+                write_status(ctx, &w, &ns, &name, None).await?;
+                ctx.memo
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(key, generation);
+                continue;
+            }
         };
         write_status(ctx, &w, &ns, &name, child).await?;
     }
     Ok(())
+}
+
+/// The generation memo's key for a Widget: its namespace/name (the bug) or its UID.
+fn memo_key(w: &DynamicObject, by_uid: bool) -> String {
+    if by_uid {
+        w.metadata.uid.clone().unwrap_or_default()
+    } else {
+        format!(
+            "{}/{}",
+            w.metadata.namespace.as_deref().unwrap_or(""),
+            w.metadata.name.as_deref().unwrap_or("")
+        )
+    }
 }
 
 async fn ensure_child(

@@ -236,6 +236,7 @@ mod tests {
             anchor: anchor.into(),
             targets: targets.iter().map(|t| t.to_string()).collect(),
             rank: 0,
+            phase: 0,
         }
     }
 

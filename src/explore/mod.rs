@@ -15,6 +15,7 @@
 //! run side by side (`--jobs`), each with an upstream of its own; on a cluster one at a
 //! time, the cluster put back between them.
 
+pub mod actions;
 pub mod differ;
 pub mod effect;
 pub mod focus;
@@ -25,6 +26,7 @@ pub mod plan;
 mod progress;
 mod reference;
 mod shrink;
+pub mod tracks;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -46,7 +48,10 @@ pub struct Config {
     pub controller: Vec<String>,
     pub setup_paths: Vec<PathBuf>,
     pub setup: Vec<crate::setup::Manifest>,
-    pub workload: Option<String>,
+    /// The user's own workload steps (`--workload`), run before any action's.
+    pub workload: Vec<String>,
+    /// Where the user's actions come from (`--actions`).
+    pub actions: actions::Source,
     /// A controller that makes no request within this is an error.
     pub start_timeout: Duration,
     /// The controller's metrics, for its workqueues' idleness (`session/idle.rs`).
@@ -94,6 +99,17 @@ pub struct Trial {
     pub round: u8,
     /// Its plan's focus rank (`focus.rs`: 1 on the user's objects, 3 elsewhere).
     pub rank: u8,
+    /// The user's actions it ran (`actions/`; none: the setup and `--workload` alone).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub actions: Option<String>,
+    /// Which sequence of actions (0: none), and the workload steps it ran.
+    #[serde(skip)]
+    pub track: usize,
+    #[serde(skip)]
+    pub workload: Vec<String>,
+    /// How long it had to be quiet before it was judged.
+    #[serde(skip)]
+    pub quiet: Duration,
     /// The controller's exits on its own, each followed by a restart (`exit status: 1
     /// after 3.2s`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -128,10 +144,17 @@ pub struct Finding {
     pub found: Vec<Found>,
     /// The plan it was found with, and the trial that shows the reproducer failing.
     pub plan: String,
+    /// The user's actions it needs (none: the setup and `--workload` alone); its
+    /// reproducer runs them as `--workload` steps.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub actions: Option<String>,
     pub trial: usize,
     pub trials: Vec<usize>,
     /// The reproducer schedule (relative to --out).
     pub schedule_file: String,
+    /// The workload steps its reproducer runs (`--workload` and its actions').
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub workload: Vec<String>,
     /// A command that runs it again.
     pub reproduce: Vec<String>,
     /// Whether `stalemate run` judges it by itself (its oracles, not the differential
@@ -238,6 +261,14 @@ struct Search {
     shared: Arc<Shared>,
     trials: Vec<Trial>,
     progress: Progress,
+    /// Trials started for plans (not shrinking or replaying): what `--budget` counts.
+    planned_trials: usize,
+    /// (sequence class, plan) already tried: the same plan for an equivalent sequence
+    /// is skipped.
+    tried: std::collections::BTreeSet<(String, String)>,
+    /// What the oracles found with actions and no fault (each a finding in itself).
+    with_actions_no_fault: Vec<Found>,
+    with_actions_files: Vec<String>,
 }
 
 /// Run the search.
@@ -257,6 +288,10 @@ pub async fn run(cfg: Config) -> Result<Verdict> {
         progress: Progress::new(shared.cfg.progress_bar),
         shared: shared.clone(),
         trials: Vec::new(),
+        planned_trials: 0,
+        tried: Default::default(),
+        with_actions_no_fault: Vec::new(),
+        with_actions_files: Vec::new(),
     };
     let r = s.search().await;
     let finished = shared.cfg.upstream.finish().await;
@@ -270,6 +305,10 @@ pub async fn run(cfg: Config) -> Result<Verdict> {
 struct Job {
     id: usize,
     plan: Plan,
+    /// Which sequence of actions (0: none), its label and the workload steps to run.
+    track: usize,
+    actions: Option<String>,
+    workload: Vec<String>,
     shrinking: Option<usize>,
     schedule: Schedule,
     /// How long it must be quiet before it is judged.
@@ -285,7 +324,13 @@ impl Shared {
         self.started.elapsed().as_secs_f64()
     }
 
-    fn options(&self, schedule: Schedule, id: &str, quiet: Duration) -> Result<session::Options> {
+    fn options(
+        &self,
+        schedule: Schedule,
+        id: &str,
+        quiet: Duration,
+        workload: &[String],
+    ) -> Result<session::Options> {
         let dir = self.out.scratch(id)?;
         // A plan's windows are not the controller failing to go quiet: a run may take
         // as long as they do on top of --max-run.
@@ -297,7 +342,7 @@ impl Shared {
             dir,
         );
         o.setup = self.cfg.setup.clone();
-        o.workload = self.cfg.workload.clone();
+        o.workload = workload.to_vec();
         o.start_timeout = self.cfg.start_timeout;
         // As a Deployment would: an exit is followed by a restart; only a crash loop (or
         // a different end state) is a finding.
@@ -346,7 +391,7 @@ impl Shared {
         baseline: Arc<Baseline>,
     ) -> Result<Trial> {
         let name = format!("trial-{:03}", job.id);
-        let mut o = self.options(job.schedule.clone(), &name, job.quiet)?;
+        let mut o = self.options(job.schedule.clone(), &name, job.quiet, &job.workload)?;
         o.extent_hint = hint;
         // Every object the differential judges gets the allowance the convergence
         // oracle gives its own: a quiet trial whose end state differs from the
@@ -397,6 +442,10 @@ impl Shared {
             slug: job.plan.slug.clone(),
             round: job.plan.round,
             rank: job.plan.rank,
+            actions: job.actions,
+            track: job.track,
+            workload: job.workload,
+            quiet: job.quiet,
             exits,
             shrinking: job.shrinking,
             schedule: job.schedule,
@@ -428,13 +477,77 @@ impl Search {
         if let Some(c) = base.oracles.as_mut().and_then(|o| o.convergence.as_mut()) {
             c.failed = refs.without_faults.failed.clone();
         }
-        let mut plans = plan::plans(
-            &refs.reference,
-            &plan::Options {
-                long_window: self.shared.cfg.long_window,
-            },
-        );
+        let mut plans = plan::plans(&refs.reference, &self.plan_options());
         let ranks = refs.focus.order(&mut plans);
+        self.say_plans(&refs, &plans, ranks);
+        let sequences = self.sequences(&refs)?;
+        let refs: Arc<reference::References> = Arc::from(refs);
+        let mut tracks =
+            tracks::Track::all(&self.shared.cfg, &base, refs.clone(), plans, sequences);
+        let mut next_id = self.run_tracks(&mut tracks, &refs).await?;
+        let mut findings = self.group();
+        for f in &mut findings {
+            if self.out_of_time() {
+                break;
+            }
+            let Some(track) = self
+                .trials
+                .iter()
+                .find(|t| t.id == f.trial)
+                .map(|t| t.track)
+            else {
+                continue;
+            };
+            let Some(tracks::State::Ready(tr)) = tracks.get(track).map(|t| t.state.clone()) else {
+                continue;
+            };
+            let tb = tracks[track].base.clone();
+            self.shrink(f, &tb, &tr, &mut next_id).await?;
+            self.replay(f, &tr, &mut next_id).await?;
+        }
+        let findings = self.shared.out.write_findings(
+            &self.shared.cfg,
+            findings,
+            &self.trials,
+            self.shared.max_run(),
+        )?;
+        let mut summary = output::Summary::new(
+            &self.shared.cfg,
+            &findings,
+            &self.trials,
+            self.elapsed(),
+            refs.seconds,
+        );
+        summary.focus = refs.focus.resources.iter().cloned().collect();
+        summary.plans_by_rank = Some(ranks);
+        let mut without = refs.without_faults.found.clone();
+        without.extend(self.with_actions_no_fault.iter().cloned());
+        let mut files = refs.without_faults.files.clone();
+        files.extend(self.with_actions_files.iter().cloned());
+        summary.fault_free(&without, &files);
+        summary.sequences = tracks.iter().skip(1).map(|t| t.row()).collect();
+        self.shared.out.write_summary(&summary)?;
+        self.progress.say(&summary.terminal(&self.shared.cfg.out));
+        if *self.shared.stop.borrow() {
+            anyhow::bail!(
+                "interrupted (SIGINT or SIGTERM): the summary holds the trials that finished"
+            );
+        }
+        Ok(if findings.is_empty() && without.is_empty() {
+            Verdict::Clean
+        } else {
+            Verdict::Found
+        })
+    }
+
+    fn plan_options(&self) -> plan::Options {
+        plan::Options {
+            long_window: self.shared.cfg.long_window,
+        }
+    }
+
+    /// What the references say about the plans.
+    fn say_plans(&self, refs: &reference::References, plans: &[Plan], ranks: [usize; 3]) {
         self.progress.say(&format!(
             "explore: reference runs quiet after {:.1}s; {} anchors, {} plans; trials end after {} of quiet (the controller's longest gap between writes: {}){}",
             refs.seconds,
@@ -467,103 +580,13 @@ impl Search {
         ));
         self.progress.say(&format!(
             "explore: on the focus, {}{}",
-            focus::Focus::rounds(&plans),
+            focus::Focus::rounds(plans),
             if plans.iter().any(|p| p.round == 2) {
                 " (round 2: the long freezes, --long-window)"
             } else {
                 ""
             }
         ));
-        let mut next_id = self.run_plans(plans, &base, &refs).await?;
-        let mut findings = self.group();
-        for f in &mut findings {
-            if self.out_of_time() {
-                break;
-            }
-            self.shrink(f, &base, &refs, &mut next_id).await?;
-            self.replay(f, &refs, &mut next_id).await?;
-        }
-        let findings = self.shared.out.write_findings(
-            &self.shared.cfg,
-            findings,
-            &self.trials,
-            refs.trial_quiet,
-            self.shared.max_run(),
-        )?;
-        let mut summary = output::Summary::new(
-            &self.shared.cfg,
-            &findings,
-            &self.trials,
-            self.elapsed(),
-            refs.seconds,
-        );
-        summary.focus = refs.focus.resources.iter().cloned().collect();
-        summary.plans_by_rank = Some(ranks);
-        summary.fault_free(&refs.without_faults.found, &refs.without_faults.files);
-        self.shared.out.write_summary(&summary)?;
-        self.progress.say(&summary.terminal(&self.shared.cfg.out));
-        if *self.shared.stop.borrow() {
-            anyhow::bail!(
-                "interrupted (SIGINT or SIGTERM): the summary holds the trials that finished"
-            );
-        }
-        Ok(
-            if findings.is_empty() && refs.without_faults.found.is_empty() {
-                Verdict::Clean
-            } else {
-                Verdict::Found
-            },
-        )
-    }
-
-    /// Every plan (up to `--budget`) as a trial, `jobs` at a time; returns the next
-    /// trial id.
-    async fn run_plans(
-        &mut self,
-        plans: Vec<Plan>,
-        base: &Schedule,
-        refs: &reference::References,
-    ) -> Result<usize> {
-        let planned = self
-            .shared
-            .cfg
-            .budget
-            .map_or(plans.len(), |b| b.min(plans.len()));
-        self.progress.start(planned as u64);
-        let jobs = self.shared.jobs();
-        let mut queue = plans.into_iter().take(planned);
-        let mut running = futures_util::stream::FuturesUnordered::new();
-        let mut next_id = 1;
-        loop {
-            while running.len() < jobs && !self.out_of_time() {
-                let Some(plan) = queue.next() else { break };
-                let schedule = Schedule {
-                    windows: plan.windows.clone(),
-                    ..base.clone()
-                };
-                let job = Job {
-                    id: next_id,
-                    plan,
-                    shrinking: None,
-                    schedule,
-                    quiet: refs.trial_quiet,
-                };
-                next_id += 1;
-                running.push(tokio::spawn(self.shared.clone().trial(
-                    job,
-                    refs.hint.clone(),
-                    refs.baseline.clone(),
-                )));
-            }
-            use futures_util::StreamExt;
-            let Some(done) = running.next().await else {
-                break;
-            };
-            let t = done.context("a trial's task failed")??;
-            self.progress.trial(&t, self.found_so_far(&t));
-            self.trials.push(t);
-        }
-        Ok(next_id)
     }
 
     /// `--time` is up, or explore was interrupted: no new trial starts.
@@ -616,9 +639,11 @@ impl Search {
                     signatures,
                     found: best.found.clone(),
                     plan: best.plan.clone(),
+                    actions: best.actions.clone(),
                     trial: best.id,
                     trials: ts.iter().map(|t| t.id).collect(),
                     schedule_file: String::new(),
+                    workload: vec![],
                     reproduce: vec![],
                     run_exits_1: false,
                     files: best.files.clone(),

@@ -100,7 +100,6 @@ impl Out {
         cfg: &Config,
         mut findings: Vec<Finding>,
         trials: &[Trial],
-        quiet: std::time::Duration,
         max_run: std::time::Duration,
     ) -> Result<Vec<Finding>> {
         for f in &mut findings {
@@ -138,10 +137,12 @@ impl Out {
                 }
             }
             f.files = files;
+            f.workload = t.workload.clone();
             f.reproduce = reproduce(
                 cfg,
+                &t.workload,
                 &self.root.join(&f.schedule_file),
-                quiet,
+                t.quiet,
                 max_run + super::windows_span(&reproducer),
             );
             f.run_exits_1 = expected.is_some()
@@ -175,6 +176,7 @@ impl Drop for Out {
 /// after `quiet`, cut after `max_run`).
 pub fn reproduce(
     cfg: &Config,
+    workload: &[String],
     schedule: &Path,
     quiet: std::time::Duration,
     max_run: std::time::Duration,
@@ -191,7 +193,7 @@ pub fn reproduce(
         argv.push("--setup".into());
         argv.extend(cfg.setup_paths.iter().map(|p| abs(p)));
     }
-    if let Some(w) = &cfg.workload {
+    for w in workload {
         argv.extend(["--workload".into(), w.clone()]);
     }
     if cfg.start_timeout != crate::session::Options::DEFAULT_START_TIMEOUT {
@@ -225,8 +227,8 @@ pub struct Summary {
     pub verdict: &'static str,
     pub controller: Vec<String>,
     pub setup: Vec<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub workload: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub workload: Vec<String>,
     /// sim | envtest | cluster
     pub upstream: &'static str,
     pub seconds: f64,
@@ -251,6 +253,9 @@ pub struct Summary {
     pub focus: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub plans_by_rank: Option<[usize; 3]>,
+    /// The user's action sequences (`--actions`) and what became of each.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sequences: Vec<super::tracks::Row>,
     pub trials: Vec<Trial>,
 }
 
@@ -278,6 +283,7 @@ impl Summary {
             reference_files: vec![],
             focus: vec![],
             plans_by_rank: None,
+            sequences: vec![],
             trials: vec![],
         }
     }
@@ -376,9 +382,13 @@ impl Summary {
         }
         for f in &self.findings {
             t.push_str(&format!(
-                "\n#{} {}\n   found by: {}\n   oracles: {}\n   reproducer: {}\n   run it: {}\n",
+                "\n#{} {}\n{}   found by: {}\n   oracles: {}\n   reproducer: {}\n   run it: {}\n",
                 f.number,
                 f.title,
+                f.actions
+                    .as_ref()
+                    .map(|a| format!("   after: {a}\n"))
+                    .unwrap_or_default(),
                 f.plan,
                 f.found
                     .iter()
@@ -462,9 +472,13 @@ table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ddd;pad
     }
     for f in &s.findings {
         h.push_str(&format!(
-            "<h3 class=\"fail\">#{} {}</h3><p>Found by: {} (trial {}; {} failing trial{})</p><ul>",
+            "<h3 class=\"fail\">#{} {}</h3>{}<p>Found by: {} (trial {}; {} failing trial{})</p><ul>",
             f.number,
             esc(&f.title),
+            f.actions
+                .as_ref()
+                .map(|a| format!("<p>After the user's actions: {}</p>", esc(a)))
+                .unwrap_or_default(),
             esc(&f.plan),
             f.trial,
             f.trials.len(),
@@ -487,11 +501,25 @@ table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ddd;pad
                 .join(" · ")
         ));
     }
-    h.push_str("</section><section><h2>Trials</h2><table><tr><th>#</th><th>plan</th><th>verdict</th><th>seconds</th><th>what</th></tr>");
+    if !s.sequences.is_empty() {
+        h.push_str("</section><section><h2>User actions</h2><table><tr><th>#</th><th>actions</th><th>trials</th><th>status</th></tr>");
+        for q in &s.sequences {
+            h.push_str(&format!(
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                q.number,
+                esc(&q.actions),
+                q.trials,
+                esc(&q.status)
+            ));
+        }
+        h.push_str("</table>");
+    }
+    h.push_str("</section><section><h2>Trials</h2><table><tr><th>#</th><th>actions</th><th>plan</th><th>verdict</th><th>seconds</th><th>what</th></tr>");
     for t in &s.trials {
         h.push_str(&format!(
-            "<tr><td>{}</td><td>{}</td><td class=\"{}\">{}</td><td>{:.1}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"{}\">{}</td><td>{:.1}</td><td>{}</td></tr>",
             t.id,
+            esc(t.actions.as_deref().unwrap_or("—")),
             esc(&t.plan),
             esc(&t.verdict),
             esc(&t.verdict),

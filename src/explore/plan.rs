@@ -156,6 +156,9 @@ pub struct Plan {
     pub targets: Vec<String>,
     /// How close it is to what the user cares about (`focus.rs`; 1 is closest).
     pub rank: u8,
+    /// The phase of the run it opens in (0: the start-up; N: after the workload's Nth
+    /// write): plans in the start-up of a run with actions are those of the run without.
+    pub phase: usize,
 }
 
 impl Plan {
@@ -190,6 +193,15 @@ pub struct Reference {
     /// The user's objects — the setup's, and those the workload created — which a long
     /// freeze's `touch` touches.
     pub touchable: Vec<crate::fault::touch::Object>,
+    /// When each of the workload's writes reached the proxy: where phases begin.
+    pub phase_starts: Vec<SystemTime>,
+}
+
+impl Reference {
+    /// The phase of the run at `t`.
+    pub fn phase_at(&self, t: SystemTime) -> usize {
+        self.phase_starts.iter().filter(|s| **s <= t).count()
+    }
 }
 
 /// What the planner is asked for besides the reference.
@@ -267,6 +279,7 @@ pub fn read(trace: &[Stamped], setup: &[crate::setup::Applied]) -> Reference {
                 // about it.
                 if client == WORKLOAD {
                     phase += 1;
+                    r.phase_starts.push(sent_at(s.at, *latency_ms));
                 }
                 let n = counts
                     .entry((client.clone(), verb, resource.clone()))
@@ -441,6 +454,7 @@ impl Planner<'_> {
             anchor: a.resource.clone(),
             targets: resources,
             rank: 0,
+            phase: a.phase,
         })
     }
 
@@ -457,8 +471,10 @@ impl Planner<'_> {
     fn round_1(&mut self, order: &[&Anchor]) {
         for a in order {
             self.freeze(a, Duration::from_millis(1500), 1);
+            // The controller restarted as a user's write lands, too: it comes back to
+            // a world that changed while it was down.
+            self.out.push(restart(a));
             if a.client == CONTROLLER {
-                self.out.push(restart(a));
                 if a.preconditioned {
                     self.out.push(errors(a, 409, 1));
                 }
@@ -490,9 +506,13 @@ impl Planner<'_> {
                     anchor: a.resource.clone(),
                     targets: watched.clone(),
                     rank: 0,
+                    phase: a.phase,
                 });
             }
             if a.client != CONTROLLER {
+                if let Some(p) = errors_after_action(self.r, a) {
+                    self.out.push(p);
+                }
                 continue;
             }
             let listed: Vec<String> = self.r.listed.iter().cloned().collect();
@@ -508,6 +528,7 @@ impl Planner<'_> {
                     anchor: a.resource.clone(),
                     targets: listed,
                     rank: 0,
+                    phase: a.phase,
                 });
             }
             self.out.push(errors(a, 500, 3));
@@ -566,7 +587,7 @@ impl Planner<'_> {
     }
 }
 
-/// Restart the controller right after `a`.
+/// Restart the controller right after `a` (the controller's write, or a user's).
 fn restart(a: &Anchor) -> Plan {
     Plan {
         label: format!("restart the controller right after {}", a.describe()),
@@ -582,6 +603,7 @@ fn restart(a: &Anchor) -> Plan {
         anchor: a.resource.clone(),
         targets: vec![],
         rank: 0,
+        phase: a.phase,
     }
 }
 
@@ -619,7 +641,44 @@ fn errors(a: &Anchor, status: u16, round: u8) -> Plan {
         anchor: a.resource.clone(),
         targets: vec![a.resource.clone()],
         rank: 0,
+        phase: a.phase,
     }
+}
+
+/// 500s to every write the controller makes in the phase a user's write `a` starts,
+/// for 1.5 s from it: the controller's reaction to an action failing as a whole (its
+/// first status patch after an action is rarely one of the run's first few).
+fn errors_after_action(r: &Reference, a: &Anchor) -> Option<Plan> {
+    let written: BTreeSet<String> = r
+        .anchors
+        .iter()
+        .filter(|b| b.client == CONTROLLER && b.phase == a.phase)
+        .map(|b| b.resource.clone())
+        .collect();
+    if written.is_empty() {
+        return None;
+    }
+    let resources: Vec<String> = written.into_iter().collect();
+    Some(Plan {
+        label: format!(
+            "answer 500 to the controller's writes of {} for 1.5s from {}",
+            resources.join(", "),
+            a.describe()
+        ),
+        slug: format!("errors-500-writes-after-{}", a.slug()),
+        round: 3,
+        windows: vec![window(
+            "errors",
+            &resources,
+            json!({"errors": {"verbs": [Verb::Create, Verb::Update, Verb::Patch, Verb::Delete], "status": 500}}),
+            a.trigger(),
+            Some(Duration::from_millis(1500)),
+        )],
+        anchor: a.resource.clone(),
+        targets: resources,
+        rank: 0,
+        phase: a.phase,
+    })
 }
 
 /// Where an object the controller watches changed twice or more within 2 s: coalesce
@@ -628,6 +687,9 @@ fn errors(a: &Anchor, status: u16, round: u8) -> Plan {
 fn coalesce_plans(r: &Reference) -> Vec<Plan> {
     let mut out = Vec::new();
     let mut index: BTreeMap<&str, u64> = BTreeMap::new();
+    // The last event of each resource so far: an `afterEvents` window opens once its
+    // Nth event has gone through, so one that is to hold event N opens on event N-1.
+    let mut previous: BTreeMap<&str, SystemTime> = BTreeMap::new();
     let mut seen = BTreeSet::new();
     for (i, (t, res, obj, _)) in r.events.iter().enumerate() {
         let n = {
@@ -635,6 +697,7 @@ fn coalesce_plans(r: &Reference) -> Vec<Plan> {
             *c += 1;
             *c
         };
+        let before = previous.insert(res.as_str(), *t);
         let later: Vec<&SystemTime> = r.events[i + 1..]
             .iter()
             .filter(|(u, r2, o2, _)| {
@@ -648,7 +711,25 @@ fn coalesce_plans(r: &Reference) -> Vec<Plan> {
         if !seen.insert((res.clone(), obj.clone())) || seen.len() > 16 {
             continue;
         }
-        let span = last.duration_since(*t).unwrap_or_default() + Duration::from_millis(300);
+        // The window must open before the stretch's first event goes through. After a
+        // user's write, on that write (a request opens a window before it is
+        // forwarded); otherwise on the event before the first if it is close enough
+        // (within PREVIOUS_EVENT), or else on the first.
+        let phase = r.phase_at(*t);
+        let cause = r
+            .anchors
+            .iter()
+            .find(|a| a.client == WORKLOAD && a.phase == phase && phase > 0 && a.at <= *t);
+        let (trigger, from) = match (cause, before) {
+            (Some(a), _) => (a.trigger(), a.at),
+            (None, Some(b))
+                if n > 1 && t.duration_since(b).unwrap_or_default() <= PREVIOUS_EVENT =>
+            {
+                (json!({"afterEvents": {"resource": res, "count": n - 1}}), b)
+            }
+            _ => (json!({"afterEvents": {"resource": res, "count": n}}), *t),
+        };
+        let span = last.duration_since(from).unwrap_or_default() + Duration::from_millis(300);
         let short = res.split('.').next().unwrap_or(res);
         out.push(Plan {
             label: format!(
@@ -661,7 +742,7 @@ fn coalesce_plans(r: &Reference) -> Vec<Plan> {
                 "coalesce",
                 std::slice::from_ref(res),
                 json!({"coalesce": {}}),
-                json!({"afterEvents": {"resource": res, "count": n}}),
+                trigger,
                 Some(Duration::from_millis(
                     span.as_millis().div_ceil(10) as u64 * 10,
                 )),
@@ -669,10 +750,16 @@ fn coalesce_plans(r: &Reference) -> Vec<Plan> {
             anchor: res.clone(),
             targets: vec![res.clone()],
             rank: 0,
+            phase: r.phase_at(*t),
         });
     }
     out
 }
+
+/// How far back the event before a coalesced stretch may be for the window to open on
+/// it (and so hold the stretch's first event too): further, and the window would hold
+/// a long quiet time for nothing.
+const PREVIOUS_EVENT: Duration = Duration::from_secs(5);
 
 #[cfg(test)]
 mod tests;

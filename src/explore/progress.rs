@@ -33,6 +33,13 @@ impl Progress {
         }
     }
 
+    /// More trials planned (a sequence's, once its references have run).
+    pub(super) fn more(&self, n: u64) {
+        if let Some(b) = &self.bar {
+            b.inc_length(n);
+        }
+    }
+
     pub(super) fn say(&self, line: &str) {
         match &self.bar {
             Some(b) => b.println(line),
@@ -74,10 +81,27 @@ impl Progress {
                 ));
                 let unexercised = t.effect.as_ref().is_some_and(|e| !e.exercised());
                 if t.verdict != "pass" || !t.exits.is_empty() || unexercised {
-                    b.println(format!("trial {}: {} → {what}", t.id, t.plan));
+                    b.println(format!(
+                        "trial {}: {}{} → {what}",
+                        t.id,
+                        t.actions
+                            .as_ref()
+                            .map(|a| format!("[{a}] "))
+                            .unwrap_or_default(),
+                        t.plan
+                    ));
                 }
             }
-            None => eprintln!("trial {} ({:.1}s): {} → {what}", t.id, t.seconds, t.plan),
+            None => eprintln!(
+                "trial {} ({:.1}s): {}{} → {what}",
+                t.id,
+                t.seconds,
+                t.actions
+                    .as_ref()
+                    .map(|a| format!("[{a}] "))
+                    .unwrap_or_default(),
+                t.plan
+            ),
         }
     }
 

@@ -35,6 +35,9 @@ pub(super) struct References {
     pub focus: super::focus::Focus,
     /// What the oracles found in the references, with no fault.
     pub without_faults: FaultFree,
+    /// Objects the controller owns at the end of the first reference run (their
+    /// `ownerReferences` name one of the setup's): (resource, namespace, name).
+    pub owned: Vec<(String, String, String)>,
 }
 
 /// How the references ended.
@@ -93,20 +96,21 @@ fn longest_gap(o: &Outcome) -> Duration {
 }
 
 impl Search {
-    /// Run the references, check them, and learn from them.
-    pub(super) async fn references(&mut self, base: &Schedule) -> Result<Learnt> {
+    /// Two fault-free runs of `schedule` with `workload`, side by side when the
+    /// upstream allows (one alone when the first shows the controller failing).
+    pub(super) async fn reference_pair(
+        &mut self,
+        base: &Schedule,
+        workload: &[String],
+        stem: &str,
+    ) -> Result<(Outcome, Outcome)> {
         let sh = self.shared.clone();
         let quiet = reference_quiet(sh.cfg.quiet);
-        self.progress.say(&format!(
-            "explore: 2 fault-free reference runs of {:?} (each until the controller has been quiet for {})",
-            sh.cfg.controller,
-            humantime::format_duration(quiet)
-        ));
         let (oa, ob) = (
-            sh.options(base.clone(), "reference-1", quiet)?,
-            sh.options(base.clone(), "reference-2", quiet)?,
+            sh.options(base.clone(), &format!("{stem}-1"), quiet, workload)?,
+            sh.options(base.clone(), &format!("{stem}-2"), quiet, workload)?,
         );
-        let (a, b) = if sh.jobs() >= 2 {
+        Ok(if sh.jobs() >= 2 {
             let (a, b) = tokio::join!(sh.one(oa), sh.one(ob));
             (a?, b?)
         } else {
@@ -117,7 +121,19 @@ impl Search {
                 let b = sh.one(ob).await?;
                 (a, b)
             }
-        };
+        })
+    }
+
+    /// Run the references, check them, and learn from them.
+    pub(super) async fn references(&mut self, base: &Schedule) -> Result<Learnt> {
+        let sh = self.shared.clone();
+        self.progress.say(&format!(
+            "explore: 2 fault-free reference runs of {:?} (each until the controller has been quiet for {})",
+            sh.cfg.controller,
+            humantime::format_duration(reference_quiet(sh.cfg.quiet))
+        ));
+        let workload = sh.cfg.workload.clone();
+        let (a, b) = self.reference_pair(base, &workload, "reference").await?;
         // What the oracles find with no fault at all is reported once, and the search
         // goes on against the references as they are — unless the controller never went
         // quiet or wrote nothing, when no trial could be judged.
@@ -163,22 +179,6 @@ impl Search {
                 return Ok(Learnt::FailsWithoutFaults);
             }
         }
-        let mut baseline = judge::baseline(&a, &b).map_err(|d| {
-            anyhow::anyhow!(
-                "the two fault-free reference runs disagree beyond masking: {}; explore cannot tell a fault's effect from the controller's own variation",
-                d.0
-            )
-        })?;
-        baseline.without_faults = without.keys.clone();
-        let mut hint = a.extent.clone();
-        hint.resources.extend(b.extent.resources.iter().cloned());
-        hint.namespaces.extend(b.extent.namespaces.iter().cloned());
-        let gap = longest_gap(&a).max(longest_gap(&b));
-        // A trial is cut (and called never quiet) past --max-run, or past twice what the
-        // fault-free runs took if that is longer: a controller whose own work takes 40 s
-        // is not stuck at 60 s because a fault made it take 50.
-        let references = Duration::from_secs_f64(a.seconds.max(b.seconds));
-        *sh.max_run.lock().unwrap_or_else(|p| p.into_inner()) = sh.cfg.max_run.max(references * 2);
         let focus = if sh.cfg.focus.is_empty() {
             let converge: Vec<String> = sh
                 .cfg
@@ -191,7 +191,44 @@ impl Search {
         } else {
             super::focus::Focus::named(&sh.cfg.focus)
         };
-        Ok(Learnt::References(Box::new(References {
+        let learnt = self.learn(&a, &b, without, focus).map_err(|d| {
+            anyhow::anyhow!(
+                "{d}; explore cannot tell a fault's effect from the controller's own variation"
+            )
+        })?;
+        Ok(Learnt::References(Box::new(learnt)))
+    }
+
+    /// What two usable reference runs give a search: the baseline (or why they disagree
+    /// too much to be one), the quiet and cut-off trials get.
+    pub(super) fn learn(
+        &self,
+        a: &Outcome,
+        b: &Outcome,
+        without: FaultFree,
+        focus: super::focus::Focus,
+    ) -> std::result::Result<References, String> {
+        let sh = &self.shared;
+        let mut baseline = judge::baseline(a, b).map_err(|d| {
+            format!(
+                "the two fault-free reference runs disagree beyond masking: {}",
+                d.0
+            )
+        })?;
+        baseline.without_faults = without.keys.clone();
+        let mut hint = a.extent.clone();
+        hint.resources.extend(b.extent.resources.iter().cloned());
+        hint.namespaces.extend(b.extent.namespaces.iter().cloned());
+        let gap = longest_gap(a).max(longest_gap(b));
+        // A trial is cut (and called never quiet) past --max-run, or past twice what the
+        // fault-free runs took if that is longer: a controller whose own work takes 40 s
+        // is not stuck at 60 s because a fault made it take 50.
+        let references = Duration::from_secs_f64(a.seconds.max(b.seconds));
+        {
+            let mut m = sh.max_run.lock().unwrap_or_else(|p| p.into_inner());
+            *m = (*m).max(sh.cfg.max_run.max(references * 2));
+        }
+        Ok(References {
             seconds: a.seconds.max(b.seconds),
             baseline: Arc::new(baseline),
             hint,
@@ -203,7 +240,8 @@ impl Search {
             longest_gap: gap,
             focus,
             without_faults: without,
-        })))
+            owned: owned(a),
+        })
     }
 
     /// An error when reference run `n` shows nothing a search can judge: the controller
@@ -230,6 +268,34 @@ impl Search {
         }
         Ok(())
     }
+}
+
+/// Objects at the end of `o` whose `ownerReferences` name one of the setup's.
+fn owned(o: &Outcome) -> Vec<(String, String, String)> {
+    let setup_uids: std::collections::BTreeSet<&str> = o
+        .snapshot
+        .iter()
+        .filter(|(k, _)| {
+            o.setup.iter().any(|a| {
+                a.resource == k.resource
+                    && a.name == k.name
+                    && a.namespace.as_deref().unwrap_or("") == k.namespace
+            })
+        })
+        .filter_map(|(_, v)| v["metadata"]["uid"].as_str())
+        .collect();
+    o.snapshot
+        .iter()
+        .filter(|(_, v)| {
+            v["metadata"]["ownerReferences"]
+                .as_array()
+                .is_some_and(|refs| {
+                    refs.iter()
+                        .any(|r| r["uid"].as_str().is_some_and(|u| setup_uids.contains(u)))
+                })
+        })
+        .map(|(k, _)| (k.resource.clone(), k.namespace.clone(), k.name.clone()))
+        .collect()
 }
 
 /// What the oracles found in the reference runs, with no fault: reported once, as the
@@ -259,7 +325,7 @@ struct Seen {
 }
 
 impl FaultFree {
-    fn add(&mut self, n: usize, r: &Outcome, files: Vec<String>) {
+    pub(super) fn add(&mut self, n: usize, r: &Outcome, files: Vec<String>) {
         self.files.extend(files);
         let end = r.started + Duration::from_secs_f64(r.seconds);
         for v in &r.report.verdicts.violations {
@@ -303,7 +369,7 @@ impl FaultFree {
     /// Sort what was seen into what is expected (Failed in both runs) and what is
     /// reported, each saying which runs showed it: one that only one run shows is the
     /// controller's own flakiness, still not a fault's.
-    fn finish(&mut self) {
+    pub(super) fn finish(&mut self) {
         for s in std::mem::take(&mut self.seen) {
             if s.failed && s.runs.len() > 1 {
                 self.failed.push(crate::oracle::ObjectRef {

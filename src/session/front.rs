@@ -44,7 +44,7 @@ impl Front {
             admin_listen: o.admin_listen,
             controller_process: true,
             listen_name: Some(CONTROLLER.into()),
-            named_listeners: if o.workload.is_some() {
+            named_listeners: if !o.workload.is_empty() {
                 vec![(WORKLOAD.into(), loopback)]
             } else {
                 vec![]

@@ -85,9 +85,11 @@ pub struct Options {
     pub schedule: crate::schedule::Schedule,
     /// The controller's program and arguments.
     pub controller: Vec<String>,
-    /// A shell command run (`sh -c`) once the controller has settled.
-    pub workload: Option<String>,
-    /// How long the controller must have been quiet before the workload starts.
+    /// Shell commands run (`sh -c`) one after another, each once the controller has
+    /// settled after the one before (the first: after its start-up): a user's steps,
+    /// the controller's reaction to each awaited before the next.
+    pub workload: Vec<String>,
+    /// How long the controller must have been quiet before each workload step starts.
     pub settle_before_workload: Duration,
     /// A controller that makes no request within this is an error (it never started).
     pub start_timeout: Duration,
@@ -140,7 +142,7 @@ impl Options {
             setup: Vec::new(),
             schedule,
             controller,
-            workload: None,
+            workload: Vec::new(),
             settle_before_workload: Duration::from_secs(2),
             start_timeout: Self::DEFAULT_START_TIMEOUT,
             restart_crashed: None,
@@ -320,9 +322,9 @@ async fn prepare(
         }
     };
     let controller_kubeconfig = front.kubeconfig(o, CONTROLLER)?;
-    let workload_kubeconfig = match &o.workload {
-        Some(_) => Some(front.kubeconfig(o, WORKLOAD)?),
-        None => None,
+    let workload_kubeconfig = match o.workload.is_empty() {
+        false => Some(front.kubeconfig(o, WORKLOAD)?),
+        true => None,
     };
     if o.announce {
         eprintln!(

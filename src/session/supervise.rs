@@ -30,7 +30,8 @@ pub(super) struct Supervised {
     pub controller: Arc<Controller>,
     pub started: SystemTime,
     program: String,
-    workload: Option<(String, PathBuf)>,
+    /// The workload's steps, and the kubeconfig they use.
+    workload: Option<(Vec<String>, PathBuf)>,
     env: Vec<(OsString, OsString)>,
     last_restart: Arc<Mutex<Option<SystemTime>>>,
     /// `--idle-url`, its port filled in.
@@ -43,7 +44,12 @@ pub(super) struct Supervised {
 struct Watching {
     clock: Instant,
     activity: Activity,
+    /// The step running (or the last one run).
     workload: Option<Arc<Controller>>,
+    /// How many steps have been started.
+    steps_started: usize,
+    /// When the step running started (and so when the one before ended).
+    step_done_at: Option<SystemTime>,
     workload_exit: Option<i32>,
     workload_done_at: Option<SystemTime>,
     /// When `stop_early` first said the run may end.
@@ -108,7 +114,9 @@ impl Supervised {
             controller,
             started,
             program: program.clone(),
-            workload: o.workload.clone().zip(workload_kubeconfig),
+            workload: workload_kubeconfig
+                .filter(|_| !o.workload.is_empty())
+                .map(|kc| (o.workload.clone(), kc)),
             env,
             last_restart,
             idle_url,
@@ -122,6 +130,8 @@ impl Supervised {
             clock: Instant::now(),
             activity: Activity::new(running, self.last_restart.clone()),
             workload: None,
+            steps_started: 0,
+            step_done_at: None,
             workload_exit: None,
             workload_done_at: None,
             early: None,
@@ -186,25 +196,43 @@ impl Supervised {
                     .unwrap_or_default()
             );
         }
+        let steps = self.workload.as_ref().map_or(0, |(s, _)| s.len());
         if let (Some(w), None) = (&st.workload, st.workload_done_at)
+            && st.step_done_at.is_none()
             && let Some(exit) = w.exit_now()
         {
-            st.workload_exit = Some(exit_code(exit));
-            st.workload_done_at = Some(now);
+            let code = exit_code(exit);
+            // A step that fails ends the workload: what follows it assumed it worked.
+            if code != 0 || st.steps_started == steps {
+                st.workload_exit = Some(code);
+                st.workload_done_at = Some(now);
+            } else {
+                st.step_done_at = Some(now);
+            }
         }
-        let idle = st.activity.idle_for(now, st.workload_done_at);
-        // The workload starts once the controller has settled (or halfway to the cap).
-        if let (Some((cmd, kc)), None) = (&self.workload, &st.workload) {
+        let idle = st
+            .activity
+            .idle_for(now, st.workload_done_at.or(st.step_done_at));
+        // Each step starts once the controller has settled (or halfway to the cap).
+        if let Some((cmds, kc)) = &self.workload
+            && st.workload_done_at.is_none()
+            && (st.workload.is_none() || st.step_done_at.is_some())
+        {
             let cap = match o.end {
                 End::Quiet { max_run, .. } | End::After(max_run) => max_run / 2,
                 End::ControllerExit => Duration::MAX,
             };
             if idle >= o.settle_before_workload || st.clock.elapsed() >= cap {
+                let cmd = &cmds[st.steps_started];
                 let sh = vec!["-c".to_string(), cmd.clone()];
                 let w = Controller::spawn(spec(o, &self.env, "sh".into(), sh, kc))
                     .with_context(|| format!("starting the workload {cmd:?}"));
                 match w {
-                    Ok(w) => st.workload = Some(w),
+                    Ok(w) => {
+                        st.workload = Some(w);
+                        st.steps_started += 1;
+                        st.step_done_at = None;
+                    }
                     Err(e) => {
                         self.controller.stopping();
                         self.controller.signal(libc::SIGKILL);

@@ -105,13 +105,13 @@ async fn the_workload_is_another_client_and_the_run_waits_for_it() {
         dir.path(),
         sh(dir.path(), "kubectl get configmaps -n demo --watch -o name"),
     );
-    o.workload = Some(
+    o.workload = vec![
         sh(
             dir.path(),
             "sleep 1; kubectl create configmap by-workload -n demo; exit 3",
         )
         .remove(2),
-    );
+    ];
     o.settle_before_workload = Duration::from_millis(300);
     o.end = End::Quiet {
         quiet: Duration::from_millis(300),
@@ -142,6 +142,47 @@ async fn the_workload_is_another_client_and_the_run_waits_for_it() {
         out.snapshot
             .keys()
             .any(|k| k.resource == "configmaps" && k.name == "by-workload")
+    );
+}
+
+/// Workload steps run one after another, each once the controller has settled after the
+/// one before; a step that fails ends the workload, its exit the workload's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workload_steps_wait_for_the_controller_and_a_failing_step_ends_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = on_sim(
+        dir.path(),
+        sh(dir.path(), "kubectl get configmaps -n demo --watch -o name"),
+    );
+    let step = |cmd: &str| sh(dir.path(), cmd).remove(2);
+    o.workload = vec![
+        step("kubectl create configmap step-1 -n demo"),
+        step("kubectl create configmap step-2 -n demo; exit 4"),
+        step("kubectl create configmap step-3 -n demo"),
+    ];
+    o.settle_before_workload = Duration::from_millis(700);
+    o.end = End::Quiet {
+        quiet: Duration::from_millis(300),
+        max_run: Duration::from_secs(60),
+    };
+    o.trace = TraceTo::Memory;
+    o.snapshot = true;
+    let out = run(o).await.unwrap();
+    assert_eq!(out.ended, Ended::Quiet);
+    assert_eq!(out.workload_exit, Some(4));
+    let created = |name: &str| {
+        out.trace.iter().find_map(|s| match &s.record {
+            Record::Created { name: n, .. } if n == name => Some(s.at),
+            _ => None,
+        })
+    };
+    let (one, two) = (created("step-1").unwrap(), created("step-2").unwrap());
+    assert!(created("step-3").is_none(), "a step after a failed one ran");
+    // The second step waited for the controller to settle after the first.
+    assert!(
+        two.duration_since(one).unwrap() >= Duration::from_millis(700),
+        "step 2 began {:?} after step 1",
+        two.duration_since(one)
     );
 }
 

@@ -172,14 +172,19 @@ fn rounds_are_breadth_first_and_useless_freezes_are_dropped() {
             .count(),
         2
     );
-    // A restart after each controller write (and one with a rewind); none on the
-    // workload's.
+    // A restart after each write, the controller's (and one with a rewind) and the
+    // workload's: the controller comes back to a world a user changed while it was down.
     assert_eq!(
         labels
             .iter()
             .filter(|l| l.starts_with("restart the controller right after"))
             .count(),
-        4
+        5
+    );
+    assert!(
+        labels
+            .iter()
+            .any(|l| l.starts_with("restart the controller right after the workload's"))
     );
     assert!(labels.iter().any(|l| l.starts_with("coalesce")));
 }
@@ -363,7 +368,7 @@ fn anchors_take_turns_by_phase() {
             "freeze pods for 1.5s after the controller's 1st create of pods",
             "restart the controller right after the controller's 1st create of pods",
             "freeze pods for 1.5s after the workload's 1st patch of replicasets.apps",
-            "freeze pods for 1.5s after the controller's 2nd create of pods",
+            "restart the controller right after the workload's 1st patch of replicasets.apps",
         ]
     );
 }

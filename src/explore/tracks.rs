@@ -1,0 +1,412 @@
+//! The search over the user's actions: each sequence of actions is a track with its own
+//! fault-free references, plans and trials; the tracks take turns.
+//!
+//! ```text
+//!  track 0: the setup (and --workload) alone — the references explore always runs
+//!  track N: the same, then sequence N's steps ─► its references (run when the search
+//!           first reaches it) ─► rejected? disagreeing? failing with no fault? said so
+//!           ─► plans opening after its first step (earlier ones are track 0's)
+//!  order: for each focus rank, for each round, every track's plans of that rank and
+//!         round — breadth first: every sequence gets its likeliest plans before any
+//!         gets its second round
+//! ```
+
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+
+use super::actions::{self, Sequence};
+use super::judge::Found;
+use super::plan::Plan;
+use super::reference::{FaultFree, References};
+use super::{Config, Job, Search};
+use crate::schedule::Schedule;
+use crate::session::{Ended, Outcome};
+
+/// Where a track is.
+#[derive(Clone)]
+pub(super) enum State {
+    /// Its references have not run yet.
+    Pending,
+    Ready(Arc<References>),
+    /// Not searched, and why.
+    Dropped(String),
+}
+
+/// One sequence of actions (or none) and its search.
+pub(super) struct Track {
+    /// 0: no actions.
+    pub number: usize,
+    pub sequence: Option<Sequence>,
+    /// The user's workload steps, then the sequence's.
+    pub workload: Vec<String>,
+    pub state: State,
+    /// The schedule its trials share (its references' Failed objects in its oracles).
+    pub base: Schedule,
+    /// Its plans not yet tried, in order.
+    pub plans: Vec<Plan>,
+    pub trials: usize,
+}
+
+/// A sequence as the summary lists it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Row {
+    pub number: usize,
+    pub actions: String,
+    /// Its `--workload` steps.
+    pub steps: Vec<String>,
+    /// searched | dropped: why | not reached
+    pub status: String,
+    pub trials: usize,
+}
+
+impl Track {
+    /// Track 0 (its references run) and one per sequence.
+    pub fn all(
+        cfg: &Config,
+        base: &Schedule,
+        first: Arc<References>,
+        plans: Vec<Plan>,
+        sequences: Vec<Sequence>,
+    ) -> Vec<Track> {
+        let mut tracks = vec![Track {
+            number: 0,
+            sequence: None,
+            workload: cfg.workload.clone(),
+            state: State::Ready(first),
+            base: base.clone(),
+            plans,
+            trials: 0,
+        }];
+        for (i, s) in sequences.into_iter().enumerate() {
+            let mut workload = cfg.workload.clone();
+            workload.extend(s.steps());
+            tracks.push(Track {
+                number: i + 1,
+                sequence: Some(s),
+                workload,
+                state: State::Pending,
+                base: base.clone(),
+                plans: Vec::new(),
+                trials: 0,
+            });
+        }
+        tracks
+    }
+
+    pub fn label(&self) -> Option<String> {
+        self.sequence.as_ref().map(Sequence::label)
+    }
+
+    pub fn row(&self) -> Row {
+        Row {
+            number: self.number,
+            actions: self.label().unwrap_or_default(),
+            steps: self
+                .sequence
+                .as_ref()
+                .map(Sequence::steps)
+                .unwrap_or_default(),
+            status: match &self.state {
+                State::Pending => "not reached".into(),
+                State::Ready(_) => "searched".into(),
+                State::Dropped(why) => format!("dropped: {why}"),
+            },
+            trials: self.trials,
+        }
+    }
+}
+
+impl Search {
+    /// The sequences to search (`--actions`), said on the terminal.
+    pub(super) fn sequences(&mut self, first: &References) -> Result<Vec<Sequence>> {
+        let cfg = &self.shared.cfg;
+        let (mut sequences, notes) = match &cfg.actions {
+            actions::Source::None => return Ok(Vec::new()),
+            actions::Source::File(p) => (actions::load(p)?, Vec::new()),
+            actions::Source::Generated => {
+                let g = actions::generate(&cfg.setup, cfg.seed);
+                (g.sequences, g.notes)
+            }
+        };
+        if cfg.actions == actions::Source::Generated {
+            sequences.extend(actions::delete_owned(&first.owned));
+        }
+        for n in notes {
+            self.progress.say(&format!("explore: actions: {n}"));
+        }
+        if !sequences.is_empty() {
+            self.progress.say(&format!(
+                "explore: {} sequences of user actions (--actions{}; list them with --actions-list), each with references of its own when the search reaches it",
+                sequences.len(),
+                match &cfg.actions {
+                    actions::Source::File(p) => format!(" {}", p.display()),
+                    _ => " generated".into(),
+                }
+            ));
+        }
+        Ok(sequences)
+    }
+
+    /// Every track's plans, breadth first (module docs), up to `--budget`; returns the
+    /// next trial id.
+    pub(super) async fn run_tracks(
+        &mut self,
+        tracks: &mut [Track],
+        first: &References,
+    ) -> Result<usize> {
+        let budget = self.shared.cfg.budget.unwrap_or(usize::MAX);
+        self.progress
+            .start(budget.min(tracks[0].plans.len()) as u64);
+        let mut next_id = 1;
+        for rank in 1..=3u8 {
+            for round in 1..=4u8 {
+                for t in tracks.iter_mut() {
+                    if self.planned_trials >= budget || self.out_of_time() {
+                        return Ok(next_id);
+                    }
+                    if matches!(t.state, State::Pending) {
+                        self.track_references(t, first).await?;
+                        let left = budget.saturating_sub(self.planned_trials);
+                        self.progress.more(t.plans.len().min(left) as u64);
+                    }
+                    let batch: Vec<Plan> = t
+                        .plans
+                        .iter()
+                        .filter(|p| p.rank == rank && p.round == round)
+                        .cloned()
+                        .collect();
+                    next_id = self.run_batch(t, batch, next_id).await?;
+                }
+            }
+        }
+        Ok(next_id)
+    }
+
+    /// Run `plans` of track `t`, `jobs` at a time, within the budget.
+    async fn run_batch(
+        &mut self,
+        t: &mut Track,
+        plans: Vec<Plan>,
+        mut next_id: usize,
+    ) -> Result<usize> {
+        let State::Ready(refs) = &t.state else {
+            return Ok(next_id);
+        };
+        let refs = refs.clone();
+        let budget = self.shared.cfg.budget.unwrap_or(usize::MAX);
+        let jobs = self.shared.jobs();
+        let class = t.sequence.as_ref().map(Sequence::class);
+        let mut queue = plans.into_iter();
+        let mut running = futures_util::stream::FuturesUnordered::new();
+        loop {
+            while running.len() < jobs && !self.out_of_time() && self.planned_trials < budget {
+                let Some(plan) = queue.next() else { break };
+                if let Some(c) = &class
+                    && !self.tried.insert((c.clone(), plan.slug.clone()))
+                {
+                    continue;
+                }
+                let schedule = Schedule {
+                    windows: plan.windows.clone(),
+                    ..t.base.clone()
+                };
+                let job = Job {
+                    id: next_id,
+                    plan,
+                    track: t.number,
+                    actions: t.label(),
+                    workload: t.workload.clone(),
+                    shrinking: None,
+                    schedule,
+                    quiet: refs.trial_quiet,
+                };
+                next_id += 1;
+                self.planned_trials += 1;
+                t.trials += 1;
+                running.push(tokio::spawn(self.shared.clone().trial(
+                    job,
+                    refs.hint.clone(),
+                    refs.baseline.clone(),
+                )));
+            }
+            use futures_util::StreamExt;
+            let Some(done) = running.next().await else {
+                break;
+            };
+            let tr = done.context("a trial's task failed")??;
+            self.progress.trial(&tr, self.found_so_far(&tr));
+            self.trials.push(tr);
+        }
+        // What was not run stays for a later pass (none: every plan is in one batch).
+        Ok(next_id)
+    }
+
+    /// Run a sequence's references and decide what its search is: plans anchored after
+    /// its first step, or dropped (rejected, disagreeing, failing with no fault).
+    async fn track_references(&mut self, t: &mut Track, first: &References) -> Result<()> {
+        let label = t.label().unwrap_or_default();
+        self.progress.say(&format!(
+            "explore: actions {}: {label} — 2 fault-free reference runs",
+            t.number
+        ));
+        let stem = format!("actions-{:02}-reference", t.number);
+        let (a, b) = self.reference_pair(&t.base, &t.workload, &stem).await?;
+        if let Some(why) = self.not_carried_out(&a, &b, &stem) {
+            t.state = State::Dropped(why);
+            self.say_dropped(t);
+            return Ok(());
+        }
+        let Some(without) = self.fault_free_after(t, &a, &b, first, &stem)? else {
+            t.state = State::Dropped("the controller failed in its fault-free references".into());
+            return Ok(());
+        };
+        let failed_objects = without.failed.clone();
+        let refs = match self.learn(&a, &b, without, first.focus.clone()) {
+            Ok(r) => r,
+            Err(why) => {
+                t.state = State::Dropped(why);
+                self.say_dropped(t);
+                return Ok(());
+            }
+        };
+        if let Some(c) = t.base.oracles.as_mut().and_then(|o| o.convergence.as_mut()) {
+            c.failed = failed_objects;
+        }
+        // Plans before the first step are track 0's: the same run up to there.
+        let before = first.reference.phase_starts.len();
+        let mut plans: Vec<Plan> = super::plan::plans(&refs.reference, &self.plan_options())
+            .into_iter()
+            .filter(|p| p.phase > before)
+            .collect();
+        // What the actions' own changes look like to a client that relisted (or was
+        // just slow): their event stretches coalesced, tried first — the staleness of
+        // the moment an action lands.
+        for p in plans.iter_mut().filter(|p| p.slug.starts_with("coalesce-")) {
+            p.round = 1;
+        }
+        plans.sort_by_key(|p| !p.slug.starts_with("coalesce-"));
+        refs.focus.order(&mut plans);
+        self.progress.say(&format!(
+            "explore: actions {}: {} plans after its first step",
+            t.number,
+            plans.len()
+        ));
+        t.plans = plans;
+        t.state = State::Ready(Arc::new(refs));
+        Ok(())
+    }
+
+    /// What the oracles found in a sequence's references that the first references did
+    /// not show: each a finding with no fault (said now, reported in the summary). None
+    /// when the controller failed or never went quiet (a finding too: no search).
+    fn fault_free_after(
+        &mut self,
+        t: &Track,
+        a: &Outcome,
+        b: &Outcome,
+        first: &References,
+        stem: &str,
+    ) -> Result<Option<FaultFree>> {
+        let label = t.label().unwrap_or_default();
+        let log = |n: usize| format!("logs/{stem}-{n}.log");
+        let mut without = FaultFree::default();
+        for (n, r) in [(1, a), (2, b)] {
+            if r.report.failed() {
+                let files = self
+                    .shared
+                    .out
+                    .write_run(&format!("actions-{:02}-reference-{n}", t.number), r)?;
+                without.add(n, r, files);
+            }
+        }
+        without.finish();
+        // The controller failing with actions and no fault is a finding of its own.
+        let failed = [a, b].iter().find_map(|r| {
+            r.controller_failed
+                .clone()
+                .or_else(|| (r.ended == Ended::MaxRun).then(|| "it never went quiet".into()))
+        });
+        let new: Vec<Found> = without
+            .found
+            .iter()
+            .filter(|f| !first.without_faults.keys.contains(&f.signature))
+            .cloned()
+            .collect();
+        for f in &new {
+            let mut f = f.clone();
+            f.message = format!("after {label} (no fault): {}", f.message);
+            self.progress
+                .say(&format!("explore: FAIL without any fault: {}", f.message));
+            self.with_actions_no_fault.push(f);
+        }
+        self.with_actions_files
+            .extend(without.files.iter().cloned());
+        if let Some(why) = failed {
+            let f = Found {
+                oracle: "controller".into(),
+                resource: String::new(),
+                namespace: String::new(),
+                name: String::new(),
+                message: format!(
+                    "after {label} (no fault): the controller failed: {why} (its output: {})",
+                    log(1)
+                ),
+                signature: format!(
+                    "controller failed after {}",
+                    t.sequence.as_ref().map(Sequence::class).unwrap_or_default()
+                ),
+                expect: None,
+            };
+            self.progress
+                .say(&format!("explore: FAIL without any fault: {}", f.message));
+            self.with_actions_no_fault.push(f);
+            return Ok(None);
+        }
+        Ok(Some(without))
+    }
+
+    /// Why a sequence's steps were not carried out in its references: refused (by the
+    /// apiserver or kubectl) in both, or in one only.
+    fn not_carried_out(&self, a: &Outcome, b: &Outcome, stem: &str) -> Option<String> {
+        let log = |n: usize| format!("logs/{stem}-{n}.log");
+        if let (Some(x), Some(y)) = (a.workload_exit, b.workload_exit)
+            && x != 0
+            && y != 0
+        {
+            let why = refused(&self.shared.out.root.join(log(1)));
+            return Some(format!(
+                "its steps could not be carried out (exit {x}): {why}"
+            ));
+        }
+        (a.workload_exit != b.workload_exit).then(|| {
+            format!(
+                "its steps exited {:?} in one reference run and {:?} in the other ({}, {})",
+                a.workload_exit,
+                b.workload_exit,
+                log(1),
+                log(2)
+            )
+        })
+    }
+
+    fn say_dropped(&self, t: &Track) {
+        if let State::Dropped(why) = &t.state {
+            self.progress
+                .say(&format!("explore: actions {} dropped: {why}", t.number));
+        }
+    }
+}
+
+/// What kubectl said when it refused a step: the last `error:` or `Error from server`
+/// line of the run's output.
+fn refused(log: &std::path::Path) -> String {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    text.lines()
+        .rev()
+        .find(|l| l.contains("Error from server") || l.starts_with("error:"))
+        .map(|l| l.trim().to_string())
+        .unwrap_or_else(|| format!("see {}", log.display()))
+}
