@@ -474,10 +474,8 @@ impl Planner<'_> {
             // The controller restarted as a user's write lands, too: it comes back to
             // a world that changed while it was down.
             self.out.push(restart(a));
-            if a.client == CONTROLLER {
-                if a.preconditioned {
-                    self.out.push(errors(a, 409, 1));
-                }
+            if a.client == CONTROLLER && a.preconditioned {
+                self.out.push(errors(a, 409, 1));
             }
         }
     }
