@@ -706,14 +706,16 @@ fn coalesce_plans(r: &Reference) -> Vec<Plan> {
             .map(|(u, ..)| u)
             .collect();
         let Some(last) = later.last() else { continue };
-        if !seen.insert((res.clone(), obj.clone())) || seen.len() > 16 {
+        // One stretch per object in each phase: the start-up's and what each of the
+        // user's writes causes are different moments.
+        let phase = r.phase_at(*t);
+        if !seen.insert((res.clone(), obj.clone(), phase)) || seen.len() > 16 {
             continue;
         }
         // The window must open before the stretch's first event goes through. After a
         // user's write, on that write (a request opens a window before it is
         // forwarded); otherwise on the event before the first if it is close enough
         // (within PREVIOUS_EVENT), or else on the first.
-        let phase = r.phase_at(*t);
         let cause = r
             .anchors
             .iter()

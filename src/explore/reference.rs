@@ -97,19 +97,27 @@ fn longest_gap(o: &Outcome) -> Duration {
 
 impl Search {
     /// Two fault-free runs of `schedule` with `workload`, side by side when the
-    /// upstream allows (one alone when the first shows the controller failing).
+    /// upstream allows (one alone when the first shows the controller failing). Each
+    /// workload step starts after `before_steps` of quiet (default: the references'
+    /// quiet): what trials wait, when it is known, so the controller's writes before a
+    /// step — which plans count from the start of the run — are a trial's too.
     pub(super) async fn reference_pair(
         &mut self,
         base: &Schedule,
         workload: &[String],
         stem: &str,
+        before_steps: Option<Duration>,
     ) -> Result<(Outcome, Outcome)> {
         let sh = self.shared.clone();
         let quiet = reference_quiet(sh.cfg.quiet);
-        let (oa, ob) = (
-            sh.options(base.clone(), &format!("{stem}-1"), quiet, workload)?,
-            sh.options(base.clone(), &format!("{stem}-2"), quiet, workload)?,
-        );
+        let options = |n: usize| -> Result<crate::session::Options> {
+            let mut o = sh.options(base.clone(), &format!("{stem}-{n}"), quiet, workload)?;
+            if let Some(b) = before_steps {
+                o.settle_before_workload = b;
+            }
+            Ok(o)
+        };
+        let (oa, ob) = (options(1)?, options(2)?);
         Ok(if sh.jobs() >= 2 {
             let (a, b) = tokio::join!(sh.one(oa), sh.one(ob));
             (a?, b?)
@@ -133,7 +141,9 @@ impl Search {
             humantime::format_duration(reference_quiet(sh.cfg.quiet))
         ));
         let workload = sh.cfg.workload.clone();
-        let (a, b) = self.reference_pair(base, &workload, "reference").await?;
+        let (a, b) = self
+            .reference_pair(base, &workload, "reference", None)
+            .await?;
         // What the oracles find with no fault at all is reported once, and the search
         // goes on against the references as they are — unless the controller never went
         // quiet or wrote nothing, when no trial could be judged.
