@@ -403,6 +403,13 @@ impl FaultFree {
         }
     }
 
+    /// Whether both reference runs showed the violation with `signature`.
+    pub(super) fn in_both(&self, signature: &str) -> bool {
+        self.seen
+            .iter()
+            .any(|s| s.found.signature == signature && s.runs.len() > 1)
+    }
+
     /// `both reference runs`, `reference run 2 of 2`.
     fn runs(&self) -> String {
         if self.seen.iter().any(|s| s.runs.len() > 1) {

@@ -99,7 +99,7 @@ fn walk(shape: Shape, value: &Value, path: &str, depth: usize, out: &mut Vec<Cha
         let optional = !shape.required(name);
         match obj.get(name) {
             Some(v) => field(sub, v, &at, name, optional, depth, out),
-            None => absent(sub, &at, name, out),
+            None => absent(sub, &at, out),
         }
     }
 }
@@ -356,7 +356,7 @@ fn array(shape: Shape, items: &[Value], at: &str, out: &mut Vec<Change>) {
 
 /// A field the object does not set: set it where the schema says what to (a boolean,
 /// an enum, a number with a minimum or default).
-fn absent(shape: Shape, at: &str, _name: &str, out: &mut Vec<Change>) {
+fn absent(shape: Shape, at: &str, out: &mut Vec<Change>) {
     let default = shape.get("default");
     let value = match shape.ty() {
         Some("boolean") => json!(!default.and_then(Value::as_bool).unwrap_or(false)),
