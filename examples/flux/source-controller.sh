@@ -1,10 +1,20 @@
 #!/bin/sh
 # Flux's source-controller, run locally as its users run controllers under stalemate:
-# leader election off, storage in a temporary directory, its storage, metrics and health
-# addresses on the free loopback ports each run is given, KUBECONFIG from stalemate.
+# leader election off, its storage, metrics and health addresses on the free loopback
+# ports each run is given, KUBECONFIG from stalemate. Its artifact storage is the run's
+# STALEMATE_DATA_DIR: in a Deployment it is an emptyDir, which a container restart keeps
+# (a restart fault is one), so it must outlive this process; without stalemate, a
+# temporary directory of its own.
 # SOURCE_CONTROLLER: the binary (e2e/assets/build-flux.sh prints its directory).
-storage=$(mktemp -d)
-trap 'rm -rf "$storage"' EXIT
+if [ -n "${STALEMATE_DATA_DIR:-}" ]; then
+  storage=$STALEMATE_DATA_DIR/storage
+  mkdir -p "$storage"
+  own=
+else
+  storage=$(mktemp -d)
+  own=1
+  trap 'rm -rf "$storage"' EXIT
+fi
 "${SOURCE_CONTROLLER:?the source-controller binary}" \
   --enable-leader-election=false --watch-all-namespaces=true --log-encoding=console \
   --storage-path="$storage" \
@@ -15,5 +25,5 @@ pid=$!
 trap 'kill -TERM $pid 2>/dev/null' TERM INT
 wait $pid
 status=$?
-rm -rf "$storage"
+[ -n "$own" ] && rm -rf "$storage"
 exit $status

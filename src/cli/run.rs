@@ -134,6 +134,13 @@ pub struct WorldArgs {
     #[arg(long, value_name = "CMD")]
     pub workload: Vec<String>,
 
+    /// The first --workload step waits for CMD's first write too, not only for quiet: a
+    /// controller's start-up (caches syncing, leader election) can be quiet longer than
+    /// --quiet before it reconciles the setup. explore's reproducers pass it when the
+    /// setup alone made the controller write.
+    #[arg(long, requires = "workload")]
+    pub workload_after_write: bool,
+
     /// A controller that makes no request within this is an error (exit 2): it did not
     /// start, or does not use the KUBECONFIG it is given. Quiet is counted only once the
     /// controller is ready (its first request made, its watches' initial state in,
@@ -153,6 +160,7 @@ impl WorldArgs {
     /// Set what these flags say on a session's options.
     pub fn apply(&self, o: &mut Options) {
         o.workload = self.workload.clone();
+        o.first_step_after_a_write = self.workload_after_write;
         o.start_timeout = self.start_timeout;
         o.idle_url = self.idle_url.clone();
     }

@@ -221,6 +221,7 @@ pub fn default_oracles(
             resources,
             settle: crate::duration::GoDuration(settle),
             failed: Vec::new(),
+            conditions: Vec::new(),
         });
     }
     config
@@ -254,6 +255,10 @@ struct Shared {
     /// The longest a trial may go without going quiet (`--max-run`, or twice what the
     /// references took if that is longer: set once they have run).
     max_run: std::sync::Mutex<Duration>,
+    /// The setup alone made the controller write (track 0's references): a sequence's
+    /// first step waits for its first write, as in the references (`session::Options::
+    /// first_step_after_a_write`).
+    setup_written: std::sync::atomic::AtomicBool,
 }
 
 /// The state of a search.
@@ -279,6 +284,7 @@ pub async fn run(cfg: Config) -> Result<Verdict> {
     let stop = crate::process::stop_on_signal().context("handling SIGINT and SIGTERM")?;
     let shared = Arc::new(Shared {
         max_run: std::sync::Mutex::new(cfg.max_run),
+        setup_written: Default::default(),
         stop,
         cfg,
         started: Instant::now(),
@@ -324,6 +330,15 @@ impl Shared {
         self.started.elapsed().as_secs_f64()
     }
 
+    /// Whether a run of `workload` waits for the controller's first write before its
+    /// first step.
+    fn waits_for_a_write(&self, workload: &[String]) -> bool {
+        !workload.is_empty()
+            && self
+                .setup_written
+                .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     fn options(
         &self,
         schedule: Schedule,
@@ -349,6 +364,7 @@ impl Shared {
         o.restart_crashed = Some(crate::process::CrashPolicy::default());
         o.idle_url = self.cfg.idle_url.clone();
         o.settle_before_workload = quiet;
+        o.first_step_after_a_write = self.waits_for_a_write(workload);
         o.end = End::Quiet {
             quiet,
             max_run: self.max_run() + windows,
@@ -473,10 +489,21 @@ impl Search {
             reference::Learnt::FailsWithoutFaults => return Ok(reference::fails_without_faults()),
         };
         // What ended Failed in both references is what a trial is judged against: done
-        // when Failed, as the rest is when Current (and so are the reproducers).
-        if let Some(c) = base.oracles.as_mut().and_then(|o| o.convergence.as_mut()) {
-            c.failed = refs.without_faults.failed.clone();
-        }
+        // when Failed, as the rest is when Current with the conditions both ended with
+        // (and so are the reproducers).
+        reference::expect_ends(&mut base, &refs.without_faults.failed, &refs.conditions);
+        // The setup alone made the controller write: a sequence's first step waits for
+        // that write (its start-up may be quiet longer than a trial's quiet). With a
+        // --workload by hand, its first step is timed as in these references.
+        let wrote = refs
+            .reference
+            .anchors
+            .iter()
+            .any(|a| a.client == session::CONTROLLER);
+        self.shared.setup_written.store(
+            wrote && self.shared.cfg.workload.is_empty(),
+            std::sync::atomic::Ordering::Relaxed,
+        );
         let mut plans = plan::plans(&refs.reference, &self.plan_options());
         let ranks = refs.focus.order(&mut plans);
         self.say_plans(&refs, &plans, ranks);
@@ -506,7 +533,7 @@ impl Search {
             self.replay(f, &tr, &mut next_id).await?;
         }
         let findings = self.shared.out.write_findings(
-            &self.shared.cfg,
+            &self.shared,
             findings,
             &self.trials,
             self.shared.max_run(),

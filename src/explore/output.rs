@@ -95,13 +95,14 @@ impl Out {
     }
 
     /// Each finding's reproducer schedule and its trial's files under `findings/`.
-    pub fn write_findings(
+    pub(super) fn write_findings(
         &self,
-        cfg: &Config,
+        shared: &super::Shared,
         mut findings: Vec<Finding>,
         trials: &[Trial],
         max_run: std::time::Duration,
     ) -> Result<Vec<Finding>> {
+        let cfg = &shared.cfg;
         for f in &mut findings {
             let Some(t) = trials.iter().find(|t| t.id == f.trial) else {
                 continue;
@@ -141,6 +142,7 @@ impl Out {
             f.reproduce = reproduce(
                 cfg,
                 &t.workload,
+                shared.waits_for_a_write(&t.workload),
                 &self.root.join(&f.schedule_file),
                 t.quiet,
                 max_run + super::windows_span(&reproducer),
@@ -177,6 +179,7 @@ impl Drop for Out {
 pub fn reproduce(
     cfg: &Config,
     workload: &[String],
+    after_write: bool,
     schedule: &Path,
     quiet: std::time::Duration,
     max_run: std::time::Duration,
@@ -195,6 +198,9 @@ pub fn reproduce(
     }
     for w in workload {
         argv.extend(["--workload".into(), w.clone()]);
+    }
+    if after_write {
+        argv.push("--workload-after-write".into());
     }
     if cfg.start_timeout != crate::session::Options::DEFAULT_START_TIMEOUT {
         argv.extend([

@@ -12,8 +12,11 @@
 //!                      round 2: freeze past the controller's patience (--long-window)
 //!                               after its creates and deletes, the user's objects
 //!                               touched just before it ends
-//!                      round 3: relist, rewind+restart (of what it LISTs), 500s, 429s,
-//!                               coalesce stretches
+//!                      round 3: relist, lag 1 s for 10 s, rewind+restart (of what it
+//!                               LISTs; after the user's writes too), 500s, 429s
+//!                               (the controller's writes; after the user's: 500s to
+//!                               every controller write in that phase), coalesce
+//!                               stretches
 //!                      round 4: freeze 5 s and 0.5 s, 503s and 504s on creates
 //!                  ─► drop plans that change nothing on the reference trace
 //!                  ─► ranked by focus (focus.rs), breadth first within a rank
@@ -58,6 +61,10 @@ use crate::schedule::{Subresource, Window};
 use crate::session::snapshot::{IGNORED, base_resource};
 use crate::session::{CONTROLLER, WORKLOAD};
 use crate::trace::{Record, Stamped};
+
+/// A lag plan's delay, and how long it lasts.
+const LAG: Duration = Duration::from_secs(1);
+const LAG_FOR: Duration = Duration::from_secs(10);
 
 /// At most this many occurrences of one (client, verb, resource) in each phase are
 /// anchors: a controller patching status fifty times is covered by its first few.
@@ -162,6 +169,14 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// Whether it coalesces an event stretch (the staleness of a relist, or of a slow
+    /// client, at the moment its first event lands).
+    pub fn coalesces(&self) -> bool {
+        self.windows
+            .iter()
+            .any(|w| matches!(w.fault, crate::fault::Fault::Coalesce(_)))
+    }
+
     /// How much fault it injects (shorter, fewer windows: simpler).
     pub fn weight(&self) -> (usize, Duration) {
         (
@@ -507,12 +522,12 @@ impl Planner<'_> {
                     phase: a.phase,
                 });
             }
-            if a.client != CONTROLLER {
-                if let Some(p) = errors_after_action(self.r, a) {
-                    self.out.push(p);
-                }
-                continue;
+            if let Some(p) = self.lag(a) {
+                self.out.push(p);
             }
+            // After a user's write too: the controller comes back to the cluster as it
+            // was when the write landed, and learns of the write (and of its own
+            // reaction) only as the rewind ends.
             let listed: Vec<String> = self.r.listed.iter().cloned().collect();
             if !listed.is_empty() {
                 self.out.push(Plan {
@@ -529,9 +544,51 @@ impl Planner<'_> {
                     phase: a.phase,
                 });
             }
+            if a.client != CONTROLLER {
+                if let Some(p) = errors_after_action(self.r, a) {
+                    self.out.push(p);
+                }
+                continue;
+            }
             self.out.push(errors(a, 500, 3));
             self.out.push(errors(a, 429, 3));
         }
+    }
+
+    /// Steady informer lag from `a` on: every event of what the controller watches a
+    /// second late, in order, for a while — the seed's "status stuck after a second of
+    /// informer lag". Unlike a freeze, the controller keeps seeing the world move, just
+    /// behind: its own writes too. Made where it would delay something new.
+    fn lag(&mut self, a: &Anchor) -> Option<Plan> {
+        if self.watched.is_empty() {
+            return None;
+        }
+        let watched = self.watched.clone();
+        let h = self.held(&watched, a.at, LAG_FOR);
+        if h.is_empty() || !self.effects.insert(format!("lag {h:?}")) {
+            return None;
+        }
+        Some(Plan {
+            label: format!(
+                "every event {} late for {} after {}",
+                secs(LAG),
+                secs(LAG_FOR),
+                a.describe()
+            ),
+            slug: format!("lag-{}ms-after-{}", LAG.as_millis(), a.slug()),
+            round: 3,
+            windows: vec![window(
+                "lag",
+                &watched,
+                json!({"lag": {"delay": format!("{}ms", LAG.as_millis())}}),
+                a.trigger(),
+                Some(LAG_FOR),
+            )],
+            anchor: a.resource.clone(),
+            targets: watched,
+            rank: 0,
+            phase: a.phase,
+        })
     }
 
     /// Freeze 5 s and 0.5 s; 503s and 504s on creates.
@@ -679,87 +736,8 @@ fn errors_after_action(r: &Reference, a: &Anchor) -> Option<Plan> {
     })
 }
 
-/// Where an object the controller watches changed twice or more within 2 s: coalesce
-/// from the first of those events until just after the last, so the controller never
-/// sees the states in between.
-fn coalesce_plans(r: &Reference) -> Vec<Plan> {
-    let mut out = Vec::new();
-    let mut index: BTreeMap<&str, u64> = BTreeMap::new();
-    // The last event of each resource so far: an `afterEvents` window opens once its
-    // Nth event has gone through, so one that is to hold event N opens on event N-1.
-    let mut previous: BTreeMap<&str, SystemTime> = BTreeMap::new();
-    let mut seen = BTreeSet::new();
-    for (i, (t, res, obj, _)) in r.events.iter().enumerate() {
-        let n = {
-            let c = index.entry(res.as_str()).or_default();
-            *c += 1;
-            *c
-        };
-        let before = previous.insert(res.as_str(), *t);
-        let later: Vec<&SystemTime> = r.events[i + 1..]
-            .iter()
-            .filter(|(u, r2, o2, _)| {
-                r2 == res
-                    && o2 == obj
-                    && u.duration_since(*t).unwrap_or_default() <= Duration::from_secs(2)
-            })
-            .map(|(u, ..)| u)
-            .collect();
-        let Some(last) = later.last() else { continue };
-        // One stretch per object in each phase: the start-up's and what each of the
-        // user's writes causes are different moments.
-        let phase = r.phase_at(*t);
-        if !seen.insert((res.clone(), obj.clone(), phase)) || seen.len() > 16 {
-            continue;
-        }
-        // The window must open before the stretch's first event goes through. After a
-        // user's write, on that write (a request opens a window before it is
-        // forwarded); otherwise on the event before the first if it is close enough
-        // (within PREVIOUS_EVENT), or else on the first.
-        let cause = r
-            .anchors
-            .iter()
-            .find(|a| a.client == WORKLOAD && a.phase == phase && phase > 0 && a.at <= *t);
-        let (trigger, from) = match (cause, before) {
-            (Some(a), _) => (a.trigger(), a.at),
-            (None, Some(b))
-                if n > 1 && t.duration_since(b).unwrap_or_default() <= PREVIOUS_EVENT =>
-            {
-                (json!({"afterEvents": {"resource": res, "count": n - 1}}), b)
-            }
-            _ => (json!({"afterEvents": {"resource": res, "count": n}}), *t),
-        };
-        let span = last.duration_since(from).unwrap_or_default() + Duration::from_millis(300);
-        let short = res.split('.').next().unwrap_or(res);
-        out.push(Plan {
-            label: format!(
-                "coalesce {res} over the {} changes of {obj} from event {n}",
-                later.len() + 1
-            ),
-            slug: format!("coalesce-{short}-from-event-{n}"),
-            round: 3,
-            windows: vec![window(
-                "coalesce",
-                std::slice::from_ref(res),
-                json!({"coalesce": {}}),
-                trigger,
-                Some(Duration::from_millis(
-                    span.as_millis().div_ceil(10) as u64 * 10,
-                )),
-            )],
-            anchor: res.clone(),
-            targets: vec![res.clone()],
-            rank: 0,
-            phase: r.phase_at(*t),
-        });
-    }
-    out
-}
-
-/// How far back the event before a coalesced stretch may be for the window to open on
-/// it (and so hold the stretch's first event too): further, and the window would hold
-/// a long quiet time for nothing.
-const PREVIOUS_EVENT: Duration = Duration::from_secs(5);
+mod coalesce;
+use coalesce::coalesce_plans;
 
 #[cfg(test)]
 mod tests;

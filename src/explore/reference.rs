@@ -38,6 +38,9 @@ pub(super) struct References {
     /// Objects the controller owns at the end of the first reference run (their
     /// `ownerReferences` name one of the setup's): (resource, namespace, name).
     pub owned: Vec<(String, String, String)>,
+    /// The condition types each object ended with in both reference runs: a trial's
+    /// object is not Current without them (`ConvergenceConfig::conditions`).
+    pub conditions: Vec<crate::oracle::ExpectedConditions>,
 }
 
 /// How the references ended.
@@ -251,6 +254,7 @@ impl Search {
             focus,
             without_faults: without,
             owned: owned(a),
+            conditions: end_conditions(a, b),
         })
     }
 
@@ -306,6 +310,57 @@ fn owned(o: &Outcome) -> Vec<(String, String, String)> {
         })
         .map(|(k, _)| (k.resource.clone(), k.namespace.clone(), k.name.clone()))
         .collect()
+}
+
+/// The condition types each object ended with in both runs, in the first run's order.
+pub(super) fn end_conditions(a: &Outcome, b: &Outcome) -> Vec<crate::oracle::ExpectedConditions> {
+    let types = |v: &serde_json::Value| -> Vec<String> {
+        v["status"]["conditions"]
+            .as_array()
+            .map(|cs| {
+                cs.iter()
+                    .filter_map(|c| c["type"].as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    a.snapshot
+        .iter()
+        .filter_map(|(k, v)| {
+            let theirs = types(b.snapshot.get(k)?);
+            let both: Vec<String> = types(v)
+                .into_iter()
+                .filter(|t| theirs.contains(t))
+                .collect();
+            (!both.is_empty()).then(|| crate::oracle::ExpectedConditions {
+                resource: k.resource.clone(),
+                namespace: k.namespace.clone(),
+                name: k.name.clone(),
+                types: both,
+            })
+        })
+        .collect()
+}
+
+/// Hold a schedule's convergence oracle to what the references ended with: objects
+/// Failed in both are done when Failed; the others need the conditions both ended with.
+pub(super) fn expect_ends(
+    schedule: &mut crate::schedule::Schedule,
+    failed: &[crate::oracle::ObjectRef],
+    conditions: &[crate::oracle::ExpectedConditions],
+) {
+    if let Some(c) = schedule
+        .oracles
+        .as_mut()
+        .and_then(|o| o.convergence.as_mut())
+    {
+        c.failed = failed.to_vec();
+        c.conditions = conditions
+            .iter()
+            .filter(|e| c.resources.contains(&e.resource))
+            .cloned()
+            .collect();
+    }
 }
 
 /// What the oracles found in the reference runs, with no fault: reported once, as the

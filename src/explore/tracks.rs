@@ -282,9 +282,7 @@ impl Search {
                 return Ok(());
             }
         };
-        if let Some(c) = t.base.oracles.as_mut().and_then(|o| o.convergence.as_mut()) {
-            c.failed = failed_objects;
-        }
+        super::reference::expect_ends(&mut t.base, &failed_objects, &refs.conditions);
         // Plans before the first step are track 0's: the same run up to there.
         let before = first.reference.phase_starts.len();
         let mut plans: Vec<Plan> = super::plan::plans(&refs.reference, &self.plan_options())
@@ -294,10 +292,10 @@ impl Search {
         // What the actions' own changes look like to a client that relisted (or was
         // just slow): their event stretches coalesced, tried first — the staleness of
         // the moment an action lands.
-        for p in plans.iter_mut().filter(|p| p.slug.starts_with("coalesce-")) {
+        for p in plans.iter_mut().filter(|p| p.coalesces()) {
             p.round = 1;
         }
-        plans.sort_by_key(|p| !p.slug.starts_with("coalesce-"));
+        plans.sort_by_key(|p| !p.coalesces());
         refs.focus.order(&mut plans);
         self.progress.say(&format!(
             "explore: actions {}: {} plans after its first step",
@@ -350,13 +348,14 @@ impl Search {
             // An object a user's action leaves not Current in both references (a branch
             // that does not exist, a spec the controller can only retry) is what that
             // action leads to: its trials are judged against it, as against a Failed
-            // object — said, not reported as a finding. Anything else is a finding.
-            // One whose controller has not answered the object's generation (its
-            // observedGeneration behind) has not seen the action: a finding.
+            // object — said, not reported as a finding. Whether its controller has
+            // answered is what it wrote, not what the status says: Flux leaves
+            // `observedGeneration` behind while it retries a spec it cannot apply yet,
+            // and says so in a condition. One the controller never wrote to after the
+            // action, in either reference, it did not see: a finding, as is anything else.
             if f.oracle == "convergence"
                 && without.in_both(&f.signature)
-                && !f.message.contains("observedGeneration")
-                && !f.message.contains("describes generation")
+                && [a, b].iter().all(|r| wrote_after_workload(&r.trace, &f))
             {
                 self.progress.say(&format!(
                     "explore: actions {}: without any fault, {}: that is what its trials are judged against",
@@ -437,4 +436,107 @@ fn refused(log: &std::path::Path) -> String {
         .find(|l| l.contains("Error from server") || l.starts_with("error:"))
         .map(|l| l.trim().to_string())
         .unwrap_or_else(|| format!("see {}", log.display()))
+}
+
+/// Whether the controller wrote the object `f` is about (its status, or itself) after the
+/// workload's first write in run `r`: it saw what the user did.
+fn wrote_after_workload(trace: &[crate::trace::Stamped], f: &Found) -> bool {
+    use crate::trace::Record;
+    let Some(since) = trace.iter().find_map(|s| match &s.record {
+        Record::Request { client, verb, .. }
+            if client == crate::session::WORKLOAD && is_write(verb) =>
+        {
+            Some(s.at)
+        }
+        _ => None,
+    }) else {
+        return false;
+    };
+    trace.iter().any(|s| {
+        matches!(&s.record, Record::Request { client, verb, resource, namespace, name, code, .. }
+            if s.at >= since
+                && client == crate::session::CONTROLLER
+                && is_write(verb)
+                && (200..300).contains(code)
+                && crate::session::snapshot::base_resource(resource) == f.resource
+                && namespace.as_deref().unwrap_or("") == f.namespace
+                && name.as_deref() == Some(f.name.as_str()))
+    })
+}
+
+fn is_write(verb: &str) -> bool {
+    matches!(verb, "create" | "update" | "patch" | "delete")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::{Record, Stamped};
+    use std::time::{Duration, SystemTime};
+
+    fn request(ms: u64, client: &str, verb: &'static str, resource: &str, name: &str) -> Stamped {
+        Stamped {
+            at: SystemTime::UNIX_EPOCH + Duration::from_millis(ms),
+            record: Record::Request {
+                client: client.into(),
+                verb,
+                resource: resource.into(),
+                namespace: Some("demo".into()),
+                name: Some(name.into()),
+                code: 200,
+                latency_ms: 1.0,
+                answer: "upstream",
+                window: None,
+                resource_version: None,
+                note: None,
+                precondition: false,
+            },
+        }
+    }
+
+    /// An object left not Current after an action is the action's answer only if the
+    /// controller wrote it after the action: a status patch after the user's patch
+    /// counts; one before it, or to another object, does not.
+    #[test]
+    fn the_controller_answered_an_action_if_it_wrote_the_object_after_it() {
+        let f = Found {
+            oracle: "convergence".into(),
+            resource: "gitrepositories.source.toolkit.fluxcd.io".into(),
+            namespace: "demo".into(),
+            name: "podinfo".into(),
+            message: String::new(),
+            signature: String::new(),
+            expect: None,
+        };
+        const GR: &str = "gitrepositories.source.toolkit.fluxcd.io";
+        let before = request(
+            100,
+            "controller",
+            "patch",
+            &format!("{GR}/status"),
+            "podinfo",
+        );
+        let user = request(200, "workload", "patch", GR, "podinfo");
+        let other = request(300, "controller", "patch", &format!("{GR}/status"), "other");
+        let read = request(300, "controller", "get", GR, "podinfo");
+        let after = request(
+            400,
+            "controller",
+            "patch",
+            &format!("{GR}/status"),
+            "podinfo",
+        );
+        assert!(!wrote_after_workload(
+            &[before.clone(), user.clone(), other, read],
+            &f
+        ));
+        assert!(wrote_after_workload(
+            &[before.clone(), user, after.clone()],
+            &f
+        ));
+        assert!(
+            !wrote_after_workload(&[before, after], &f),
+            "no action at all"
+        );
+    }
 }

@@ -37,6 +37,24 @@ pub struct ConvergenceConfig {
     /// explore fills it with what ended Failed in both of its fault-free runs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub failed: Vec<super::ObjectRef>,
+    /// Condition types an object's controller writes when it is done: while one is
+    /// absent (or describes an older generation) the object is not Current, whatever
+    /// kstatus's fallback rule says. explore fills it with the types both of its
+    /// fault-free runs ended with.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<ExpectedConditions>,
+}
+
+/// The condition types one object ends with when its controller is done.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ExpectedConditions {
+    /// As kubectl names it (`plural.group`).
+    pub resource: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub namespace: String,
+    pub name: String,
+    pub types: Vec<String>,
 }
 
 impl ConvergenceConfig {
@@ -44,6 +62,22 @@ impl ConvergenceConfig {
     pub fn done(&self, k: &super::ObjectRef, status: super::kstatus::Status) -> bool {
         use super::kstatus::Status;
         status == Status::Current || (status == Status::Failed && self.failed.contains(k))
+    }
+
+    /// The object's kstatus, held to the condition types it is expected to end with.
+    pub fn verdict(
+        &self,
+        k: &super::ObjectRef,
+        obj: &serde_json::Value,
+    ) -> super::kstatus::Verdict {
+        match self
+            .conditions
+            .iter()
+            .find(|c| c.resource == k.resource && c.namespace == k.namespace && c.name == k.name)
+        {
+            Some(c) => super::kstatus::compute_expecting(obj, &c.types),
+            None => super::kstatus::compute(obj),
+        }
     }
 }
 

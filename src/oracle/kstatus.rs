@@ -31,7 +31,8 @@ fn verdict(status: Status, rule: impl Into<String>) -> Verdict {
 /// `status.observedGeneration` ≠ `metadata.generation` (when both exist) → InProgress;
 /// the first of `Reconciling=True` (InProgress) or `Stalled=True` (Failed) in the
 /// conditions' array order; `Ready` True → Current, False or Unknown → InProgress; else
-/// Current.
+/// Current. Where a deciding condition carries its own `observedGeneration` and it is
+/// older than the object's, it decides InProgress (see [`stale`]).
 pub fn compute(obj: &Value) -> Verdict {
     let meta = &obj["metadata"];
     if !meta["deletionTimestamp"].is_null() {
@@ -50,33 +51,26 @@ pub fn compute(obj: &Value) -> Verdict {
     }
     let conditions = status["conditions"].as_array().cloned().unwrap_or_default();
     for c in &conditions {
-        let is_true = c["status"].as_str() == Some("True");
-        match c["type"].as_str() {
-            Some("Reconciling") if is_true => {
-                return verdict(Status::InProgress, reason("Reconciling=True", c));
-            }
-            Some("Stalled") if is_true => {
-                return verdict(Status::Failed, reason("Stalled=True", c));
-            }
-            _ => {}
+        let kind = c["type"].as_str();
+        if c["status"].as_str() != Some("True") || !matches!(kind, Some("Reconciling" | "Stalled"))
+        {
+            continue;
         }
+        // A Stalled or Reconciling about an older generation says nothing about this one.
+        if let Some(stale) = stale(meta, c) {
+            return stale;
+        }
+        return match kind {
+            Some("Reconciling") => verdict(Status::InProgress, reason("Reconciling=True", c)),
+            _ => verdict(Status::Failed, reason("Stalled=True", c)),
+        };
     }
     if let Some(ready) = conditions
         .iter()
         .find(|c| c["type"].as_str() == Some("Ready"))
     {
-        // A Ready condition that says which generation it describes, and names an older
-        // one than the object's, is about a spec that is gone: a careful reader (and
-        // Flux's own kstatus use) does not take it as the current answer.
-        if let (Some(g), Some(cg)) = (
-            meta["generation"].as_i64(),
-            ready["observedGeneration"].as_i64(),
-        ) && cg < g
-        {
-            return verdict(
-                Status::InProgress,
-                format!("condition Ready describes generation {cg}, metadata.generation is {g}"),
-            );
+        if let Some(stale) = stale(meta, ready) {
+            return stale;
         }
         return match ready["status"].as_str() {
             Some("True") => verdict(Status::Current, "Ready=True"),
@@ -87,6 +81,56 @@ pub fn compute(obj: &Value) -> Verdict {
         };
     }
     verdict(Status::Current, FALLBACK)
+}
+
+/// A condition that says which generation it describes, and names an older one than the
+/// object's, is about a spec that is gone: a careful reader (and Flux's own kstatus use)
+/// does not take it as the current answer. `Ready`, `Reconciling` or `Stalled` so stale
+/// make the object InProgress: its controller has not answered for this generation yet.
+fn stale(meta: &Value, c: &Value) -> Option<Verdict> {
+    let (g, cg) = (
+        meta["generation"].as_i64()?,
+        c["observedGeneration"].as_i64()?,
+    );
+    (cg < g).then(|| {
+        verdict(
+            Status::InProgress,
+            format!(
+                "condition {} describes generation {cg}, metadata.generation is {g}",
+                c["type"].as_str().unwrap_or("?")
+            ),
+        )
+    })
+}
+
+/// kstatus as a reader who knows what the object's controller writes when it is done
+/// — the condition types its fault-free runs ended with (`types`) — would call it: an
+/// object kstatus calls Current while one of them is absent, or describes an older
+/// generation, is not done yet (a status with `observedGeneration` and no conditions
+/// at all is kstatus's Current, and not what this controller ends with).
+pub fn compute_expecting(obj: &Value, types: &[String]) -> Verdict {
+    let v = compute(obj);
+    if v.status != Status::Current {
+        return v;
+    }
+    let conditions = obj["status"]["conditions"].as_array();
+    for t in types {
+        let c = conditions.and_then(|cs| cs.iter().find(|c| c["type"].as_str() == Some(t)));
+        match c {
+            None => {
+                return verdict(
+                    Status::InProgress,
+                    format!("condition {t} is absent (the fault-free runs end with it)"),
+                );
+            }
+            Some(c) => {
+                if let Some(stale) = stale(&obj["metadata"], c) {
+                    return stale;
+                }
+            }
+        }
+    }
+    v
 }
 
 /// The rule of an object kstatus calls Current for want of anything that says
@@ -137,6 +181,66 @@ mod tests {
             "status": {"conditions": [
                 {"type": "Ready", "status": "True", "observedGeneration": 3}]}});
         assert_eq!(st(fresh).0, Status::Current);
+    }
+
+    #[test]
+    fn any_deciding_condition_about_an_older_generation_is_not_the_answer() {
+        let stalled = json!({"metadata": {"generation": 3},
+            "status": {"conditions": [
+                {"type": "Stalled", "status": "True", "observedGeneration": 2},
+                {"type": "Ready", "status": "False", "observedGeneration": 2}]}});
+        assert_eq!(
+            st(stalled),
+            (
+                Status::InProgress,
+                "condition Stalled describes generation 2, metadata.generation is 3".into()
+            )
+        );
+        // Another type, stale, decides nothing: Ready does.
+        let other = json!({"metadata": {"generation": 3},
+            "status": {"conditions": [
+                {"type": "ArtifactInStorage", "status": "False", "observedGeneration": 1},
+                {"type": "Ready", "status": "True", "observedGeneration": 3}]}});
+        assert_eq!(st(other), (Status::Current, "Ready=True".into()));
+    }
+
+    #[test]
+    fn a_status_without_the_conditions_the_references_end_with_is_not_done() {
+        let types = vec!["Ready".to_string(), "ArtifactInStorage".to_string()];
+        // observedGeneration written, conditions not yet: kstatus's Current.
+        let half = json!({"metadata": {"generation": 2},
+            "status": {"observedGeneration": 2}});
+        assert_eq!(st(half.clone()).0, Status::Current);
+        let v = compute_expecting(&half, &types);
+        assert_eq!(
+            (v.status, v.rule),
+            (
+                Status::InProgress,
+                "condition Ready is absent (the fault-free runs end with it)".into()
+            )
+        );
+        let stale_other = json!({"metadata": {"generation": 2},
+            "status": {"observedGeneration": 2, "conditions": [
+                {"type": "Ready", "status": "True", "observedGeneration": 2},
+                {"type": "ArtifactInStorage", "status": "True", "observedGeneration": 1}]}});
+        assert_eq!(
+            compute_expecting(&stale_other, &types).rule,
+            "condition ArtifactInStorage describes generation 1, metadata.generation is 2"
+        );
+        let done = json!({"metadata": {"generation": 2},
+            "status": {"observedGeneration": 2, "conditions": [
+                {"type": "ArtifactInStorage", "status": "True"},
+                {"type": "Ready", "status": "True", "observedGeneration": 2}]}});
+        assert_eq!(
+            compute_expecting(&done, &types),
+            compute(&done),
+            "every expected type there and about this generation: kstatus's answer"
+        );
+        // Not Current already: kstatus's answer stands.
+        let failed = json!({"status": {"conditions": [{"type": "Stalled", "status": "True"}]}});
+        assert_eq!(compute_expecting(&failed, &types).status, Status::Failed);
+        // Nothing expected: kstatus.
+        assert_eq!(compute_expecting(&half, &[]).status, Status::Current);
     }
 
     fn st(v: Value) -> (Status, String) {

@@ -39,7 +39,8 @@ use serde_json::Value;
 
 use crate::request::Verb;
 pub use config::{
-    ConflictsConfig, ConvergenceConfig, HotLoopConfig, OracleConfig, ReadinessConfig,
+    ConflictsConfig, ConvergenceConfig, ExpectedConditions, HotLoopConfig, OracleConfig,
+    ReadinessConfig,
 };
 pub use paths::changed_paths;
 pub(crate) use paths::segment;
@@ -371,7 +372,13 @@ impl Oracles {
                 .to_string(),
             name: obj["metadata"]["name"].as_str().unwrap_or("").to_string(),
         };
-        let verdict = kstatus::compute(obj);
+        // kstatus's own answer (the readiness race is about its fallback rule), and the
+        // one the convergence oracle judges by: held to the conditions expected.
+        let kstatus = kstatus::compute(obj);
+        let verdict = match &self.config.convergence {
+            Some(c) => c.verdict(&key, obj),
+            None => kstatus.clone(),
+        };
         let mark = staleness::TruthMark {
             at,
             resource: key.resource.clone(),
@@ -422,7 +429,7 @@ impl Oracles {
             o.not_current_since = Some(at);
         }
         if readiness {
-            let racing = kstatus::current_unobserved(obj, &verdict);
+            let racing = kstatus::current_unobserved(obj, &kstatus);
             match o.readiness {
                 None if racing => o.readiness = Some((at, None)),
                 // The controller has written status since: the race lasted until now.

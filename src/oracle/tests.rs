@@ -131,6 +131,41 @@ fn convergence_judges_before_settle_once_everything_is_current() {
     assert_eq!(v.recoveries[0].seconds, Some(12.0));
 }
 
+/// An object expected to end with a Ready condition (explore: both references did) is
+/// not Current with `observedGeneration` written and its conditions not yet: the oracle
+/// does not judge early on kstatus's fallback rule, and a run that ends so is reported.
+#[test]
+fn convergence_waits_for_the_conditions_the_references_ended_with() {
+    let o = Oracles::new(
+        config(
+            json!({"convergence": {"resources": [GR], "settle": "30s", "conditions": [
+            {"resource": GR, "namespace": "flux-system", "name": "podinfo", "types": ["Ready"]}]}}),
+        ),
+        t(0.0),
+    );
+    let mut half = gitrepo(1, Some(1), "True");
+    half["status"]["conditions"] = json!([]);
+    o.on_object(GR, &half, t(1.0));
+    let v = o.evaluate(t(2.0));
+    assert!(!v.judged, "kstatus alone calls it Current: {v:?}");
+    let v = o.evaluate(t(40.0));
+    assert_eq!(v.violations.len(), 1, "{v:?}");
+    assert_eq!(
+        v.violations[0].rule,
+        "InProgress: condition Ready is absent (the fault-free runs end with it)"
+    );
+    o.on_object(GR, &gitrepo(1, Some(1), "True"), t(41.0));
+    let v = o.evaluate(t(42.0));
+    assert!(v.judged && v.violations.is_empty(), "{v:?}");
+    // Without the expectation, the same half-written status is kstatus's Current.
+    let plain = Oracles::new(
+        config(json!({"convergence": {"resources": [GR], "settle": "30s"}})),
+        t(0.0),
+    );
+    plain.on_object(GR, &half, t(1.0));
+    assert!(plain.evaluate(t(2.0)).judged);
+}
+
 /// kstatus calls an object with no status Current; it is no sign its controller is done,
 /// so it does not end the wait. Objects all deleted since leave nothing to wait for. A
 /// window opened again while open leaves no span open forever (a quiet run would wait

@@ -51,6 +51,12 @@ impl Activity {
         self.activity.of(KEY)
     }
 
+    /// Whether the controller has written anything yet (work: not a lease renewal or an
+    /// Event).
+    pub fn controller_wrote(&self) -> bool {
+        self.controller().last_write.is_some()
+    }
+
     /// Whether the controller has made a request yet.
     pub fn started(&self) -> bool {
         self.controller().first_request.is_some()

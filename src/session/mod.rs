@@ -28,7 +28,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 use crate::oracle::Oracles;
 use crate::request::Verb;
@@ -91,6 +91,11 @@ pub struct Options {
     pub workload: Vec<String>,
     /// How long the controller must have been quiet before each workload step starts.
     pub settle_before_workload: Duration,
+    /// The first workload step also waits for the controller's first write: a
+    /// controller's start-up (caches syncing, leader election, workers starting) can be
+    /// quiet for longer than `settle_before_workload` before it reconciles the setup,
+    /// and a step then lands on a controller that has not acted yet.
+    pub first_step_after_a_write: bool,
     /// A controller that makes no request within this is an error (it never started).
     pub start_timeout: Duration,
     /// Restart a controller that exits on its own, as a Deployment would (explore); a
@@ -144,6 +149,7 @@ impl Options {
             controller,
             workload: Vec::new(),
             settle_before_workload: Duration::from_secs(2),
+            first_step_after_a_write: false,
             start_timeout: Self::DEFAULT_START_TIMEOUT,
             restart_crashed: None,
             idle_url: None,
@@ -338,6 +344,11 @@ async fn prepare(
     let mut env = upstream.env();
     let ports = RunPorts::choose()?;
     env.extend(ports.env());
+    // What a pod's emptyDir is to its containers: a directory that outlives the
+    // controller's restarts within the run (Flux keeps its artifacts there), not the run.
+    let data = o.dir.join("controller-data");
+    std::fs::create_dir_all(&data).with_context(|| format!("creating {}", data.display()))?;
+    env.push(("STALEMATE_DATA_DIR".into(), data.into_os_string()));
     let supervised = supervise::Supervised::start(
         o,
         &front.running,

@@ -213,7 +213,8 @@ impl Supervised {
         let idle = st
             .activity
             .idle_for(now, st.workload_done_at.or(st.step_done_at));
-        // Each step starts once the controller has settled (or halfway to the cap).
+        // Each step starts once the controller has settled (or halfway to the cap); the
+        // first, where asked, only once it has written something.
         if let Some((cmds, kc)) = &self.workload
             && st.workload_done_at.is_none()
             && (st.workload.is_none() || st.step_done_at.is_some())
@@ -222,7 +223,10 @@ impl Supervised {
                 End::Quiet { max_run, .. } | End::After(max_run) => max_run / 2,
                 End::ControllerExit => Duration::MAX,
             };
-            if idle >= o.settle_before_workload || st.clock.elapsed() >= cap {
+            let acted = st.steps_started > 0
+                || !o.first_step_after_a_write
+                || st.activity.controller_wrote();
+            if (idle >= o.settle_before_workload && acted) || st.clock.elapsed() >= cap {
                 let cmd = &cmds[st.steps_started];
                 let sh = vec!["-c".to_string(), cmd.clone()];
                 let w = Controller::spawn(spec(o, &self.env, "sh".into(), sh, kc))

@@ -186,6 +186,42 @@ async fn workload_steps_wait_for_the_controller_and_a_failing_step_ends_them() {
     );
 }
 
+/// A controller whose start-up is quiet for longer than the workload's settle (caches
+/// syncing, workers starting) before it reconciles: asked to, the first step waits for
+/// its first write, so the user acts on a controller that has acted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_step_can_wait_for_the_controllers_first_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = on_sim(
+        dir.path(),
+        sh(
+            dir.path(),
+            "kubectl get configmaps -n demo -o name; sleep 2; kubectl create configmap by-controller -n demo; kubectl get configmaps -n demo --watch -o name",
+        ),
+    );
+    o.workload = vec![sh(dir.path(), "kubectl create configmap by-workload -n demo").remove(2)];
+    o.settle_before_workload = Duration::from_millis(300);
+    o.first_step_after_a_write = true;
+    o.end = End::Quiet {
+        quiet: Duration::from_millis(300),
+        max_run: Duration::from_secs(60),
+    };
+    o.trace = TraceTo::Memory;
+    let out = run(o).await.unwrap();
+    assert_eq!(out.workload_exit, Some(0));
+    let created = |name: &str| {
+        out.trace.iter().find_map(|s| match &s.record {
+            Record::Created { name: n, .. } if n == name => Some(s.at),
+            _ => None,
+        })
+    };
+    let (controller, workload) = (created("by-controller"), created("by-workload"));
+    assert!(
+        controller.is_some() && workload.is_some() && controller < workload,
+        "the step ran before the controller's first write: {controller:?} {workload:?}"
+    );
+}
+
 /// A controller that never stops writing is cut at `max_run`; a setup that names an
 /// unknown kind fails the run before the controller starts.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -295,17 +331,14 @@ async fn a_controller_that_never_starts_is_an_error() {
 
 /// Supervised as a Deployment would (`restart_crashed`, explore's way): a controller
 /// that exits once at start comes back and is judged on what it then does; one that
-/// keeps exiting is a crash loop, named with its exits.
+/// keeps exiting is a crash loop, named with its exits. What it keeps in
+/// `STALEMATE_DATA_DIR` outlives its restarts, as a pod's emptyDir does.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crash_is_restarted_and_a_crash_loop_fails_the_run() {
     let dir = tempfile::tempdir().unwrap();
-    let marker = dir.path().join("crashed-once");
     let controller = sh(
         dir.path(),
-        &format!(
-            "if [ ! -e {m} ]; then touch {m}; kubectl get configmaps -n demo >/dev/null; exit 3; fi; kubectl create configmap after-crash -n demo; exec sleep 60",
-            m = marker.display()
-        ),
+        r#"m="$STALEMATE_DATA_DIR/crashed-once"; if [ ! -e "$m" ]; then touch "$m"; kubectl get configmaps -n demo >/dev/null; exit 3; fi; kubectl create configmap after-crash -n demo; exec sleep 60"#,
     );
     let policy = crate::process::CrashPolicy {
         backoff: Duration::from_millis(100),
@@ -335,6 +368,7 @@ async fn a_crash_is_restarted_and_a_crash_loop_fails_the_run() {
             .any(|k| k.resource == "configmaps" && k.name == "after-crash"),
         "judged on what the restarted controller did"
     );
+    assert!(dir.path().join("controller-data/crashed-once").exists());
 
     let mut o = on_sim(
         dir.path(),

@@ -27,7 +27,7 @@ pub struct Change {
     /// `to 2 (was 1)`, `unset (was "x")`.
     pub what: String,
     /// `up`, `down`, `zero`, `flip`, `next`, `unset`, `set`, `add item`, `remove item`,
-    /// `unparsable`, `missing ref`: with the path, what makes two changes alike.
+    /// `sibling`, `unparsable`, `missing ref`: with the path, what makes two changes alike.
     pub how: &'static str,
     /// A value the controller may have to reject.
     pub reject: bool,
@@ -101,6 +101,46 @@ fn walk(shape: Shape, value: &Value, path: &str, depth: usize, out: &mut Vec<Cha
             Some(v) => field(sub, v, &at, name, optional, depth, out),
             None => absent(sub, &at, out),
         }
+    }
+    siblings(shape, obj, path, out);
+}
+
+/// A string field set to a sibling's value where both hold the same kind of thing (two
+/// durations, two URLs, two strings of one `format`): a value the schema admits and the
+/// user plausibly copies — an interval equal to the timeout, two references to one URL.
+fn siblings(shape: Shape, obj: &serde_json::Map<String, Value>, path: &str, out: &mut Vec<Change>) {
+    let kind = |name: &str, s: &str| -> Option<String> {
+        let format = shape.property(name).get("format").and_then(Value::as_str);
+        match (parsed_as(name, format.unwrap_or(""), s), format) {
+            (Some(p), _) => Some(p.name().to_string()),
+            (None, Some(f)) if !f.is_empty() => Some(f.to_string()),
+            _ => None,
+        }
+    };
+    let strings: Vec<(&str, &str, String)> = obj
+        .iter()
+        .filter(|(name, _)| shape.property(name).get("enum").is_none())
+        .filter_map(|(name, v)| {
+            let s = v.as_str()?;
+            Some((name.as_str(), s, kind(name, s)?))
+        })
+        .collect();
+    for (name, s, k) in &strings {
+        let Some((from, to, _)) = strings
+            .iter()
+            .find(|(n, v, kk)| n != name && v != s && kk == k)
+        else {
+            continue;
+        };
+        let at = format!("{path}/{}", pointer_escape(name));
+        out.push(Change {
+            path: at.clone(),
+            op: json!({"op": "replace", "path": at, "value": to}),
+            undo: Some(json!({"op": "replace", "path": at, "value": s})),
+            what: format!("to {to:?}, {from}'s value (was {s:?})"),
+            how: "sibling",
+            reject: false,
+        });
     }
 }
 
@@ -407,12 +447,17 @@ pub fn builtin_fields(kind: &str) -> Option<&'static [(&'static str, Option<&'st
             ("/spec/replicas", Some("1")),
             ("/spec/paused", Some("false")),
             ("/spec/template/spec/containers/0/image", None),
+            ("/spec/template/metadata/labels", None),
         ],
         "StatefulSet" | "ReplicaSet" => &[
             ("/spec/replicas", Some("1")),
             ("/spec/template/spec/containers/0/image", None),
+            ("/spec/template/metadata/labels", None),
         ],
-        "DaemonSet" => &[("/spec/template/spec/containers/0/image", None)],
+        "DaemonSet" => &[
+            ("/spec/template/spec/containers/0/image", None),
+            ("/spec/template/metadata/labels", None),
+        ],
         "Job" => &[
             ("/spec/suspend", Some("false")),
             ("/spec/parallelism", Some("1")),
@@ -440,6 +485,18 @@ pub fn builtin_changes(object: &Value, fields: &[(&str, Option<&str>)]) -> Vec<C
         }
         let name = path.rsplit('/').next().unwrap_or("");
         match object.pointer(path) {
+            // A label added to the pod template: a rollout the selector still matches.
+            Some(v) if name == "labels" && v.is_object() => {
+                let at = format!("{path}/{}", pointer_escape(TEMPLATE_LABEL));
+                out.push(Change {
+                    path: at.clone(),
+                    op: json!({"op": "add", "path": at, "value": "1"}),
+                    undo: Some(json!({"op": "remove", "path": at})),
+                    what: format!("label {TEMPLATE_LABEL}=1 added"),
+                    how: "add item",
+                    reject: false,
+                });
+            }
             Some(v) if name == "image" => {
                 if let Some(s) = v.as_str() {
                     let to = other_image(s);
@@ -470,6 +527,9 @@ pub fn builtin_changes(object: &Value, fields: &[(&str, Option<&str>)]) -> Vec<C
     }
     out
 }
+
+/// The label a pod template is given (a rollout that changes nothing else).
+pub const TEMPLATE_LABEL: &str = "stalemate.dev/touched";
 
 /// Another tag of the same image: `nginx:1.25` → `nginx:1.25-2`, `busybox` → `busybox:2`.
 fn other_image(s: &str) -> String {

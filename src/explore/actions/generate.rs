@@ -6,7 +6,7 @@
 //!   schema (when the setup has the CRD; one that preserves unknown fields: the fields
 //!   the object has), a built-in kind through the fields a user changes;
 //! - deleted and recreated under the same name, waiting for the delete and not;
-//!   deleted; held by a finalizer of someone else's while deleted; annotated; one more
+//!   deleted; held by a finalizer of someone else's while deleted; annotated; labelled; one more
 //!   like it under a new name.
 //!
 //! An object whose schema cannot be read (a custom resource whose CRD is not in the
@@ -84,7 +84,7 @@ pub fn generate(setup: &[Manifest], seed: u64) -> Generated {
             Ok(c) => c,
             Err(why) => {
                 g.notes.push(format!(
-                    "{}: {why}: only deleted, recreated, annotated and held by a finalizer",
+                    "{}: {why}: only deleted, recreated, annotated, labelled and held by a finalizer",
                     m.describe()
                 ));
                 Vec::new()
@@ -131,14 +131,15 @@ pub fn generate(setup: &[Manifest], seed: u64) -> Generated {
                 ],
             },
         ));
-        let (on, off) = target.annotate();
-        tiers.push((Tier::Annotate, Sequence::one(on.clone())));
-        tiers.push((
-            Tier::Annotate,
-            Sequence {
-                actions: vec![on, off],
-            },
-        ));
+        for (on, off) in [target.annotate(), target.label()] {
+            tiers.push((Tier::Annotate, Sequence::one(on.clone())));
+            tiers.push((
+                Tier::Annotate,
+                Sequence {
+                    actions: vec![on, off],
+                },
+            ));
+        }
     }
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let mut by_tier: std::collections::BTreeMap<Tier, Vec<Sequence>> = Default::default();
@@ -292,20 +293,37 @@ impl Target {
         )
     }
 
+    /// Delete and create again, waiting for the delete or not. Not waiting, the create
+    /// is refused (`AlreadyExists`) while a finalizer still holds the old object — for
+    /// as long as its controller takes, which a fault makes longer — so it is tried again
+    /// until the name is free (for up to a minute), as a user's script would: the new
+    /// object lands the moment it can, and a slow controller is not the user's failure.
     fn recreate(&self, wait: bool) -> Action {
-        let (label, class, flag) = if wait {
-            ("once it is gone", "recreate after delete", "--wait=true")
+        let (label, class) = if wait {
+            ("once it is gone", "recreate after delete")
         } else {
-            ("at once", "recreate at once", "--wait=false")
+            ("at once", "recreate at once")
+        };
+        let run = if wait {
+            format!(
+                "kubectl delete {} --wait=true && {}",
+                self.args(),
+                self.create(&self.manifest)
+            )
+        } else {
+            format!(
+                "kubectl delete {} --wait=false && n=0 && until out=$({} 2>&1); do \
+                 case $out in *AlreadyExists*) ;; *) echo \"$out\" >&2; exit 1;; esac; \
+                 n=$((n+1)); if [ $n -ge 600 ]; then echo \"$out\" >&2; exit 1; fi; sleep 0.1; \
+                 done && echo \"$out\"",
+                self.args(),
+                self.create(&self.manifest)
+            )
         };
         Action {
             label: format!("delete {} and create it again {label}", self.describe),
             class: format!("{} {class}", self.short()),
-            run: format!(
-                "kubectl delete {} {flag} && {}",
-                self.args(),
-                self.create(&self.manifest)
-            ),
+            run,
         }
     }
 
@@ -355,6 +373,23 @@ impl Target {
                 a = self.args(),
             ),
         }
+    }
+
+    /// A label of no controller's added and removed: what a selector-driven controller
+    /// (a Service's, a label-selected watch) sees as the object coming and going.
+    fn label(&self) -> (Action, Action) {
+        (
+            Action {
+                label: format!("label {} {ANNOTATION}=1", self.describe),
+                class: format!("{} label", self.short()),
+                run: format!("kubectl label {} {ANNOTATION}=1", self.args()),
+            },
+            Action {
+                label: format!("remove label {ANNOTATION} from {}", self.describe),
+                class: format!("{} unlabel", self.short()),
+                run: format!("kubectl label {} {ANNOTATION}-", self.args()),
+            },
+        )
     }
 
     fn annotate(&self) -> (Action, Action) {

@@ -193,6 +193,23 @@ fn built_in_kinds_get_the_fields_a_user_changes() {
         !has(&g, "/spec/selector"),
         "the selector is not a user's edit"
     );
+    // A rollout by a pod-template label, and the object labelled and unlabelled.
+    assert!(
+        has(
+            &g,
+            "/spec/template/metadata/labels/stalemate.dev~1touched of deployments.apps demo/web: label stalemate.dev/touched=1 added"
+        ),
+        "{:#?}",
+        labels(&g)
+    );
+    assert!(has(
+        &g,
+        "label deployments.apps demo/web stalemate.dev/touched=1"
+    ));
+    assert!(has(
+        &g,
+        "remove label stalemate.dev/touched from deployments.apps demo/web"
+    ));
 }
 
 #[test]
@@ -232,4 +249,55 @@ fn an_actions_file_is_read_and_bad_ones_are_named() {
     assert!(e.contains("expected a list of"), "{e}");
     let e = format!("{:#}", load(&dir.path().join("absent.yaml")).unwrap_err());
     assert!(e.contains("absent.yaml"), "{e}");
+}
+
+/// A string set to a sibling's value where both hold the same kind of thing (two
+/// durations): a value a user plausibly copies. Strings of different kinds, and enums,
+/// are not crossed.
+#[test]
+fn a_string_can_take_a_siblings_value_of_the_same_kind() {
+    let setup = parse(
+        r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: syncs.example.dev}
+spec:
+  group: example.dev
+  scope: Namespaced
+  names: {plural: syncs, singular: sync, kind: Sync}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              interval: {type: string}
+              timeout: {type: string}
+              url: {type: string}
+              mode: {type: string, enum: ["1m", "fast"]}
+---
+apiVersion: example.dev/v1
+kind: Sync
+metadata: {name: s1, namespace: demo}
+spec: {interval: 5m, timeout: 1m, url: "https://example.dev/repo", mode: "fast"}
+"#,
+        "test",
+    )
+    .unwrap();
+    let g = generate(&setup, 1);
+    assert!(has(
+        &g,
+        "set /spec/interval of syncs.example.dev demo/s1 to \"1m\", timeout's value (was \"5m\")"
+    ));
+    assert!(has(
+        &g,
+        "set /spec/timeout of syncs.example.dev demo/s1 to \"5m\", interval's value (was \"1m\")"
+    ));
+    assert!(!has(&g, "url's value"), "{:#?}", labels(&g));
+    assert!(!has(&g, "mode's value"), "{:#?}", labels(&g));
 }

@@ -172,14 +172,32 @@ fn rounds_are_breadth_first_and_useless_freezes_are_dropped() {
             .count(),
         2
     );
-    // A restart after each write, the controller's (and one with a rewind) and the
-    // workload's: the controller comes back to a world a user changed while it was down.
+    // A restart after each write, the controller's and the workload's, and one with a
+    // rewind after each: the controller comes back to a world a user changed while it
+    // was down.
     assert_eq!(
         labels
             .iter()
             .filter(|l| l.starts_with("restart the controller right after"))
             .count(),
-        5
+        6,
+        "{labels:#?}"
+    );
+    assert!(labels.contains(&"restart the controller right after the workload's 1st delete of configmaps and give it the cluster as it was then"));
+    // Informer lag after the workload's write and where it delays something new.
+    let lags: Vec<&&str> = labels
+        .iter()
+        .filter(|l| l.starts_with("every event 1s late"))
+        .collect();
+    assert!(
+        lags.contains(
+            &&"every event 1s late for 10s after the workload's 1st delete of configmaps"
+        ),
+        "{lags:#?}"
+    );
+    assert!(
+        !lags.is_empty() && lags.len() < 4,
+        "same effect, one plan: {lags:#?}"
     );
     assert!(
         labels
