@@ -270,6 +270,7 @@ fn hand_over(
     threads: &mut Vec<ServingThread>,
     mut tcp: std::net::TcpStream,
     remote: SocketAddr,
+    stopping: impl Fn() -> bool,
 ) -> bool {
     let now = std::time::Instant::now();
     loop {
@@ -283,6 +284,10 @@ fn hand_over(
         match t.tx.send((tcp, remote, Load(t.load.clone()))) {
             Ok(()) => return true,
             Err(tokio::sync::mpsc::error::SendError((back, _, _))) => {
+                // Shutting down, a thread that saw the stop first is gone for that.
+                if stopping() {
+                    return false;
+                }
                 tracing::error!(
                     thread = t.thread,
                     "a serving thread is gone; serving on the others"
@@ -375,6 +380,9 @@ where
         sample.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         loop {
             let (tcp, remote) = tokio::select! {
+                // The stop first: the serving threads watch it too, and one that has
+                // seen it is gone — a connection accepted after it has nowhere to go.
+                biased;
                 _ = stop.wait_for(|s| *s) => break,
                 now = sample.tick() => {
                     for t in serving.iter_mut() {
@@ -392,8 +400,11 @@ where
                     continue;
                 }
             };
-            if !hand_over(&mut serving, tcp, remote) {
-                tracing::error!("no serving thread left; no longer accepting connections");
+            let stopping = || *stop.borrow();
+            if !hand_over(&mut serving, tcp, remote, stopping) {
+                if !stopping() {
+                    tracing::error!("no serving thread left; no longer accepting connections");
+                }
                 break;
             }
         }
@@ -484,7 +495,7 @@ mod tests {
         let (c, mut rx_c) = serving_thread(2);
         drop(rx_a); // thread 0 is gone
         let mut serving = vec![a, b, c];
-        assert!(hand_over(&mut serving, conn(), addr));
+        assert!(hand_over(&mut serving, conn(), addr, || false));
         // The others keep their order: thread 1 is now the first.
         assert_eq!(serving.iter().map(|l| l.thread).collect::<Vec<_>>(), [1, 2]);
         let (_, _, load) = rx_b.try_recv().expect("thread 1 got the connection");
@@ -492,11 +503,19 @@ mod tests {
         drop(load);
         assert_eq!(serving[0].load.load(Ordering::Relaxed), 0);
         drop(rx_b);
-        assert!(hand_over(&mut serving, conn(), addr));
+        assert!(hand_over(&mut serving, conn(), addr, || false));
         assert!(rx_c.try_recv().is_ok(), "thread 2 got the next one");
         drop(rx_c);
-        assert!(!hand_over(&mut serving, conn(), addr));
+        assert!(!hand_over(&mut serving, conn(), addr, || false));
         assert!(serving.is_empty());
+        // Shutting down, a thread gone is one that saw the stop: nothing to say, no
+        // thread to drop from the rotation.
+        let (a, rx_a) = serving_thread(0);
+        let (b, _rx_b) = serving_thread(1);
+        drop(rx_a);
+        let mut serving = vec![a, b];
+        assert!(!hand_over(&mut serving, conn(), addr, || true));
+        assert_eq!(serving.len(), 2);
     }
 
     #[test]
