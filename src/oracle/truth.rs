@@ -80,6 +80,11 @@ pub fn spawn(
                                 oracles.on_resync(&resource, &present, now);
                             }
                         }
+                        // A watch from a resourceVersion etcd has compacted away
+                        // (410 Expired) is how watches end; the watcher relists.
+                        Err(watcher::Error::WatchError(s)) if s.code == 410 => {
+                            tracing::debug!(%resource, reason = %s.message, "oracle: ground-truth watch expired; relisting")
+                        }
                         Err(e) => tracing::warn!(%resource, error = %e, "oracle: ground-truth watch failed; retrying"),
                     }
                 }
