@@ -578,3 +578,86 @@ fn tokio_stream_from<T: Send + 'static>(
     use futures_util::StreamExt;
     futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx)).boxed()
 }
+
+/// (h) `partition`: a blackhole makes the apiserver unreachable as a dead network does —
+/// kubectl's request hangs until its own `--request-timeout`, an open watch delivers
+/// nothing until the link is up, then what happened meanwhile; a refusal resets kubectl's
+/// connection at once; a refusal narrowed to some resources is refused as a window (a
+/// connection carries every resource). After each, kubectl works again.
+#[test]
+fn partition_blackholes_then_refuses_as_kubectl_sees_it() {
+    let sim = Sim::start();
+    let proxy = Proxy::start(&sim, &[]);
+    sim.kubectl_ok(&["create", "namespace", "p"]);
+    let (mut watch, rx) = watch_lines(
+        &proxy.kubeconfig,
+        &proxy.dir.path().join("cache-w"),
+        &["-n", "p", "get", "configmaps"],
+    );
+    std::thread::sleep(Duration::from_millis(800));
+
+    let (code, body) = admin(
+        &proxy,
+        "POST",
+        "/v1/windows",
+        Some(&json!({"name": "cut", "fault": {"partition": {}}, "duration": "4s"})),
+    );
+    assert_eq!(code, 201, "{body}");
+    let opened = Instant::now();
+    sim.kubectl_ok(&["-n", "p", "create", "configmap", "during"]);
+    // One request (`--raw`: no discovery retried around it).
+    let list = "/api/v1/namespaces/p/configmaps";
+    let out = proxy.kubectl(&["get", "--raw", list, "--request-timeout=1s"]);
+    let err = String::from_utf8_lossy(&out.stderr).to_lowercase();
+    assert!(!out.status.success(), "kubectl got through a blackhole");
+    assert!(
+        err.contains("timeout") || err.contains("deadline"),
+        "a hang cut by kubectl's own timeout: {err}"
+    );
+    // (The namespace's kube-root-ca.crt came before the window.)
+    let at = loop {
+        let (at, event) = rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the watch gets the event once the link is up");
+        if event["object"]["metadata"]["name"] == "during" {
+            break at;
+        }
+    };
+    assert!(
+        at >= opened + Duration::from_millis(3500),
+        "delivered through a blackhole after {:?}",
+        at - opened
+    );
+    proxy.kubectl_ok(&["-n", "p", "get", "configmap", "during"]);
+
+    let (code, body) = admin(
+        &proxy,
+        "POST",
+        "/v1/windows",
+        Some(&json!({"name": "closed-port", "fault": {"partition": {"mode": "refuse"}}})),
+    );
+    assert_eq!(code, 201, "{body}");
+    // client-go tries again a second after a reset (five times for kubectl, whatever its
+    // --request-timeout), so the window stays open until closed over the control API.
+    let out = proxy.kubectl(&["get", "--raw", list, "--request-timeout=2s"]);
+    let err = String::from_utf8_lossy(&out.stderr).to_lowercase();
+    assert!(!out.status.success(), "kubectl got through a refusal");
+    assert!(
+        err.contains("reset") || err.contains("refused") || err.contains("eof"),
+        "reset, not hung: {err}"
+    );
+    let (code, _) = admin(&proxy, "DELETE", "/v1/windows/closed-port", None);
+    assert_eq!(code, 200);
+    proxy.kubectl_ok(&["-n", "p", "get", "configmaps"]);
+
+    let (code, body) = admin(
+        &proxy,
+        "POST",
+        "/v1/windows",
+        Some(&json!({"name": "narrow", "resources": ["configmaps"], "fault": {"partition": {"mode": "refuse"}}})),
+    );
+    assert_eq!(code, 422, "{body}");
+    assert!(body.to_string().contains("a refusal is of connections"), "{body}");
+    let _ = watch.kill();
+    let _ = watch.wait();
+}

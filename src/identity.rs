@@ -121,6 +121,27 @@ impl Clients {
             .map(|(_, key)| key.clone())
     }
 
+    /// The listener a client is recognised by alone (no user agent, no service account):
+    /// its connections are its own from their first byte (a `partition` acts on them).
+    pub fn listener_of(&self, name: &str) -> Option<&str> {
+        let m = self.specs.get(name)?;
+        match (&m.user_agent, &m.service_account) {
+            (None, None) => m.listener.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// Whether the listener at `addr` is the one `l` names: its address, or its name.
+    pub fn is_listener(&self, addr: std::net::SocketAddr, l: &str) -> bool {
+        addr.to_string() == l
+            || self
+                .listener_names
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(&addr)
+                .is_some_and(|(name, _)| name == l)
+    }
+
     /// Whether `name` is a client (or `*`, everyone).
     pub fn defines(&self, name: &str) -> bool {
         name == "*" || self.specs.contains_key(name)

@@ -42,23 +42,63 @@ pub enum Exit {
 /// Who hears of restarts (the oracles and the trace).
 pub type OnRestart = Box<dyn Fn(&str, SystemTime, Duration) + Send + Sync>;
 
-/// Restart a controller that exits on its own, as a Deployment's pod would be
-/// (kubelet's `CrashLoopBackOff`, shortened): after `backoff`, doubling up to
-/// `max_backoff`; the `give_up_after`-th exit is a crash loop and ends the run.
-#[derive(Debug, Clone, Copy)]
+/// Who hears of exits on its own (the oracles, the trace, the run's quiet).
+pub type OnExit = Box<dyn Fn(&Crash, u32) + Send + Sync>;
+
+/// Restart a controller that exits on its own, as kubelet restarts a Deployment's
+/// container (`CrashLoopBackOff`, `pkg/kubelet/kuberuntime`): after `backoff`, doubling
+/// with each exit up to `max_backoff`; a container that ran `reset_after` before it
+/// exited starts again from `backoff`. kubelet never gives up; a run may
+/// (`give_up_after` exits in a row: a crash loop ends it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CrashPolicy {
     pub backoff: Duration,
     pub max_backoff: Duration,
-    pub give_up_after: usize,
+    pub reset_after: Duration,
+    pub give_up_after: Option<usize>,
+}
+
+impl CrashPolicy {
+    /// kubelet's: 10 s doubling to 5 min, reset after 10 min of running.
+    pub const KUBELET: CrashPolicy = CrashPolicy {
+        backoff: Duration::from_secs(10),
+        max_backoff: Duration::from_secs(300),
+        reset_after: Duration::from_secs(600),
+        give_up_after: None,
+    };
+
+    /// The back-off before the next start after the `n`-th exit in a row (1, 2, …).
+    pub fn delay(&self, n: usize) -> Duration {
+        let factor = 1u32 << n.saturating_sub(1).min(16);
+        self.backoff.saturating_mul(factor).min(self.max_backoff)
+    }
+
+    /// As the report says it: `10s doubling to 5m, reset after 10m running`.
+    pub fn describe(&self) -> String {
+        let d = |d: Duration| humantime::format_duration(d).to_string();
+        let kubelet = if self.backoff == Self::KUBELET.backoff
+            && self.max_backoff == Self::KUBELET.max_backoff
+            && self.reset_after == Self::KUBELET.reset_after
+        {
+            " (kubelet's)"
+        } else {
+            " (shortened from kubelet's 10s doubling to 5m)"
+        };
+        format!(
+            "{} doubling to {}, reset after {} running{kubelet}{}",
+            d(self.backoff),
+            d(self.max_backoff),
+            d(self.reset_after),
+            self.give_up_after
+                .map(|n| format!("; {n} exits in a row end the run as a crash loop"))
+                .unwrap_or_default()
+        )
+    }
 }
 
 impl Default for CrashPolicy {
     fn default() -> CrashPolicy {
-        CrashPolicy {
-            backoff: Duration::from_secs(1),
-            max_backoff: Duration::from_secs(8),
-            give_up_after: 5,
-        }
+        CrashPolicy::KUBELET
     }
 }
 
@@ -68,6 +108,11 @@ pub struct Crash {
     pub at: SystemTime,
     /// `exit status: 1`, `signal: 6 (SIGABRT)`.
     pub status: String,
+    /// How long that child had run.
+    pub ran: Duration,
+    /// The back-off waited before it was started again (`None`: it was not: a crash
+    /// loop given up on, or the run ended first).
+    pub backoff: Option<Duration>,
 }
 
 pub struct Controller {
@@ -82,9 +127,14 @@ pub struct Controller {
     /// Restarts happen one at a time.
     restarting: tokio::sync::Mutex<()>,
     on_restart: std::sync::OnceLock<OnRestart>,
+    on_exit: std::sync::OnceLock<OnExit>,
     restarts: AtomicU64,
     crash_policy: std::sync::OnceLock<CrashPolicy>,
     crashes: Mutex<Vec<Crash>>,
+    /// Exits in a row (reset by a child that ran the policy's `reset_after`).
+    in_a_row: AtomicU64,
+    /// When the current child started.
+    child_started: Mutex<std::time::Instant>,
     /// Being stopped: an exit now is the end, not a crash.
     stopping: AtomicBool,
 }
@@ -101,9 +151,12 @@ impl Controller {
             exit: watch::channel(None).0,
             restarting: tokio::sync::Mutex::new(()),
             on_restart: std::sync::OnceLock::new(),
+            on_exit: std::sync::OnceLock::new(),
             restarts: AtomicU64::new(0),
             crash_policy: std::sync::OnceLock::new(),
             crashes: Mutex::new(Vec::new()),
+            in_a_row: AtomicU64::new(0),
+            child_started: Mutex::new(std::time::Instant::now()),
             stopping: AtomicBool::new(false),
         });
         c.start_child()?;
@@ -113,6 +166,11 @@ impl Controller {
     /// Tell `f` of every restart: (window, when, down).
     pub fn on_restart(&self, f: OnRestart) {
         let _ = self.on_restart.set(f);
+    }
+
+    /// Tell `f` of every exit on its own (with the pid that exited), restarted or not.
+    pub fn on_exit(&self, f: OnExit) {
+        let _ = self.on_exit.set(f);
     }
 
     /// Restarts so far.
@@ -148,22 +206,33 @@ impl Controller {
         if self.stopping.load(Ordering::SeqCst) {
             return false;
         }
-        let n = {
-            let mut c = self.crashes.lock().unwrap_or_else(|p| p.into_inner());
-            c.push(Crash {
-                at: SystemTime::now(),
-                status: describe(exit),
-            });
-            c.len()
+        let ran = self
+            .child_started
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .elapsed();
+        if ran >= policy.reset_after {
+            self.in_a_row.store(0, Ordering::SeqCst);
+        }
+        let n = self.in_a_row.fetch_add(1, Ordering::SeqCst) as usize + 1;
+        let give_up = policy.give_up_after.is_some_and(|g| n >= g);
+        let delay = policy.delay(n);
+        let crash = Crash {
+            at: SystemTime::now(),
+            status: describe(exit),
+            ran,
+            backoff: (!give_up).then_some(delay),
         };
-        if n >= policy.give_up_after {
+        if let Some(f) = self.on_exit.get() {
+            f(&crash, self.pid());
+        }
+        self.crashes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(crash);
+        if give_up {
             return false;
         }
-        let factor = 1u32 << (n - 1).min(16);
-        let delay = policy
-            .backoff
-            .saturating_mul(factor)
-            .min(policy.max_backoff);
         let me = self.clone();
         tokio::spawn(async move {
             let _one_at_a_time = me.restarting.lock().await;
@@ -171,9 +240,6 @@ impl Controller {
                 return; // a restart window started it again meanwhile
             }
             me.restarts.fetch_add(1, Ordering::Relaxed);
-            if let Some(f) = me.on_restart.get() {
-                f("crash", SystemTime::now(), delay);
-            }
             tracing::info!(
                 exits = n,
                 ?delay,
@@ -221,6 +287,10 @@ impl Controller {
             cmd.stdout(out.try_clone()?).stderr(out);
         }
         let mut child = cmd.spawn()?;
+        *self
+            .child_started
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = std::time::Instant::now();
         let generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
         self.pid.store(child.id().unwrap_or(0), Ordering::SeqCst);
         let me = self.me.clone();
@@ -400,6 +470,83 @@ mod tests {
             env_remove: vec![],
             output: None,
         }
+    }
+
+    #[test]
+    fn the_back_off_is_kubelets_unless_shortened() {
+        let k = CrashPolicy::KUBELET;
+        let delays: Vec<u64> = (1..=7).map(|n| k.delay(n).as_secs()).collect();
+        assert_eq!(delays, [10, 20, 40, 80, 160, 300, 300]);
+        assert_eq!(
+            k.describe(),
+            "10s doubling to 5m, reset after 10m running (kubelet's)"
+        );
+        let short = CrashPolicy {
+            backoff: Duration::from_millis(200),
+            max_backoff: Duration::from_secs(1),
+            give_up_after: Some(5),
+            ..k
+        };
+        assert_eq!(short.delay(4), Duration::from_secs(1));
+        assert!(short.describe().contains("shortened") && short.describe().contains("5 exits"));
+    }
+
+    /// Exits in a row back off longer each time; a child that ran `reset_after` starts
+    /// the count again, as kubelet's does after 10 minutes of running.
+    #[tokio::test]
+    async fn exits_back_off_longer_in_a_row_and_a_long_run_resets_it() {
+        let c = Controller::spawn(Spec {
+            program: "sh".into(),
+            args: vec!["-c".into(), "exit 3".into()],
+            env: vec![],
+            env_remove: vec![],
+            output: None,
+        })
+        .unwrap();
+        let exits = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let e = exits.clone();
+        c.on_exit(Box::new(move |crash, _| e.lock().unwrap().push(crash.clone())));
+        c.restart_crashed(CrashPolicy {
+            backoff: Duration::from_millis(50),
+            max_backoff: Duration::from_millis(150),
+            reset_after: Duration::from_secs(600),
+            give_up_after: Some(4),
+        });
+        let end = tokio::time::timeout(Duration::from_secs(10), c.exited()).await;
+        assert!(end.is_ok(), "the fourth exit in a row ends it");
+        let backoffs: Vec<Option<u128>> = exits
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|c| c.backoff.map(|b| b.as_millis()))
+            .collect();
+        assert_eq!(backoffs, [Some(50), Some(100), Some(150), None]);
+        assert!(exits.lock().unwrap().iter().all(|c| c.status == "exit status: 3"));
+
+        // A policy whose reset_after every child outlives: never past the first back-off.
+        let c = Controller::spawn(Spec {
+            program: "sh".into(),
+            args: vec!["-c".into(), "sleep 0.2; exit 3".into()],
+            env: vec![],
+            env_remove: vec![],
+            output: None,
+        })
+        .unwrap();
+        c.restart_crashed(CrashPolicy {
+            backoff: Duration::from_millis(50),
+            max_backoff: Duration::from_millis(400),
+            reset_after: Duration::from_millis(100),
+            give_up_after: Some(3),
+        });
+        tokio::time::sleep(Duration::from_millis(1200)).await;
+        c.stopping();
+        c.signal(libc::SIGKILL);
+        let crashes = c.crashes();
+        assert!(crashes.len() >= 2, "{crashes:?}");
+        assert!(
+            crashes.iter().all(|x| x.backoff == Some(Duration::from_millis(50))),
+            "{crashes:?}"
+        );
     }
 
     #[tokio::test]

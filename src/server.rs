@@ -317,6 +317,8 @@ fn register_metrics(
         Box::new(engine.window_planned.clone()),
         Box::new(oracles.violations_gauge.clone()),
         Box::new(oracles.dropped_counter.clone()),
+        Box::new(oracles.exits_counter.clone()),
+        Box::new(oracles.backoff_gauge.clone()),
     ] {
         let _ = metrics.registry.register(c);
     }
@@ -418,9 +420,15 @@ fn serve(
     // Boxed: hyper keeps a stream's task — sized for the handler's future — for as long
     // as the stream lives, so an open watch would carry the whole (finished) handler
     // future; boxed, it carries a pointer and the future is freed when it completes.
+    let network = proxy.gates.engine.network();
     let handler = move |req, peer| Box::pin(crate::proxy::handle(proxy.clone(), req, peer));
     let (kill_tx, kill_rx) = tokio::sync::watch::channel(0u64);
     let scheduling = o.scheduling;
+    for l in std::iter::once(&main).chain(&extra) {
+        if let Ok(a) = l.local_addr() {
+            network.listening(a);
+        }
+    }
     let mut others = Vec::new();
     for l in extra {
         others.push(
@@ -432,6 +440,7 @@ fn serve(
                 stop_rx.clone(),
                 o.drain_timeout,
                 kill_rx.clone(),
+                Some(network.clone()),
                 move |_| scheduling.enter(),
             )
             .context("starting a named listener's serving thread")?,
@@ -445,6 +454,7 @@ fn serve(
         stop_rx,
         o.drain_timeout,
         kill_rx,
+        Some(network),
         // Serving thread i sends its requests over upstream lane i + 1.
         move |i| {
             scheduling.enter();

@@ -81,6 +81,16 @@ pub enum Record {
         /// The killed process.
         pid: u32,
     },
+    /// The controller exited on its own; it is started again after `backoffMs` (absent:
+    /// it is not — a crash loop given up on).
+    #[serde(rename_all = "camelCase")]
+    Exit {
+        status: String,
+        ran_ms: f64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        backoff_ms: Option<f64>,
+        pid: u32,
+    },
     /// An oracle's violation, written when the run ends.
     Verdict {
         violation: crate::oracle::Violation,

@@ -182,6 +182,14 @@ pub async fn run(args: ExploreArgs) -> Result<ExitCode> {
         }
         None => explore::default_oracles(&setup, &args.converge, args.settle),
     };
+    let oracles = {
+        let mut o = Some(oracles);
+        args.world.recover_within(&mut o)?;
+        o.unwrap_or_default()
+    };
+    // As a Deployment's pod: an exit is followed by kubelet's back-off and a restart;
+    // five in a row are a crash loop, which ends the trial as a finding.
+    let crash_policy = args.world.crash_policy(Some(5))?;
     let choice = match (args.envtest.choice(), args.upstream_kubeconfig) {
         (Some(c), _) => c,
         (None, Some(path)) => Choice::Cluster {
@@ -201,6 +209,7 @@ pub async fn run(args: ExploreArgs) -> Result<ExitCode> {
         actions: args.actions,
         start_timeout: args.world.start_timeout,
         idle_url: args.world.idle_url,
+        crash_policy,
         focus: args.focus,
         jobs: if upstream.side_by_side() { jobs } else { 1 },
         upstream,

@@ -24,8 +24,9 @@ CMD gets KUBECONFIG pointing at the proxy (KUBERNETES_SERVICE_HOST/PORT removed,
 in-cluster config is not picked up) and the proxy reaches the cluster with your
 kubeconfig's credentials. SIGINT/SIGTERM are forwarded to CMD. `restart` windows kill CMD
 (SIGKILL) and start it again with the same arguments and environment; those kills do not
-end the run. The run ends at --duration or when CMD exits on its own; then the report is
-printed, and the exit status is the oracles' verdict.")]
+end the run. The run ends at --duration or --quiet, or when CMD exits on its own (with
+--restart-policy always, CMD is started again after kubelet's back-off instead); then the
+report is printed, and the exit status is the oracles' verdict.")]
 pub struct RunArgs {
     /// Schedule file (JSON): clients, windows and oracles.
     #[arg(long, value_name = "FILE")]
@@ -47,6 +48,11 @@ pub struct RunArgs {
     /// quiet but waiting for `settle` may go on up to twice this).
     #[arg(long, default_value = "10m", value_parser = super::parse_duration, value_name = "DURATION")]
     pub max_run: Duration,
+
+    /// When CMD exits on its own: the run ends (never), or CMD is started again after
+    /// kubelet's CrashLoopBackOff (always; needs --quiet or --duration to end the run).
+    #[arg(long, value_enum, default_value = "never", value_name = "POLICY")]
+    pub restart_policy: RestartPolicy,
 
     /// Run against a fresh embedded simulator instead of a cluster (what `explore` does).
     #[arg(long, conflicts_with_all = ["upstream_kubeconfig", "context", "envtest"])]
@@ -154,6 +160,27 @@ pub struct WorldArgs {
     /// only when every workqueue there is empty and has no unfinished work too.
     #[arg(long, value_name = "URL")]
     pub idle_url: Option<String>,
+
+    /// A controller that exits on its own is started again as kubelet starts a crashed
+    /// container (CrashLoopBackOff): after this back-off, doubling with each exit in a row
+    /// up to --crash-backoff-max, and from the start again once it has run 10 minutes.
+    /// explore always restarts it (5 exits in a row: a crash loop, a finding); run with
+    /// --restart-policy always. The report says which back-off was used; shorten both for
+    /// tests.
+    #[arg(long, default_value = "10s", value_parser = super::parse_duration, value_name = "DURATION")]
+    pub crash_backoff: Duration,
+
+    /// The longest back-off between restarts (kubelet's: 5 minutes).
+    #[arg(long, default_value = "5m", value_parser = super::parse_duration, value_name = "DURATION")]
+    pub crash_backoff_max: Duration,
+
+    /// After the last window closes, every object the convergence oracle judges must be
+    /// Current again within this (default: its settle): later is a `recovery` finding
+    /// saying how long it took; never is a convergence finding saying why (the
+    /// controller backing off, a crash loop, no reconcile). Longer than settle, it is
+    /// what the run waits.
+    #[arg(long, value_parser = super::parse_duration, value_name = "DURATION")]
+    pub recover_within: Option<Duration>,
 }
 
 impl WorldArgs {
@@ -164,10 +191,63 @@ impl WorldArgs {
         o.start_timeout = self.start_timeout;
         o.idle_url = self.idle_url.clone();
     }
+
+    /// How an exited controller is restarted; `give_up_after` exits in a row end the run.
+    pub fn crash_policy(&self, give_up_after: Option<usize>) -> Result<crate::process::CrashPolicy> {
+        if self.crash_backoff.is_zero() || self.crash_backoff > self.crash_backoff_max {
+            anyhow::bail!(
+                "--crash-backoff {} must be more than 0 and at most --crash-backoff-max {}",
+                humantime::format_duration(self.crash_backoff),
+                humantime::format_duration(self.crash_backoff_max)
+            );
+        }
+        Ok(crate::process::CrashPolicy {
+            backoff: self.crash_backoff,
+            max_backoff: self.crash_backoff_max,
+            give_up_after,
+            ..crate::process::CrashPolicy::KUBELET
+        })
+    }
+
+    /// `--recover-within` on the schedule's convergence oracle (which it needs).
+    pub fn recover_within(&self, oracles: &mut Option<crate::oracle::OracleConfig>) -> Result<()> {
+        let Some(d) = self.recover_within else {
+            return Ok(());
+        };
+        match oracles.as_mut().and_then(|o| o.convergence.as_mut()) {
+            Some(c) => {
+                c.recover_within = Some(crate::duration::GoDuration(d));
+                Ok(())
+            }
+            None => anyhow::bail!(
+                "--recover-within: the schedule has no convergence oracle (oracles.convergence) to judge recovery with"
+            ),
+        }
+    }
+}
+
+/// What `run` does when the controller exits on its own (a pod's `restartPolicy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RestartPolicy {
+    /// The run ends (with exit 2 if it failed).
+    Never,
+    /// It is started again after kubelet's back-off (--crash-backoff); the run ends at
+    /// --quiet or --duration.
+    Always,
 }
 
 pub async fn run(args: RunArgs) -> Result<ExitCode> {
-    let schedule = super::check::load(&args.schedule)?;
+    let mut schedule = super::check::load(&args.schedule)?;
+    args.world.recover_within(&mut schedule.oracles)?;
+    let restart = match args.restart_policy {
+        RestartPolicy::Never => None,
+        RestartPolicy::Always if args.quiet.is_none() && args.duration.is_none() => {
+            anyhow::bail!(
+                "--restart-policy always: give --quiet or --duration, or the run never ends (CMD is started again whenever it exits)"
+            )
+        }
+        RestartPolicy::Always => Some(args.world.crash_policy(None)?),
+    };
     let setup = crate::setup::load(&args.world.setup)?;
     let choice = match args.envtest.choice() {
         Some(c) => c,
@@ -193,6 +273,7 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
     let mut o = Options::new(upstream.clone(), schedule, args.cmd.clone(), dir.clone());
     o.setup = setup;
     args.world.apply(&mut o);
+    o.restart_crashed = restart;
     o.end = match (args.quiet, args.duration) {
         (Some(quiet), cap) => End::Quiet {
             quiet,

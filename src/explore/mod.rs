@@ -56,6 +56,8 @@ pub struct Config {
     pub start_timeout: Duration,
     /// The controller's metrics, for its workqueues' idleness (`session/idle.rs`).
     pub idle_url: Option<String>,
+    /// How an exited controller is restarted (`--crash-backoff`).
+    pub crash_policy: crate::process::CrashPolicy,
     /// Resources to rank first (`--focus`; empty: derived from the references).
     pub focus: Vec<String>,
     /// Where each run's cluster comes from.
@@ -222,6 +224,7 @@ pub fn default_oracles(
             settle: crate::duration::GoDuration(settle),
             failed: Vec::new(),
             conditions: Vec::new(),
+            recover_within: None,
         });
     }
     config
@@ -359,9 +362,9 @@ impl Shared {
         o.setup = self.cfg.setup.clone();
         o.workload = workload.to_vec();
         o.start_timeout = self.cfg.start_timeout;
-        // As a Deployment would: an exit is followed by a restart; only a crash loop (or
-        // a different end state) is a finding.
-        o.restart_crashed = Some(crate::process::CrashPolicy::default());
+        // As a Deployment would: an exit is followed by kubelet's back-off and a restart;
+        // only a crash loop (or a different end state) is a finding.
+        o.restart_crashed = Some(self.cfg.crash_policy);
         o.idle_url = self.cfg.idle_url.clone();
         o.settle_before_workload = quiet;
         o.first_step_after_a_write = self.waits_for_a_write(workload);
@@ -418,7 +421,7 @@ impl Shared {
             .oracles
             .as_ref()
             .and_then(|c| c.convergence.as_ref())
-            .map_or(self.cfg.settle, |c| c.settle.0);
+            .map_or(self.cfg.settle, |c| c.allowance());
         let reference = baseline.clone();
         o.end_state = Some(session::EndStateCheck {
             ok: Box::new(move |snapshot| {

@@ -211,6 +211,21 @@ pub fn reproduce(
     if let Some(u) = &cfg.idle_url {
         argv.extend(["--idle-url".into(), u.clone()]);
     }
+    // Restarted after an exit as the trial's controller was.
+    argv.extend(["--restart-policy".into(), "always".into()]);
+    let kubelet = crate::process::CrashPolicy::KUBELET;
+    if cfg.crash_policy.backoff != kubelet.backoff {
+        argv.extend([
+            "--crash-backoff".into(),
+            format!("{}ms", cfg.crash_policy.backoff.as_millis()),
+        ]);
+    }
+    if cfg.crash_policy.max_backoff != kubelet.max_backoff {
+        argv.extend([
+            "--crash-backoff-max".into(),
+            format!("{}ms", cfg.crash_policy.max_backoff.as_millis()),
+        ]);
+    }
     argv.extend([
         "--quiet".into(),
         format!("{}ms", quiet.as_millis()),

@@ -5,7 +5,9 @@
 //! ```text
 //!  schedule file / POST /v1/windows ──► Window { fault } ──► Engine: which windows are
 //!                                                             open, for whom, when
-//!   a request   ──► Behaviour::on_request ──► pass │ delay │ answer     (errors, latency)
+//!   a request   ──► Behaviour::on_request ──► pass │ delay │ answer │ until closed
+//!                                                          (errors, latency, partition)
+//!   a connection ─► the listener's link (partition: blackhole, refuse; listen/network.rs)
 //!   an RV=0 read ─► Behaviour::reads ──────► upstream │ view │ rewound view
 //!   a watch     ──► Opening::hold (drawn at open) ──► Gate: the only place that holds
 //!                   Behaviour::ends_streams ───────► end open streams (relist, rewind)
@@ -24,6 +26,7 @@ pub mod errors;
 pub mod freeze;
 pub mod lag;
 pub mod latency;
+pub mod partition;
 pub mod relist;
 pub mod restart;
 pub mod rewind;
@@ -47,6 +50,7 @@ pub enum Fault {
     Relist(relist::Relist),
     Errors(errors::Errors),
     Latency(latency::Latency),
+    Partition(partition::Partition),
     Rewind(rewind::Rewind),
     Restart(restart::Restart),
     Touch(touch::Touch),
@@ -62,6 +66,7 @@ impl Fault {
             Fault::Relist(f) => f,
             Fault::Errors(f) => f,
             Fault::Latency(f) => f,
+            Fault::Partition(f) => f,
             Fault::Rewind(f) => f,
             Fault::Restart(f) => f,
             Fault::Touch(f) => f,
@@ -119,6 +124,9 @@ pub enum RequestAction {
     Delay(Duration),
     /// Answer it with this `Status`, never forwarding it.
     Answer(ApiError),
+    /// Hold it until the window closes, then forward it (a blackhole: what the client
+    /// still awaits then gets through).
+    UntilClosed,
 }
 
 /// How `resourceVersion=0` reads of the target are answered while the window is open.
@@ -263,6 +271,8 @@ mod tests {
             r#"{"relist":{"how":"close"}}"#,
             r#"{"errors":{"verbs":["patch"],"status":409,"rate":0.5}}"#,
             r#"{"latency":{"delay":"1s"}}"#,
+            r#"{"partition":{"mode":"refuse"}}"#,
+            r#"{"partition":{"verbs":["watch"]}}"#,
             r#"{"rewind":{"by":"5s"}}"#,
             r#"{"restart":{"down":"1s"}}"#,
             r#"{"touch":{"objects":[{"resource":"pods","namespace":"d","name":"p"}]}}"#,

@@ -14,7 +14,8 @@
 //! registering it and spawning its task).
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use tokio::sync::watch;
 use tokio::task::{AbortHandle, JoinHandle};
@@ -36,6 +37,8 @@ struct Open {
 struct Task {
     /// The switch's value when the connection came.
     epoch: u64,
+    /// The listener it came in on (a `refuse` partition resets a listener's connections).
+    local: Option<SocketAddr>,
     /// `None` between registering and spawning.
     handle: Option<AbortHandle>,
     /// A bump came before the handle: abort it as soon as it is attached.
@@ -69,7 +72,7 @@ impl KillSwitch {
 
     /// A place for a connection about to be spawned: its task holds the [`Registered`],
     /// and the spawner then hands the task to [`KillSwitch::attach`].
-    pub fn register(&self) -> Registered {
+    pub fn register(&self, local: Option<SocketAddr>) -> Registered {
         let epoch = *self.kill.borrow();
         let mut open = lock(&self.open);
         let id = open.next;
@@ -78,6 +81,7 @@ impl KillSwitch {
             id,
             Task {
                 epoch,
+                local,
                 handle: None,
                 doomed: false,
             },
@@ -102,6 +106,12 @@ impl KillSwitch {
         } else {
             t.handle = Some(task.abort_handle());
         }
+    }
+
+    /// What drops this loop's connections of one listener (a `refuse` partition); it
+    /// does nothing once the loop is gone.
+    pub fn resetter(&self) -> Resetter {
+        Resetter(Arc::downgrade(&self.open))
     }
 
     /// How many connections are registered now.
@@ -154,6 +164,18 @@ fn condemn(open: &Mutex<Open>, which: impl Fn(&Task) -> bool) -> usize {
     handles.len()
 }
 
+/// Drops the connections of one serving loop that came in on a listener.
+pub struct Resetter(Weak<Mutex<Open>>);
+
+impl Resetter {
+    /// Abort the connections that came in on `local`; how many. `None`: the serving
+    /// loop is gone.
+    pub fn reset(&self, local: SocketAddr) -> Option<usize> {
+        let open = self.0.upgrade()?;
+        Some(condemn(&open, |t| t.local == Some(local)))
+    }
+}
+
 /// A connection counted by the switch until it ends (dropped with its task).
 pub struct Registered {
     open: Arc<Mutex<Open>>,
@@ -182,7 +204,7 @@ mod tests {
 
     /// A "connection" that runs until aborted, registered the way `Conns::spawn` does.
     fn connection(switch: &KillSwitch) -> JoinHandle<()> {
-        let registered = switch.register();
+        let registered = switch.register(None);
         let id = registered.id();
         let task = serve(registered);
         switch.attach(id, &task);
@@ -203,7 +225,7 @@ mod tests {
         let switch = KillSwitch::new(rx);
         let (a, b) = (connection(&switch), connection(&switch));
         let ends = tokio::spawn(async {});
-        let id = switch.register();
+        let id = switch.register(None);
         switch.attach(id.id(), &ends);
         drop(id);
         assert_eq!(switch.open(), 2, "an ended connection is not kept");
@@ -247,7 +269,7 @@ mod tests {
     async fn a_bump_before_the_task_is_attached_kills_it_on_attach() {
         let (tx, rx) = watch::channel(0u64);
         let switch = KillSwitch::new(rx);
-        let registered = switch.register();
+        let registered = switch.register(None);
         let id = registered.id();
         tx.send_modify(|e| *e += 1);
         switch.sweep();

@@ -14,6 +14,7 @@
 
 pub mod body;
 mod kill;
+pub mod network;
 pub mod sched;
 pub mod tls;
 
@@ -69,7 +70,7 @@ pub async fn serve<H, F>(
     H: Fn(Request<Incoming>, Peer) -> F + Clone + Send + Sync + 'static,
     F: Future<Output = Response<Body>> + Send + 'static,
 {
-    let conns = Conns::new(tls, handler, kill);
+    let conns = Conns::new(tls, handler, kill, None);
     tokio::pin!(shutdown);
     loop {
         let (tcp, remote) = tokio::select! {
@@ -112,6 +113,8 @@ struct Conns<H> {
     builder: Arc<auto::Builder<TokioExecutor>>,
     kill: kill::KillSwitch,
     graceful: hyper_util::server::graceful::GracefulShutdown,
+    /// What a `partition` does to this loop's connections (the proxy's listeners).
+    network: Option<Arc<network::Network>>,
 }
 
 impl<H, F> Conns<H>
@@ -119,18 +122,28 @@ where
     H: Fn(Request<Incoming>, Peer) -> F + Clone + Send + Sync + 'static,
     F: Future<Output = Response<Body>> + Send + 'static,
 {
-    fn new(tls: Arc<rustls::ServerConfig>, handler: H, kill: watch::Receiver<u64>) -> Self {
+    fn new(
+        tls: Arc<rustls::ServerConfig>,
+        handler: H,
+        kill: watch::Receiver<u64>,
+        network: Option<Arc<network::Network>>,
+    ) -> Self {
         let mut builder = auto::Builder::new(TokioExecutor::new());
         // client-go multiplexes every watch of a controller on one HTTP/2 connection; the
         // apiserver allows 100 streams (`secure_serving.go`), we allow more so benchmarks
         // with many watches per connection measure us, not the limit.
         builder.http2().max_concurrent_streams(1000);
+        let kill = kill::KillSwitch::new(kill);
+        if let Some(n) = &network {
+            n.serving_loop(kill.resetter());
+        }
         Conns {
             acceptor: TlsAcceptor::from(tls),
             handler,
             builder: Arc::new(builder),
-            kill: kill::KillSwitch::new(kill),
+            kill,
             graceful: hyper_util::server::graceful::GracefulShutdown::new(),
+            network,
         }
     }
 
@@ -138,14 +151,29 @@ where
     fn spawn(&self, tcp: tokio::net::TcpStream, remote: SocketAddr, load: Option<Load>) {
         let _ = tcp.set_nodelay(true);
         let local = tcp.local_addr().unwrap_or(remote);
+        let admission = self
+            .network
+            .as_ref()
+            .map_or(network::Admission::Serve, |n| n.admit(&tcp, local));
+        if admission == network::Admission::Refuse {
+            tracing::debug!(%remote, "partition: connection refused");
+            return;
+        }
         let acceptor = self.acceptor.clone();
         let handler = self.handler.clone();
         let builder = self.builder.clone();
         let watcher = self.graceful.watcher();
-        let registered = self.kill.register();
+        let registered = self.kill.register(Some(local));
         let id = registered.id();
+        let network = self.network.clone();
         let task = tokio::spawn(async move {
             let (_load, _registered) = (load, registered);
+            // Behind a blackhole the handshake waits for the link, not against its own
+            // timeout: the client's dial timeout is what gives up.
+            if let Some(n) = network.as_ref().filter(|_| admission == network::Admission::Hold) {
+                n.until_not_blackholed(local).await;
+            }
+            let tcp = network::Linked::new(tcp, network, local);
             let tls = match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await
             {
                 Ok(Ok(s)) => s,
@@ -318,6 +346,7 @@ pub fn serve_on_threads<H, F>(
     shutdown: watch::Receiver<bool>,
     drain: Duration,
     kill: watch::Receiver<u64>,
+    network: Option<Arc<network::Network>>,
     on_thread_start: impl Fn(usize) + Send + Sync + 'static,
 ) -> std::io::Result<impl Future<Output = ()> + Send + 'static>
 where
@@ -329,6 +358,7 @@ where
     let mut stopped = Vec::with_capacity(threads);
     for i in 0..threads.max(1) {
         let (tls, handler, kill) = (tls.clone(), handler.clone(), kill.clone());
+        let network = network.clone();
         let (mut stop, on_thread_start) = (shutdown.clone(), on_thread_start.clone());
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Handoff>();
         let (done_tx, done_rx) = tokio::sync::oneshot::channel::<()>();
@@ -341,7 +371,7 @@ where
             .spawn(move || {
                 on_thread_start(i);
                 rt.block_on(async move {
-                    let conns = Conns::new(tls, handler, kill);
+                    let conns = Conns::new(tls, handler, kill, network);
                     loop {
                         let (tcp, remote, load) = tokio::select! {
                             _ = stop.wait_for(|s| *s) => break,
@@ -583,6 +613,7 @@ mod tests {
             stop_rx,
             Duration::from_secs(5),
             kill_rx,
+            None,
             {
                 let started = started.clone();
                 move |i| started.lock().unwrap().push(i)
@@ -651,5 +682,80 @@ mod tests {
             .expect("serving threads stop")
             .unwrap();
         assert!(tokio::net::TcpStream::connect(addr).await.is_err());
+    }
+
+    /// A served HTTPS connection behind a partition: a blackhole holds a request and its
+    /// answer until the link is up (then it is answered); a refusal drops the open
+    /// connection and resets new ones; up again, new connections are served.
+    #[tokio::test]
+    async fn a_partition_holds_then_refuses_then_heals() {
+        let certs = crate::certs::generate("t", &[]).unwrap();
+        let tls =
+            tls::server_config(certs.cert_pem.as_bytes(), certs.key_pem.as_bytes(), "t").unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let handler =
+            |_req: Request<Incoming>, _peer: Peer| async move { Response::new(body::full("ok")) };
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let (_kill_tx, kill_rx) = watch::channel(0u64);
+        let net = network::Network::new();
+        let serving = serve_on_threads(
+            1,
+            listener,
+            tls,
+            handler,
+            stop_rx,
+            Duration::from_secs(1),
+            kill_rx,
+            Some(net.clone()),
+            |_| {},
+        )
+        .unwrap();
+        let serving = tokio::spawn(serving);
+        let mut c = connect(addr, &certs.ca_cert_pem).await;
+        served_by(&mut c, "/").await;
+
+        net.set([(addr, network::Link::Blackhole)].into());
+        let held = tokio::spawn(async move {
+            let r = served_by(&mut c, "/").await;
+            (c, r)
+        });
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(!held.is_finished(), "no answer through a blackhole");
+        net.set(Default::default());
+        let (mut c, answer) = tokio::time::timeout(Duration::from_secs(10), held)
+            .await
+            .expect("answered once the link is up")
+            .unwrap();
+        assert_eq!(answer, "ok");
+
+        net.set([(addr, network::Link::Refuse)].into());
+        let sent = c
+            .send_request(
+                Request::get("/")
+                    .header("host", "localhost")
+                    .body(http_body_util::Empty::new())
+                    .unwrap(),
+            )
+            .await;
+        assert!(sent.is_err(), "the open connection is gone: {sent:?}");
+        assert!(net.counts(addr).reset >= 1);
+        let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let mut buf = [0u8; 1];
+        let got = tokio::io::AsyncReadExt::read(&mut tcp, &mut buf).await;
+        assert!(
+            matches!(&got, Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset),
+            "a new connection is reset: {got:?}"
+        );
+
+        net.set(Default::default());
+        let mut c = connect(addr, &certs.ca_cert_pem).await;
+        assert_eq!(served_by(&mut c, "/").await, "ok");
+        drop(c);
+        stop_tx.send(true).unwrap();
+        tokio::time::timeout(Duration::from_secs(30), serving)
+            .await
+            .expect("serving threads stop")
+            .unwrap();
     }
 }

@@ -43,6 +43,11 @@ pub struct ConvergenceConfig {
     /// fault-free runs ended with.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<ExpectedConditions>,
+    /// How soon after the last window closes every object is to be Current again (the
+    /// recovery oracle, `recovery.rs`; default: `settle`). Longer than `settle`, it is
+    /// what the run waits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recover_within: Option<GoDuration>,
 }
 
 /// The condition types one object ends with when its controller is done.
@@ -58,6 +63,16 @@ pub struct ExpectedConditions {
 }
 
 impl ConvergenceConfig {
+    /// What the recovery oracle allows after the last window closes.
+    pub fn recover_within(&self) -> Duration {
+        self.recover_within.map_or(self.settle.0, |d| d.0)
+    }
+
+    /// How long after the last window closes the objects are waited for.
+    pub fn allowance(&self) -> Duration {
+        self.settle.0.max(self.recover_within())
+    }
+
     /// Whether `status` is where the object is meant to end.
     pub fn done(&self, k: &super::ObjectRef, status: super::kstatus::Status) -> bool {
         use super::kstatus::Status;

@@ -38,7 +38,7 @@ pub(super) fn judge(
         return Judgement::waiting(format!("window {:?} is still open", w.name));
     }
     let last_close = s.windows.iter().filter_map(|w| w.closed_at).max();
-    let due = last_close.unwrap_or(started) + c.settle.0;
+    let due = last_close.unwrap_or(started) + c.allowance();
     let not_current: Vec<Violation> = judged_objects(c, s)
         .filter_map(|(k, o)| {
             let (v, since) = (o.verdict.as_ref()?, o.not_current_since?);
@@ -52,6 +52,7 @@ pub(super) fn judge(
                 client: None,
                 until: None,
                 peak: None,
+                why: None,
             })
         })
         .collect();
@@ -91,7 +92,7 @@ pub(super) fn judge(
     match waiting {
         Some(waiting) => Judgement::waiting(format!(
             "settle ({}) has not passed since the last window closed, and {waiting}",
-            humantime::format_duration(c.settle.0),
+            humantime::format_duration(c.allowance()),
         )),
         None => Judgement {
             judged: true,

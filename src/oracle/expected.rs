@@ -151,6 +151,7 @@ pub fn judge(
             client: None,
             until: None,
             peak: None,
+            why: None,
         });
     };
     for o in &config.objects {

@@ -26,6 +26,7 @@ pub mod expected;
 pub mod kstatus;
 mod paths;
 mod rates;
+mod recovery;
 pub mod staleness;
 mod time_format;
 pub mod truth;
@@ -46,7 +47,8 @@ pub use paths::changed_paths;
 pub(crate) use paths::segment;
 pub(crate) use time_format::{millis as rfc3339, optional as rfc3339_opt};
 pub use verdicts::{
-    Mark, ObjectRef, ObjectStatus, Recovery, RestartMark, Verdicts, Violation, WindowSpan,
+    Comeback, ExitMark, Mark, ObjectRef, ObjectStatus, Recovery, RestartMark, Verdicts,
+    Violation, WindowSpan,
 };
 
 const MINUTE: Duration = Duration::from_secs(60);
@@ -93,6 +95,14 @@ struct State {
     rates: rates::Rates,
     windows: VecDeque<WindowSpan>,
     restarts: VecDeque<RestartMark>,
+    exits: VecDeque<ExitMark>,
+    /// How exits are restarted (the supervisor's crash policy, described).
+    backoff: Option<String>,
+    /// Each client's first answered request since the last window closed or the
+    /// controller last started (`Comeback`).
+    answered: BTreeMap<String, SystemTime>,
+    /// When `answered` was last cleared.
+    answered_since: Option<SystemTime>,
     recoveries: VecDeque<(Recovery, Option<SystemTime>)>,
     marks: VecDeque<Mark>,
     /// Violations of objects since deleted: judged when they went, their state pruned.
@@ -133,6 +143,13 @@ pub struct Oracles {
     pub violations_gauge: prometheus::IntGaugeVec,
     /// Entries dropped at a cap (`stalemate_oracle_dropped_total`).
     pub dropped_counter: prometheus::IntCounter,
+    /// The controller's exits on its own (`stalemate_controller_exits_total`).
+    pub exits_counter: prometheus::IntCounter,
+    /// The back-off being waited before the controller starts again (0 while it runs).
+    pub backoff_gauge: prometheus::Gauge,
+    /// Set once a window has closed or the controller exited: answered requests are then
+    /// looked at (the comeback); before that, not at all.
+    watching_answers: std::sync::atomic::AtomicBool,
     /// When each client last wrote (successfully or not): how `explore` tells a quiet
     /// controller.
     last_writes: Mutex<std::collections::HashMap<String, SystemTime>>,
@@ -161,6 +178,17 @@ impl Oracles {
                 "Objects, rate counters, window spans or recoveries the oracles stopped tracking at their cap (10,000 each).",
             )
             .expect("static metric definition"),
+            exits_counter: prometheus::IntCounter::new(
+                "controller_exits_total",
+                "Exits of the controller on its own (not by a restart window), each restarted after a back-off as kubelet would.",
+            )
+            .expect("static metric definition"),
+            backoff_gauge: prometheus::Gauge::new(
+                "controller_backoff_seconds",
+                "The back-off the controller is waiting out before it is started again (0 while it runs).",
+            )
+            .expect("static metric definition"),
+            watching_answers: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -194,6 +222,16 @@ impl Oracles {
                 .unwrap_or_else(|p| p.into_inner())
                 .insert(client.to_string(), at);
             self.count_write(client, verb, resource, code);
+        }
+        if (200..300).contains(&code)
+            && self
+                .watching_answers
+                .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            let mut s = self.lock();
+            if s.answered_since.is_some_and(|since| at >= since) {
+                s.answered.entry(client.to_string()).or_insert(at);
+            }
         }
         let Some(name) = name else { return };
         if !verb.is_write() && code != 409 {
@@ -549,6 +587,51 @@ impl Oracles {
         });
     }
 
+    /// The controller exited on its own at `at` after running `ran`; it starts again
+    /// after `backoff` (`None`: it does not).
+    pub fn on_exit(
+        &self,
+        at: SystemTime,
+        status: &str,
+        ran: std::time::Duration,
+        backoff: Option<std::time::Duration>,
+    ) {
+        self.exits_counter.inc();
+        self.backoff_gauge
+            .set(backoff.map_or(0.0, |b| b.as_secs_f64()));
+        let mut s = self.lock();
+        if s.exits.len() >= MAX_ENTRIES {
+            s.exits.pop_front();
+            self.count_dropped(&mut s, 1);
+        }
+        s.exits.push_back(ExitMark {
+            at,
+            status: status.to_string(),
+            ran_seconds: ran.as_secs_f64(),
+            backoff_seconds: backoff.map(|b| b.as_secs_f64()),
+        });
+        let back = backoff.map_or(at, |b| at + b);
+        self.answers_from(&mut s, back);
+    }
+
+    /// The controller runs again (its back-off over).
+    pub fn on_started_again(&self) {
+        self.backoff_gauge.set(0.0);
+    }
+
+    /// How the supervisor restarts exits (for the report).
+    pub fn set_backoff(&self, described: String) {
+        self.lock().backoff = Some(described);
+    }
+
+    /// Look at answered requests from `since` on, afresh.
+    fn answers_from(&self, s: &mut State, since: SystemTime) {
+        s.answered.clear();
+        s.answered_since = Some(s.answered_since.map_or(since, |t| t.max(since)));
+        self.watching_answers
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// A window opened or closed.
     pub fn on_window(&self, name: &str, fault: &str, open: bool, at: SystemTime) {
         let mut s = self.lock();
@@ -586,6 +669,9 @@ impl Oracles {
         {
             w.closed_at = Some(at);
         }
+        if s.windows.iter().all(|w| w.closed_at.is_some()) {
+            self.answers_from(&mut s, at);
+        }
         if let Some(c) = &self.config.convergence {
             let dropped = convergence::start_recoveries(c, &mut s, name, at);
             self.count_dropped(&mut s, dropped);
@@ -606,6 +692,9 @@ impl Oracles {
             ),
             windows: s.windows.iter().cloned().collect(),
             restarts: s.restarts.iter().cloned().collect(),
+            exits: s.exits.iter().cloned().collect(),
+            backoff: s.backoff.clone(),
+            comeback: comeback(&s, self.config.convergence.as_ref()),
             recoveries: s
                 .recoveries
                 .iter()
@@ -672,7 +761,26 @@ impl Oracles {
     fn judge(&self, s: &State, now: SystemTime) -> (bool, Option<String>, Vec<Violation>) {
         let (judged, pending, mut violations) = match &self.config.convergence {
             Some(c) => {
-                let j = convergence::judge(c, s, self.started, now);
+                let mut j = convergence::judge(c, s, self.started, now);
+                // Not Current once a window has closed: say why it did not recover.
+                if let Some(close) = recovery::last_close(s) {
+                    for v in j.violations.iter_mut() {
+                        let k = ObjectRef {
+                            resource: v.resource.clone(),
+                            namespace: v.namespace.clone(),
+                            name: v.name.clone(),
+                        };
+                        let why = recovery::why(s, &k, close, now, self.started);
+                        v.why = Some(format!(
+                            "not Current again {:.1}s after the last window closed: {why}",
+                            now.duration_since(close).unwrap_or_default().as_secs_f64()
+                        ));
+                    }
+                }
+                if j.judged {
+                    j.violations
+                        .extend(recovery::judge(c, s, self.started, now));
+                }
                 (j.judged, j.pending, j.violations)
             }
             None => (true, None, Vec::new()),
@@ -716,7 +824,33 @@ fn readiness_violation(
         client: None,
         until,
         peak: None,
+        why: None,
     }
+}
+
+/// After the last window: when each client was first answered again (the controller's
+/// informers relisting, once its back-off is over) and when the judged objects were all
+/// Current again.
+fn comeback(s: &State, c: Option<&ConvergenceConfig>) -> Option<Comeback> {
+    let close = recovery::last_close(s)?;
+    let answered = s
+        .answered
+        .iter()
+        .map(|(c, t)| (c.clone(), verdicts::TimeStamp(*t)))
+        .collect();
+    let current_at = c.and_then(|_| {
+        let mut last = close;
+        for (r, done) in s.recoveries.iter().filter(|(r, _)| r.closed_at == close) {
+            let _ = r;
+            last = last.max((*done)?);
+        }
+        Some(last)
+    });
+    Some(Comeback {
+        window_closed_at: close,
+        answered,
+        current_at,
+    })
 }
 
 #[cfg(test)]

@@ -151,6 +151,7 @@ impl Rates {
             client: Some(client.clone()),
             until: Some(hit.last),
             peak: Some(hit.peak as u64),
+            why: None,
         };
         if let Some(h) = hot {
             for (key, hit) in self
@@ -248,6 +249,7 @@ pub(super) fn storm_violation(
         client: Some(client.to_string()),
         until: Some(hit.last),
         peak: Some(hit.peak as u64),
+        why: None,
     }
 }
 
@@ -317,5 +319,6 @@ pub(super) fn hot_violation(
         client: Some(client.to_string()),
         until: Some(hit.last),
         peak: Some(hit.peak as u64),
+        why: None,
     })
 }

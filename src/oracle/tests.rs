@@ -570,3 +570,84 @@ fn readiness_race_flags_a_fallback_current_and_says_when_it_ended() {
     o.on_object(GR, &gitrepo(1, None, "True"), t(1.0));
     assert!(o.evaluate(t(2.0)).violations.is_empty());
 }
+
+/// The recovery oracle: a recovery later than `recoverWithin` is a finding of its own,
+/// saying how long it took and what kept it (the controller's exit and back-off); the
+/// comeback says when clients were answered again and when everything was Current.
+#[test]
+fn a_late_recovery_is_a_finding_that_names_the_back_off() {
+    let o = Oracles::new(
+        config(json!({"convergence": {"resources": [GR], "settle": "60s", "recoverWithin": "10s"}})),
+        t(0.0),
+    );
+    o.on_object(GR, &gitrepo(1, Some(1), "True"), t(0.0));
+    o.on_window("p", "partition", true, t(1.0));
+    o.on_object(GR, &gitrepo(2, Some(1), "True"), t(1.5));
+    // Its lease lost inside the partition: it exits, kubelet backs it off 10 s, then 20 s.
+    o.on_exit(t(20.0), "exit status: 1", Duration::from_secs(19), Some(Duration::from_secs(10)));
+    o.on_exit(t(31.0), "exit status: 1", Duration::from_secs(1), Some(Duration::from_secs(20)));
+    o.on_window("p", "partition", false, t(32.0));
+    assert_eq!(o.backoff_gauge.get(), 20.0);
+    assert_eq!(o.exits_counter.get(), 2);
+    o.on_request("controller", Verb::List, GR, None, None, 200, t(31.5));
+    o.on_request("controller", Verb::List, GR, None, None, 200, t(51.5));
+    o.on_request("controller", Verb::List, GR, None, None, 200, t(52.0));
+    o.on_object(GR, &gitrepo(2, Some(2), "True"), t(53.0));
+    let v = o.evaluate(t(54.0));
+    assert!(v.judged, "{:?}", v.pending);
+    assert_eq!(v.violations.len(), 1, "{:?}", v.violations);
+    let x = &v.violations[0];
+    assert_eq!(x.oracle, "recovery");
+    assert_eq!(
+        x.rule,
+        "Current again only 21.0s after the last window (\"p\") closed; allowed 10s"
+    );
+    assert_eq!(
+        x.why.as_deref(),
+        Some(
+            "the controller exited (exit status: 1) at +31.0s, was started again at +51.0s, and did not make it Current since"
+        )
+    );
+    assert_eq!(v.exits.len(), 2);
+    assert_eq!(v.exits[1].back_at(), Some(t(51.0)));
+    let c = v.comeback.expect("a window closed");
+    assert_eq!(c.window_closed_at, t(32.0));
+    assert_eq!(
+        c.answered.get("controller").map(|t| t.0),
+        Some(t(51.5)),
+        "answered again once its back-off was over, not before"
+    );
+    assert_eq!(c.current_at, Some(t(53.0)));
+}
+
+/// Never Current again: the convergence finding says why — still backing off, or
+/// nothing written to it since the window closed.
+#[test]
+fn a_recovery_that_never_came_says_why() {
+    let stuck = |exit: bool| {
+        let o = Oracles::new(
+            config(json!({"convergence": {"resources": [GR], "settle": "30s"}})),
+            t(0.0),
+        );
+        o.on_object(GR, &gitrepo(1, Some(1), "True"), t(0.0));
+        o.on_window("p", "partition", true, t(1.0));
+        o.on_object(GR, &gitrepo(2, Some(1), "True"), t(1.5));
+        o.on_window("p", "partition", false, t(5.0));
+        if exit {
+            o.on_exit(t(20.0), "exit status: 1", Duration::from_secs(19), Some(Duration::from_secs(40)));
+        }
+        let v = o.evaluate(t(40.0));
+        assert!(v.judged);
+        assert_eq!(v.violations.len(), 1, "{:?}", v.violations);
+        assert_eq!(v.violations[0].oracle, "convergence");
+        v.violations[0].why.clone().unwrap_or_default()
+    };
+    assert_eq!(
+        stuck(false),
+        "not Current again 35.0s after the last window closed: no reconcile: nothing wrote to it after the window closed"
+    );
+    assert_eq!(
+        stuck(true),
+        "not Current again 35.0s after the last window closed: the controller was still backing off: it exited (exit status: 1) at +20.0s and its back-off of 40s starts it again at +60.0s"
+    );
+}

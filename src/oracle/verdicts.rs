@@ -37,6 +37,11 @@ pub struct Violation {
     /// Rate oracles: the most writes (or 409s) in one minute.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peak: Option<u64>,
+    /// Why it is so, where an oracle can tell (the recovery oracle: the controller
+    /// backing off, a crash loop, no reconcile). Kept out of `rule`, which explore's
+    /// signatures are made of.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
 }
 
 /// A window as it ran.
@@ -60,6 +65,50 @@ pub struct RestartMark {
     pub at: SystemTime,
     /// How long it stayed down.
     pub down_seconds: f64,
+}
+
+/// An exit of the controller on its own, restarted (or not) after a back-off.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExitMark {
+    #[serde(with = "rfc3339")]
+    pub at: SystemTime,
+    /// `exit status: 1`, `signal: 6 (SIGABRT)`.
+    pub status: String,
+    /// How long that process had run.
+    pub ran_seconds: f64,
+    /// The back-off before it was started again (`None`: it was not — a crash loop
+    /// given up on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backoff_seconds: Option<f64>,
+}
+
+impl ExitMark {
+    /// When it was (to be) started again.
+    pub fn back_at(&self) -> Option<SystemTime> {
+        self.backoff_seconds
+            .map(|b| self.at + std::time::Duration::from_secs_f64(b))
+    }
+}
+
+/// A point in time, written as RFC 3339.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct TimeStamp(#[serde(with = "rfc3339")] pub SystemTime);
+
+/// After the last window closed: when the controller was answered again and when its
+/// objects were all Current again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Comeback {
+    #[serde(with = "rfc3339")]
+    pub window_closed_at: SystemTime,
+    /// Each client's first request answered (2xx) after the close and after the
+    /// controller's last start.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub answered: std::collections::BTreeMap<String, TimeStamp>,
+    /// The last of the judged objects Current again (`None`: not all are).
+    #[serde(default, with = "rfc3339_opt", skip_serializing_if = "Option::is_none")]
+    pub current_at: Option<SystemTime>,
 }
 
 /// How long an object took to become Current after a window closed (`None`: not yet).
@@ -120,6 +169,15 @@ pub struct Verdicts {
     #[serde(default)]
     pub restarts: Vec<RestartMark>,
     pub recoveries: Vec<Recovery>,
+    /// The controller's exits on its own, and the back-off it was restarted with.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exits: Vec<ExitMark>,
+    /// How exits were restarted (`10s doubling to 5m, …`), when they are.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backoff: Option<String>,
+    /// After the last window: the controller back, its objects Current again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comeback: Option<Comeback>,
     pub objects: Vec<ObjectStatus>,
     pub timeline: Vec<Mark>,
     /// Ground truth of each watched object as it changed (the report's truth lanes).

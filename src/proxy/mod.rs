@@ -296,7 +296,7 @@ async fn faults(proxy: &Proxy, call: &mut Call, req: &Request<Body>) -> Option<R
         return Some(resp);
     }
     // Oldest window first: delays add up, the first answer ends it.
-    let actions: Vec<(String, RequestAction)> = {
+    let actions: Vec<(String, u64, RequestAction)> = {
         let random: &dyn Random = &*proxy.gates.engine;
         call.windows
             .iter()
@@ -310,14 +310,17 @@ async fn faults(proxy: &Proxy, call: &mut Call, req: &Request<Body>) -> Option<R
                     window: &a.window.name,
                 };
                 let action = a.window.fault.behaviour().on_request(&request, random);
-                (a.window.name.clone(), action)
+                (a.window.name.clone(), a.generation, action)
             })
             .collect()
     };
-    for (window, action) in actions {
+    for (window, generation, action) in actions {
         match action {
             RequestAction::Pass => {}
             RequestAction::Delay(d) => tokio::time::sleep(d).await,
+            RequestAction::UntilClosed => {
+                proxy.gates.engine.until_closed(&window, generation).await
+            }
             RequestAction::Answer(e) => {
                 call.labels.answer = "injected";
                 call.labels.window = Some(window);

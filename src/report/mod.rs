@@ -142,6 +142,54 @@ impl Report {
                 );
             }
         }
+        if !v.exits.is_empty() {
+            let _ = writeln!(
+                o,
+                "controller exits ({}):",
+                v.backoff.as_deref().unwrap_or("not restarted")
+            );
+            for e in &v.exits {
+                let _ = writeln!(
+                    o,
+                    "  {} {} after {:.1}s running; {}",
+                    at(e.at),
+                    e.status,
+                    e.ran_seconds,
+                    match (e.backoff_seconds, e.back_at()) {
+                        (Some(b), Some(back)) =>
+                            format!("back-off {b:.1}s, started again at {}", at(back)),
+                        _ => "not started again".to_string(),
+                    }
+                );
+            }
+        }
+        if let Some(c) = &v.comeback {
+            let since = |t: SystemTime| {
+                format!(
+                    "{} ({:.1}s after)",
+                    at(t),
+                    t.duration_since(c.window_closed_at)
+                        .unwrap_or_default()
+                        .as_secs_f64()
+                )
+            };
+            let answered: Vec<String> = c
+                .answered
+                .iter()
+                .map(|(client, t)| format!("{client} {}", since(t.0)))
+                .collect();
+            let _ = writeln!(
+                o,
+                "after the last window (closed {}): answered again: {}; objects Current again: {}",
+                at(c.window_closed_at),
+                if answered.is_empty() {
+                    "no client".to_string()
+                } else {
+                    answered.join(", ")
+                },
+                c.current_at.map_or("not all".to_string(), since)
+            );
+        }
         if !v.objects.is_empty() {
             let _ = writeln!(o, "objects (kstatus now):");
             for x in &v.objects {
@@ -195,6 +243,9 @@ impl Report {
                 at(x.since),
                 x.rule
             );
+            if let Some(why) = &x.why {
+                let _ = writeln!(o, "                why: {why}");
+            }
         };
         if v.violations.is_empty() {
             let _ = writeln!(o, "violations: none");
@@ -235,6 +286,7 @@ impl Report {
         let mut windows: Vec<WindowSpan> = Vec::new();
         let mut timeline: Vec<Mark> = Vec::new();
         let mut restarts: Vec<RestartMark> = Vec::new();
+        let mut exits: Vec<crate::oracle::ExitMark> = Vec::new();
         let mut violations: Vec<Violation> = Vec::new();
         let mut inside_windows: Vec<Violation> = Vec::new();
         let mut judgement: Option<(bool, Option<String>)> = None;
@@ -310,6 +362,12 @@ impl Report {
                     at: ts,
                     down_seconds: v["downMs"].as_f64().unwrap_or(0.0) / 1000.0,
                 }),
+                Some("exit") => exits.push(crate::oracle::ExitMark {
+                    at: ts,
+                    status: s("status"),
+                    ran_seconds: v["ranMs"].as_f64().unwrap_or(0.0) / 1000.0,
+                    backoff_seconds: v["backoffMs"].as_f64().map(|b| b / 1000.0),
+                }),
                 Some("event") => {
                     let (fate, type_) = (s("fate"), s("type"));
                     if matches!(fate.as_str(), "delivered" | "held" | "released" | "dropped")
@@ -358,6 +416,9 @@ impl Report {
                 windows,
                 restarts,
                 recoveries: vec![],
+                exits,
+                backoff: None,
+                comeback: None,
                 objects: vec![],
                 timeline,
                 // The trace has no ground truth: only what clients were given.

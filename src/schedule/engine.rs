@@ -74,6 +74,8 @@ pub struct Engine {
     last_opened: Mutex<HashMap<String, Instant>>,
     generation: Mutex<u64>,
     changes: watch::Sender<u64>,
+    /// The proxy's listeners' links, which `partition` windows break.
+    network: Arc<crate::listen::network::Network>,
     pub opened_total: prometheus::IntCounter,
     pub window_active: prometheus::IntGaugeVec,
     /// When each window last opened (unix seconds), and how long it was to stay open (0:
@@ -123,6 +125,7 @@ impl Engine {
             last_opened: Mutex::new(HashMap::new()),
             generation: Mutex::new(0),
             changes: watch::channel(0).0,
+            network: crate::listen::network::Network::new(),
             opened_total: prometheus::IntCounter::new("windows_opened_total", "Windows opened.")
                 .expect("static metric definition"),
             window_active: prometheus::IntGaugeVec::new(
@@ -187,6 +190,19 @@ impl Engine {
         let errs = w.check_with(|c| self.clients.defines(c));
         if let Some((field, msg)) = errs.first() {
             return Err(format!("{field}: {msg}"));
+        }
+        if let crate::fault::Fault::Partition(p) = &w.fault
+            && p.mode == crate::fault::partition::Mode::Refuse
+        {
+            if !p.whole(&w.resources, &w.namespaces) {
+                return Err("fault.partition.mode: a refusal is of connections, which carry every resource and namespace: give it resources [\"*\"] and no namespaces".into());
+            }
+            if w.client != "*" && self.clients.listener_of(&w.client).is_none() {
+                return Err(format!(
+                    "client: a refusal acts on connections before any request says whose they are: aim it at \"*\" or at a client recognised by its `listener` alone ({:?} is not)",
+                    w.client
+                ));
+            }
         }
         if w.fault.behaviour().needs_process() && !self.owns_process() {
             return Err(format!(
@@ -400,7 +416,55 @@ impl Engine {
     }
 
     fn bump(&self) {
+        self.relink();
         self.changes.send_modify(|n| *n += 1);
+    }
+
+    /// The network the proxy's listeners are served behind.
+    pub fn network(&self) -> Arc<crate::listen::network::Network> {
+        self.network.clone()
+    }
+
+    /// Each listener's link from the `partition` windows open now: a whole partition
+    /// (`fault/partition.rs`) covers every listener for `*`, and a client's listener for a
+    /// client recognised by its listener alone.
+    fn relink(&self) {
+        use crate::listen::network::Link;
+        let listeners = self.network.listeners();
+        let mut links: HashMap<std::net::SocketAddr, Link> = HashMap::new();
+        for a in self.lock().values() {
+            let crate::fault::Fault::Partition(p) = &a.window.fault else {
+                continue;
+            };
+            if !p.whole(&a.window.resources, &a.window.namespaces) {
+                continue;
+            }
+            let client = a.window.client.as_str();
+            let listener = self.clients.listener_of(client);
+            for addr in &listeners {
+                let covered = client == "*"
+                    || listener.is_some_and(|l| self.clients.is_listener(*addr, l));
+                if covered {
+                    let link = links.entry(*addr).or_default();
+                    *link = link.max(p.link());
+                }
+            }
+        }
+        self.network.set(links);
+    }
+
+    /// Resolves once the window `name`'s opening `generation` has closed.
+    pub async fn until_closed(&self, name: &str, generation: u64) {
+        let mut changes = self.changes();
+        loop {
+            let open = self
+                .lock()
+                .get(name)
+                .is_some_and(|a| a.generation == generation);
+            if !open || changes.changed().await.is_err() {
+                return;
+            }
+        }
     }
 
     /// A window that may answer reads from views: its resources keep views from now on

@@ -101,6 +101,30 @@ impl Supervised {
                 });
             }));
         }
+        // Exits on its own: the oracles (the report's exits, the recovery oracle's why),
+        // the trace, and the run's quiet — a back-off is not quiet: the controller is
+        // coming back.
+        {
+            let (oracles, trace) = (running.oracles.clone(), running.trace());
+            let last = last_restart.clone();
+            controller.on_exit(Box::new(move |crash, pid| {
+                oracles.on_exit(crash.at, &crash.status, crash.ran, crash.backoff);
+                if let Some(b) = crash.backoff {
+                    *last.lock().unwrap_or_else(|p| p.into_inner()) = Some(crash.at + b);
+                    let oracles = oracles.clone();
+                    tokio::spawn(async move {
+                        tokio::time::sleep(b).await;
+                        oracles.on_started_again();
+                    });
+                }
+                trace.record(Record::Exit {
+                    status: crash.status.clone(),
+                    ran_ms: crash.ran.as_secs_f64() * 1000.0,
+                    backoff_ms: crash.backoff.map(|b| b.as_secs_f64() * 1000.0),
+                    pid,
+                });
+            }));
+        }
         running
             .engine
             .set_process(Arc::new(super::outside::Outside {
@@ -109,6 +133,7 @@ impl Supervised {
             }));
         if let Some(policy) = o.restart_crashed {
             controller.restart_crashed(policy);
+            running.oracles.set_backoff(policy.describe());
         }
         Ok(Supervised {
             controller,
@@ -145,7 +170,7 @@ impl Supervised {
                     let crashes = self.controller.crashes();
                     let failed = match exit {
                         _ if o.restart_crashed.is_some() && !crashes.is_empty() => Some(format!(
-                            "{program:?} kept exiting: {} exits ({}), restarted with a back-off after each as a Deployment would",
+                            "{program:?} kept exiting: {} exits ({}), restarted with a back-off after each as kubelet would",
                             crashes.len(),
                             crashes.iter().map(|c| c.status.as_str()).collect::<Vec<_>>().join(", ")
                         )),

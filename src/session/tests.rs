@@ -343,7 +343,8 @@ async fn a_crash_is_restarted_and_a_crash_loop_fails_the_run() {
     let policy = crate::process::CrashPolicy {
         backoff: Duration::from_millis(100),
         max_backoff: Duration::from_millis(200),
-        give_up_after: 3,
+        reset_after: Duration::from_secs(600),
+        give_up_after: Some(3),
     };
     let mut o = on_sim(dir.path(), controller);
     o.restart_crashed = Some(policy);

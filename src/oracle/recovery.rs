@@ -1,0 +1,140 @@
+//! The recovery oracle: once the last window has closed, every object the convergence
+//! oracle judges is to be Current again within `recoverWithin` (default: its `settle`).
+//! One that got there later is a finding of its own (`recovery`, saying how long it
+//! took); one that never did is the convergence oracle's finding, and this oracle says
+//! why: the controller still backing off after an exit, a crash loop, or nothing written
+//! to the object since the window closed (no reconcile).
+//!
+//! Why it needs the controller's exits: a partition that outlives a leader-election lease
+//! ends with the controller exiting and kubelet backing it off (10 s, doubling). When it
+//! is Current again then depends on where in that back-off the partition ended, which is
+//! the controller's supervisor's doing, not its own; the report says which it was.
+
+use std::time::{Duration, SystemTime};
+
+use super::{ConvergenceConfig, ExitMark, ObjectRef, State, Violation};
+
+/// The late recoveries from the last window's close, as of `now`.
+pub(super) fn judge(
+    c: &ConvergenceConfig,
+    s: &State,
+    started: SystemTime,
+    now: SystemTime,
+) -> Vec<Violation> {
+    let Some(last_close) = last_close(s) else {
+        return Vec::new();
+    };
+    let allowed = c.recover_within();
+    s.recoveries
+        .iter()
+        .filter(|(r, _)| r.closed_at == last_close)
+        .filter_map(|(r, done)| {
+            let done = (*done)?;
+            let took = done.duration_since(r.closed_at).unwrap_or_default();
+            if took <= allowed || done > now {
+                return None;
+            }
+            let k = ObjectRef {
+                resource: r.resource.clone(),
+                namespace: r.namespace.clone(),
+                name: r.name.clone(),
+            };
+            Some(Violation {
+                oracle: "recovery".into(),
+                resource: k.resource.clone(),
+                namespace: k.namespace.clone(),
+                name: k.name.clone(),
+                rule: format!(
+                    "Current again only {:.1}s after the last window ({:?}) closed; allowed {}",
+                    took.as_secs_f64(),
+                    r.window,
+                    humantime::format_duration(allowed),
+                ),
+                since: last_close + allowed,
+                client: None,
+                until: Some(done),
+                peak: None,
+                why: Some(why(s, &k, last_close, done, started)),
+            })
+        })
+        .collect()
+}
+
+/// When the last window closed, if one has and none is open.
+pub(super) fn last_close(s: &State) -> Option<SystemTime> {
+    if s.windows.iter().any(|w| w.closed_at.is_none()) {
+        return None;
+    }
+    s.windows.iter().filter_map(|w| w.closed_at).max()
+}
+
+/// What kept `k` from being Current between `from` (the last window's close) and `until`:
+/// the controller's exits and back-off, or the writes to it (none: no reconcile).
+pub(super) fn why(
+    s: &State,
+    k: &ObjectRef,
+    from: SystemTime,
+    until: SystemTime,
+    started: SystemTime,
+) -> String {
+    let at = |t: SystemTime| format!("+{:.1}s", t.duration_since(started).unwrap_or_default().as_secs_f64());
+    // Exits since the close, and one before it whose back-off reached past it.
+    let exits: Vec<&ExitMark> = s
+        .exits
+        .iter()
+        .filter(|e| {
+            e.at <= until
+                && (e.at >= from || e.back_at().is_some_and(|b| b > from) || e.backoff_seconds.is_none())
+        })
+        .collect();
+    if let Some(last) = exits.last() {
+        let n = exits.len();
+        return match last.back_at() {
+            Some(back) if back > until => format!(
+                "the controller was still backing off: it exited ({}) at {} and its back-off of {} starts it again at {}",
+                last.status,
+                at(last.at),
+                humantime::format_duration(Duration::from_secs_f64(last.backoff_seconds.unwrap_or(0.0))),
+                at(back)
+            ),
+            None => format!(
+                "the controller exited ({}) at {} and was not started again: a crash loop ({n} exit{} in a row)",
+                last.status,
+                at(last.at),
+                if n == 1 { "" } else { "s" }
+            ),
+            Some(_) if n >= 3 => format!(
+                "a crash loop: the controller exited {n} times since the window closed (last: {} at {})",
+                last.status,
+                at(last.at)
+            ),
+            Some(back) => format!(
+                "the controller exited ({}) at {}, was started again at {}, and did not make it Current since",
+                last.status,
+                at(last.at),
+                at(back)
+            ),
+        };
+    }
+    let writes: Vec<SystemTime> = s
+        .marks
+        .iter()
+        .filter(|m| {
+            m.at >= from
+                && m.at <= until
+                && m.resource == k.resource
+                && m.namespace == k.namespace
+                && m.name == k.name
+        })
+        .map(|m| m.at)
+        .collect();
+    match writes.last() {
+        None => "no reconcile: nothing wrote to it after the window closed".to_string(),
+        Some(last) => format!(
+            "{} write{} to it after the window closed (the last at {}), none making it Current",
+            writes.len(),
+            if writes.len() == 1 { "" } else { "s" },
+            at(*last)
+        ),
+    }
+}
