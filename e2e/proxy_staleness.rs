@@ -654,10 +654,15 @@ fn partition_blackholes_then_refuses_as_kubectl_sees_it() {
         &proxy,
         "POST",
         "/v1/windows",
-        Some(&json!({"name": "narrow", "resources": ["configmaps"], "fault": {"partition": {"mode": "refuse"}}})),
+        Some(
+            &json!({"name": "narrow", "resources": ["configmaps"], "fault": {"partition": {"mode": "refuse"}}}),
+        ),
     );
     assert_eq!(code, 422, "{body}");
-    assert!(body.to_string().contains("a refusal is of connections"), "{body}");
+    assert!(
+        body.to_string().contains("a refusal is of connections"),
+        "{body}"
+    );
     let _ = watch.kill();
     let _ = watch.wait();
 }

@@ -287,10 +287,7 @@ impl Controller {
             cmd.stdout(out.try_clone()?).stderr(out);
         }
         let mut child = cmd.spawn()?;
-        *self
-            .child_started
-            .lock()
-            .unwrap_or_else(|p| p.into_inner()) = std::time::Instant::now();
+        *self.child_started.lock().unwrap_or_else(|p| p.into_inner()) = std::time::Instant::now();
         let generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
         self.pid.store(child.id().unwrap_or(0), Ordering::SeqCst);
         let me = self.me.clone();
@@ -505,7 +502,9 @@ mod tests {
         .unwrap();
         let exits = Arc::new(std::sync::Mutex::new(Vec::new()));
         let e = exits.clone();
-        c.on_exit(Box::new(move |crash, _| e.lock().unwrap().push(crash.clone())));
+        c.on_exit(Box::new(move |crash, _| {
+            e.lock().unwrap().push(crash.clone())
+        }));
         c.restart_crashed(CrashPolicy {
             backoff: Duration::from_millis(50),
             max_backoff: Duration::from_millis(150),
@@ -521,7 +520,13 @@ mod tests {
             .map(|c| c.backoff.map(|b| b.as_millis()))
             .collect();
         assert_eq!(backoffs, [Some(50), Some(100), Some(150), None]);
-        assert!(exits.lock().unwrap().iter().all(|c| c.status == "exit status: 3"));
+        assert!(
+            exits
+                .lock()
+                .unwrap()
+                .iter()
+                .all(|c| c.status == "exit status: 3")
+        );
 
         // A policy whose reset_after every child outlives: never past the first back-off.
         let c = Controller::spawn(Spec {
@@ -544,7 +549,9 @@ mod tests {
         let crashes = c.crashes();
         assert!(crashes.len() >= 2, "{crashes:?}");
         assert!(
-            crashes.iter().all(|x| x.backoff == Some(Duration::from_millis(50))),
+            crashes
+                .iter()
+                .all(|x| x.backoff == Some(Duration::from_millis(50))),
             "{crashes:?}"
         );
     }

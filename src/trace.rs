@@ -85,6 +85,8 @@ pub enum Record {
     /// it is not — a crash loop given up on).
     #[serde(rename_all = "camelCase")]
     Exit {
+        /// Which controller (`controller`: the one after `--`).
+        controller: String,
         status: String,
         ran_ms: f64,
         #[serde(default, skip_serializing_if = "Option::is_none")]

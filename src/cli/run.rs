@@ -49,6 +49,14 @@ pub struct RunArgs {
     #[arg(long, default_value = "10m", value_parser = super::parse_duration, value_name = "DURATION")]
     pub max_run: Duration,
 
+    /// Another controller under test beside CMD, repeated for more: NAME=COMMAND, a shell
+    /// command run on a listener of its own (its requests are the client NAME, which
+    /// windows can target; CMD's are `controller`), with its own KUBECONFIG, ports
+    /// (STALEMATE_*) and STALEMATE_DATA_DIR, restarted as CMD is. `restart` windows
+    /// restart CMD only.
+    #[arg(long = "controller", value_name = "NAME=COMMAND", value_parser = crate::session::Other::parse)]
+    pub others: Vec<crate::session::Other>,
+
     /// When CMD exits on its own: the run ends (never), or CMD is started again after
     /// kubelet's CrashLoopBackOff (always; needs --quiet or --duration to end the run).
     #[arg(long, value_enum, default_value = "never", value_name = "POLICY")]
@@ -193,7 +201,10 @@ impl WorldArgs {
     }
 
     /// How an exited controller is restarted; `give_up_after` exits in a row end the run.
-    pub fn crash_policy(&self, give_up_after: Option<usize>) -> Result<crate::process::CrashPolicy> {
+    pub fn crash_policy(
+        &self,
+        give_up_after: Option<usize>,
+    ) -> Result<crate::process::CrashPolicy> {
         if self.crash_backoff.is_zero() || self.crash_backoff > self.crash_backoff_max {
             anyhow::bail!(
                 "--crash-backoff {} must be more than 0 and at most --crash-backoff-max {}",
@@ -274,6 +285,7 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
     o.setup = setup;
     args.world.apply(&mut o);
     o.restart_crashed = restart;
+    o.others = args.others.clone();
     o.end = match (args.quiet, args.duration) {
         (Some(quiet), cap) => End::Quiet {
             quiet,

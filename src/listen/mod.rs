@@ -170,7 +170,10 @@ where
             let (_load, _registered) = (load, registered);
             // Behind a blackhole the handshake waits for the link, not against its own
             // timeout: the client's dial timeout is what gives up.
-            if let Some(n) = network.as_ref().filter(|_| admission == network::Admission::Hold) {
+            if let Some(n) = network
+                .as_ref()
+                .filter(|_| admission == network::Admission::Hold)
+            {
                 n.until_not_blackholed(local).await;
             }
             let tcp = network::Linked::new(tcp, network, local);

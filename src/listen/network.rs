@@ -371,9 +371,15 @@ mod tests {
         net.set([(addr, Link::Blackhole)].into());
         client.write_all(b"ping").await.unwrap();
         let mut buf = [0u8; 4];
-        let read = tokio::time::timeout(std::time::Duration::from_millis(200), server.read(&mut buf)).await;
+        let read =
+            tokio::time::timeout(std::time::Duration::from_millis(200), server.read(&mut buf))
+                .await;
         assert!(read.is_err(), "a read behind a blackhole pends");
-        let write = tokio::time::timeout(std::time::Duration::from_millis(200), server.write_all(b"pong")).await;
+        let write = tokio::time::timeout(
+            std::time::Duration::from_millis(200),
+            server.write_all(b"pong"),
+        )
+        .await;
         assert!(write.is_err(), "a write behind a blackhole pends");
         let heal = {
             let net = net.clone();
@@ -383,7 +389,10 @@ mod tests {
             })
         };
         server.read_exact(&mut buf).await.unwrap();
-        assert_eq!(&buf, b"ping", "what was sent during the partition arrives after it");
+        assert_eq!(
+            &buf, b"ping",
+            "what was sent during the partition arrives after it"
+        );
         server.write_all(b"pong").await.unwrap();
         client.read_exact(&mut buf).await.unwrap();
         assert_eq!(&buf, b"pong");

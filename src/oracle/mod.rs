@@ -47,8 +47,8 @@ pub use paths::changed_paths;
 pub(crate) use paths::segment;
 pub(crate) use time_format::{millis as rfc3339, optional as rfc3339_opt};
 pub use verdicts::{
-    Comeback, ExitMark, Mark, ObjectRef, ObjectStatus, Recovery, RestartMark, Verdicts,
-    Violation, WindowSpan,
+    Comeback, ExitMark, Mark, ObjectRef, ObjectStatus, Recovery, RestartMark, Verdicts, Violation,
+    WindowSpan,
 };
 
 const MINUTE: Duration = Duration::from_secs(60);
@@ -591,6 +591,7 @@ impl Oracles {
     /// after `backoff` (`None`: it does not).
     pub fn on_exit(
         &self,
+        controller: &str,
         at: SystemTime,
         status: &str,
         ran: std::time::Duration,
@@ -605,6 +606,7 @@ impl Oracles {
             self.count_dropped(&mut s, 1);
         }
         s.exits.push_back(ExitMark {
+            controller: controller.to_string(),
             at,
             status: status.to_string(),
             ran_seconds: ran.as_secs_f64(),

@@ -77,39 +77,52 @@ pub(super) fn why(
     until: SystemTime,
     started: SystemTime,
 ) -> String {
-    let at = |t: SystemTime| format!("+{:.1}s", t.duration_since(started).unwrap_or_default().as_secs_f64());
+    let at = |t: SystemTime| {
+        format!(
+            "+{:.1}s",
+            t.duration_since(started).unwrap_or_default().as_secs_f64()
+        )
+    };
     // Exits since the close, and one before it whose back-off reached past it.
     let exits: Vec<&ExitMark> = s
         .exits
         .iter()
         .filter(|e| {
             e.at <= until
-                && (e.at >= from || e.back_at().is_some_and(|b| b > from) || e.backoff_seconds.is_none())
+                && (e.at >= from
+                    || e.back_at().is_some_and(|b| b > from)
+                    || e.backoff_seconds.is_none())
         })
         .collect();
     if let Some(last) = exits.last() {
         let n = exits.len();
         return match last.back_at() {
             Some(back) if back > until => format!(
-                "the controller was still backing off: it exited ({}) at {} and its back-off of {} starts it again at {}",
+                "{} was still backing off: it exited ({}) at {} and its back-off of {} starts it again at {}",
+                last.controller,
                 last.status,
                 at(last.at),
-                humantime::format_duration(Duration::from_secs_f64(last.backoff_seconds.unwrap_or(0.0))),
+                humantime::format_duration(Duration::from_secs_f64(
+                    last.backoff_seconds.unwrap_or(0.0)
+                )),
                 at(back)
             ),
             None => format!(
-                "the controller exited ({}) at {} and was not started again: a crash loop ({n} exit{} in a row)",
+                "{} exited ({}) at {} and was not started again: a crash loop ({n} exit{} in a row)",
+                last.controller,
                 last.status,
                 at(last.at),
                 if n == 1 { "" } else { "s" }
             ),
             Some(_) if n >= 3 => format!(
-                "a crash loop: the controller exited {n} times since the window closed (last: {} at {})",
+                "a crash loop: {} exited {n} times since the window closed (last: {} at {})",
+                last.controller,
                 last.status,
                 at(last.at)
             ),
             Some(back) => format!(
-                "the controller exited ({}) at {}, was started again at {}, and did not make it Current since",
+                "{} exited ({}) at {}, was started again at {}, and did not make it Current since",
+                last.controller,
                 last.status,
                 at(last.at),
                 at(back)

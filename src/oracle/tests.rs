@@ -577,15 +577,29 @@ fn readiness_race_flags_a_fallback_current_and_says_when_it_ended() {
 #[test]
 fn a_late_recovery_is_a_finding_that_names_the_back_off() {
     let o = Oracles::new(
-        config(json!({"convergence": {"resources": [GR], "settle": "60s", "recoverWithin": "10s"}})),
+        config(
+            json!({"convergence": {"resources": [GR], "settle": "60s", "recoverWithin": "10s"}}),
+        ),
         t(0.0),
     );
     o.on_object(GR, &gitrepo(1, Some(1), "True"), t(0.0));
     o.on_window("p", "partition", true, t(1.0));
     o.on_object(GR, &gitrepo(2, Some(1), "True"), t(1.5));
     // Its lease lost inside the partition: it exits, kubelet backs it off 10 s, then 20 s.
-    o.on_exit(t(20.0), "exit status: 1", Duration::from_secs(19), Some(Duration::from_secs(10)));
-    o.on_exit(t(31.0), "exit status: 1", Duration::from_secs(1), Some(Duration::from_secs(20)));
+    o.on_exit(
+        "controller",
+        t(20.0),
+        "exit status: 1",
+        Duration::from_secs(19),
+        Some(Duration::from_secs(10)),
+    );
+    o.on_exit(
+        "controller",
+        t(31.0),
+        "exit status: 1",
+        Duration::from_secs(1),
+        Some(Duration::from_secs(20)),
+    );
     o.on_window("p", "partition", false, t(32.0));
     assert_eq!(o.backoff_gauge.get(), 20.0);
     assert_eq!(o.exits_counter.get(), 2);
@@ -605,7 +619,7 @@ fn a_late_recovery_is_a_finding_that_names_the_back_off() {
     assert_eq!(
         x.why.as_deref(),
         Some(
-            "the controller exited (exit status: 1) at +31.0s, was started again at +51.0s, and did not make it Current since"
+            "controller exited (exit status: 1) at +31.0s, was started again at +51.0s, and did not make it Current since"
         )
     );
     assert_eq!(v.exits.len(), 2);
@@ -634,7 +648,13 @@ fn a_recovery_that_never_came_says_why() {
         o.on_object(GR, &gitrepo(2, Some(1), "True"), t(1.5));
         o.on_window("p", "partition", false, t(5.0));
         if exit {
-            o.on_exit(t(20.0), "exit status: 1", Duration::from_secs(19), Some(Duration::from_secs(40)));
+            o.on_exit(
+                "controller",
+                t(20.0),
+                "exit status: 1",
+                Duration::from_secs(19),
+                Some(Duration::from_secs(40)),
+            );
         }
         let v = o.evaluate(t(40.0));
         assert!(v.judged);
@@ -648,6 +668,6 @@ fn a_recovery_that_never_came_says_why() {
     );
     assert_eq!(
         stuck(true),
-        "not Current again 35.0s after the last window closed: the controller was still backing off: it exited (exit status: 1) at +20.0s and its back-off of 40s starts it again at +60.0s"
+        "not Current again 35.0s after the last window closed: controller was still backing off: it exited (exit status: 1) at +20.0s and its back-off of 40s starts it again at +60.0s"
     );
 }

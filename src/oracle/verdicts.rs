@@ -71,6 +71,8 @@ pub struct RestartMark {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ExitMark {
+    /// Which controller (`controller`: the one after `--`; others by their name).
+    pub controller: String,
     #[serde(with = "rfc3339")]
     pub at: SystemTime,
     /// `exit status: 1`, `signal: 6 (SIGABRT)`.

@@ -151,8 +151,9 @@ impl Report {
             for e in &v.exits {
                 let _ = writeln!(
                     o,
-                    "  {} {} after {:.1}s running; {}",
+                    "  {} {} {} after {:.1}s running; {}",
                     at(e.at),
+                    e.controller,
                     e.status,
                     e.ran_seconds,
                     match (e.backoff_seconds, e.back_at()) {
@@ -363,6 +364,7 @@ impl Report {
                     down_seconds: v["downMs"].as_f64().unwrap_or(0.0) / 1000.0,
                 }),
                 Some("exit") => exits.push(crate::oracle::ExitMark {
+                    controller: s("controller"),
                     at: ts,
                     status: s("status"),
                     ran_seconds: v["ranMs"].as_f64().unwrap_or(0.0) / 1000.0,

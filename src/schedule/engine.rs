@@ -442,8 +442,8 @@ impl Engine {
             let client = a.window.client.as_str();
             let listener = self.clients.listener_of(client);
             for addr in &listeners {
-                let covered = client == "*"
-                    || listener.is_some_and(|l| self.clients.is_listener(*addr, l));
+                let covered =
+                    client == "*" || listener.is_some_and(|l| self.clients.is_listener(*addr, l));
                 if covered {
                     let link = links.entry(*addr).or_default();
                     *link = link.max(p.link());

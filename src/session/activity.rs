@@ -29,12 +29,15 @@ pub(super) struct Activity {
     restart_seen: Option<SystemTime>,
     /// When the current process became ready.
     pub ready_at: Option<SystemTime>,
+    /// The other controllers' activity keys: their work keeps the run from quiet.
+    others: Vec<Arc<str>>,
 }
 
 impl Activity {
-    pub fn new(
+    pub fn new<'a>(
         running: &crate::server::Running,
         last_restart: Arc<Mutex<Option<SystemTime>>>,
+        others: impl IntoIterator<Item = &'a str>,
     ) -> Activity {
         Activity {
             activity: running.activity.clone(),
@@ -44,6 +47,10 @@ impl Activity {
             last_restart,
             restart_seen: None,
             ready_at: None,
+            others: others
+                .into_iter()
+                .map(crate::identity::listener_key)
+                .collect(),
         }
     }
 
@@ -82,10 +89,16 @@ impl Activity {
         let Some(ready) = self.ready_at else {
             return Duration::ZERO;
         };
+        let others = self
+            .others
+            .iter()
+            .filter_map(|k| self.activity.of(k).last_write)
+            .max();
         let last = [
             Some(ready),
             self.last_change,
             c.last_write,
+            others,
             restart,
             workload_done,
         ]

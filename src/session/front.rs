@@ -1,5 +1,5 @@
-//! The proxy a session puts in front of its upstream: started with the session's two
-//! named listeners and its trace, the setup applied through its upstream client, a
+//! The proxy a session puts in front of its upstream: started with the session's
+//! named listeners (the controller's, each other controller's, the workload's) and its trace, the setup applied through its upstream client, a
 //! kubeconfig written per listener — and stopped into the run's report, trace and end
 //! state.
 
@@ -44,11 +44,13 @@ impl Front {
             admin_listen: o.admin_listen,
             controller_process: true,
             listen_name: Some(CONTROLLER.into()),
-            named_listeners: if !o.workload.is_empty() {
-                vec![(WORKLOAD.into(), loopback)]
-            } else {
-                vec![]
-            },
+            named_listeners: o
+                .others
+                .iter()
+                .map(|c| c.name.clone())
+                .chain((!o.workload.is_empty()).then(|| WORKLOAD.to_string()))
+                .map(|name| (name, loopback))
+                .collect(),
             trace_sink: sink,
             threads: o.threads,
             ..crate::server::Options::loopback(&certs, source, schedule_of(o), trace_path)
@@ -122,12 +124,14 @@ impl Front {
     }
 }
 
-/// The session's schedule: one that names no clients gets the two listeners' (its
-/// windows for `*` still cover everyone); one that names its own is taken as written.
+/// The session's schedule: one that names no clients gets the listeners' (the
+/// controller's, each other controller's, the workload's; its windows for `*` still cover
+/// everyone); one that names its own is taken as written.
 fn schedule_of(o: &Options) -> crate::schedule::Schedule {
     let mut schedule = o.schedule.clone();
     if schedule.clients.is_empty() {
-        for name in [CONTROLLER, WORKLOAD] {
+        let others = o.others.iter().map(|c| c.name.as_str());
+        for name in [CONTROLLER, WORKLOAD].into_iter().chain(others) {
             schedule.clients.insert(
                 name.into(),
                 crate::identity::ClientMatcher {

@@ -41,6 +41,47 @@ pub use upstream::Kind;
 pub const CONTROLLER: &str = "controller";
 pub const WORKLOAD: &str = "workload";
 
+/// Another controller under test beside the first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Other {
+    /// Its client's and listener's name.
+    pub name: String,
+    /// A shell command (`sh -c`).
+    pub command: String,
+}
+
+impl Other {
+    /// `NAME=CMD`, as `run --controller` takes it.
+    pub fn parse(s: &str) -> Result<Other, String> {
+        let (name, command) = s
+            .split_once('=')
+            .ok_or_else(|| format!("{s:?}: give NAME=CMD (e.g. source=./source-controller.sh)"))?;
+        let ok = !name.is_empty()
+            && name.len() <= 40
+            && name
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+            && !name.starts_with('-');
+        if !ok {
+            return Err(format!(
+                "{name:?}: a controller's name is lowercase letters, digits and '-' (it names its client and listener)"
+            ));
+        }
+        if [CONTROLLER, WORKLOAD, crate::identity::OTHER].contains(&name) {
+            return Err(format!(
+                "{name:?} is taken: the controller after -- is \"controller\", the workload \"workload\", requests of no client \"other\""
+            ));
+        }
+        if command.trim().is_empty() {
+            return Err(format!("{name:?}: no command after '='"));
+        }
+        Ok(Other {
+            name: name.to_string(),
+            command: command.to_string(),
+        })
+    }
+}
+
 /// When the run ends (it always ends when the controller exits on its own).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum End {
@@ -85,6 +126,10 @@ pub struct Options {
     pub schedule: crate::schedule::Schedule,
     /// The controller's program and arguments.
     pub controller: Vec<String>,
+    /// More controllers under test at once (`run --controller NAME=CMD`): each a shell
+    /// command on a listener, kubeconfig, ports and data directory of its own, its
+    /// requests the client NAME; restarted when it exits as the controller is.
+    pub others: Vec<Other>,
     /// Shell commands run (`sh -c`) one after another, each once the controller has
     /// settled after the one before (the first: after its start-up): a user's steps,
     /// the controller's reaction to each awaited before the next.
@@ -147,6 +192,7 @@ impl Options {
             setup: Vec::new(),
             schedule,
             controller,
+            others: Vec::new(),
             workload: Vec::new(),
             settle_before_workload: Duration::from_secs(2),
             first_step_after_a_write: false,
@@ -341,14 +387,19 @@ async fn prepare(
             o.controller
         );
     }
-    let mut env = upstream.env();
     let ports = RunPorts::choose()?;
-    env.extend(ports.env());
-    // What a pod's emptyDir is to its containers: a directory that outlives the
-    // controller's restarts within the run (Flux keeps its artifacts there), not the run.
-    let data = o.dir.join("controller-data");
-    std::fs::create_dir_all(&data).with_context(|| format!("creating {}", data.display()))?;
-    env.push(("STALEMATE_DATA_DIR".into(), data.into_os_string()));
+    let env = controller_env(o, upstream, &ports, CONTROLLER)?;
+    // Each other controller: its own listener (and so client), ports and data directory.
+    let mut others = Vec::new();
+    for c in &o.others {
+        let ports = RunPorts::choose()?;
+        others.push(supervise::OtherStart {
+            name: c.name.clone(),
+            command: c.command.clone(),
+            kubeconfig: front.kubeconfig(o, &c.name)?,
+            env: controller_env(o, upstream, &ports, &c.name)?,
+        });
+    }
     let supervised = supervise::Supervised::start(
         o,
         &front.running,
@@ -356,11 +407,29 @@ async fn prepare(
         &controller_kubeconfig,
         workload_kubeconfig,
         env,
+        others,
         o.idle_url
             .as_deref()
             .map(|u| idle::expand(u, ports.metrics)),
     )?;
     Ok((client, applied, supervised))
+}
+
+/// A controller's environment: the upstream's, its ports, and a data directory that
+/// outlives its restarts within the run — what a pod's emptyDir is to its containers
+/// (Flux keeps its artifacts there), not the run.
+fn controller_env(
+    o: &Options,
+    upstream: &dyn upstream::Started,
+    ports: &RunPorts,
+    name: &str,
+) -> Result<Vec<(std::ffi::OsString, std::ffi::OsString)>> {
+    let mut env = upstream.env();
+    env.extend(ports.env());
+    let data = o.dir.join(format!("{name}-data"));
+    std::fs::create_dir_all(&data).with_context(|| format!("creating {}", data.display()))?;
+    env.push(("STALEMATE_DATA_DIR".into(), data.into_os_string()));
+    Ok(env)
 }
 
 /// The caller has been told to stop (SIGINT/SIGTERM).

@@ -25,9 +25,19 @@ const END_STATE_EVERY: Duration = Duration::from_secs(1);
 /// How long one read of the end state may take before the run is judged as it is.
 const END_STATE_READ: Duration = Duration::from_secs(10);
 
+/// Another controller to start beside the first (`Options::others`).
+pub(super) struct OtherStart {
+    pub name: String,
+    pub command: String,
+    pub kubeconfig: PathBuf,
+    pub env: Vec<(OsString, OsString)>,
+}
+
 /// The controller, started, and how to start the workload.
 pub(super) struct Supervised {
     pub controller: Arc<Controller>,
+    /// The other controllers, by name.
+    pub others: Vec<(String, Arc<Controller>)>,
     pub started: SystemTime,
     program: String,
     /// The workload's steps, and the kubeconfig they use.
@@ -70,6 +80,7 @@ pub(super) struct Ending {
 impl Supervised {
     /// Start the controller with `KUBECONFIG` at the proxy and the upstream's `env`; its
     /// restarts (by `restart` windows) go to the oracles and the trace.
+    #[allow(clippy::too_many_arguments)]
     pub fn start(
         o: &Options,
         running: &crate::server::Running,
@@ -77,6 +88,7 @@ impl Supervised {
         kubeconfig: &Path,
         workload_kubeconfig: Option<PathBuf>,
         env: Vec<(OsString, OsString)>,
+        others: Vec<OtherStart>,
         idle_url: Option<String>,
     ) -> Result<Supervised> {
         let Some((program, args)) = o.controller.split_first() else {
@@ -101,29 +113,31 @@ impl Supervised {
                 });
             }));
         }
-        // Exits on its own: the oracles (the report's exits, the recovery oracle's why),
-        // the trace, and the run's quiet — a back-off is not quiet: the controller is
-        // coming back.
-        {
-            let (oracles, trace) = (running.oracles.clone(), running.trace());
-            let last = last_restart.clone();
-            controller.on_exit(Box::new(move |crash, pid| {
-                oracles.on_exit(crash.at, &crash.status, crash.ran, crash.backoff);
-                if let Some(b) = crash.backoff {
-                    *last.lock().unwrap_or_else(|p| p.into_inner()) = Some(crash.at + b);
-                    let oracles = oracles.clone();
-                    tokio::spawn(async move {
-                        tokio::time::sleep(b).await;
-                        oracles.on_started_again();
-                    });
+        hear_exits(&controller, super::CONTROLLER, running, &last_restart);
+        let mut started_others = Vec::new();
+        for c in others {
+            let sh = vec!["-c".to_string(), c.command.clone()];
+            let p = match Controller::spawn(spec(o, &c.env, "sh".into(), sh, &c.kubeconfig)) {
+                Ok(p) => p,
+                Err(e) => {
+                    for p in
+                        std::iter::once(&controller).chain(started_others.iter().map(|(_, p)| p))
+                    {
+                        p.stopping();
+                        p.signal(libc::SIGKILL);
+                    }
+                    anyhow::bail!(
+                        "cannot start controller {:?} ({:?}): {e}",
+                        c.name,
+                        c.command
+                    );
                 }
-                trace.record(Record::Exit {
-                    status: crash.status.clone(),
-                    ran_ms: crash.ran.as_secs_f64() * 1000.0,
-                    backoff_ms: crash.backoff.map(|b| b.as_secs_f64() * 1000.0),
-                    pid,
-                });
-            }));
+            };
+            hear_exits(&p, &c.name, running, &last_restart);
+            if let Some(policy) = o.restart_crashed {
+                p.restart_crashed(policy);
+            }
+            started_others.push((c.name, p));
         }
         running
             .engine
@@ -137,6 +151,7 @@ impl Supervised {
         }
         Ok(Supervised {
             controller,
+            others: started_others,
             started,
             program: program.clone(),
             workload: workload_kubeconfig
@@ -153,7 +168,11 @@ impl Supervised {
     pub async fn until_end(&self, o: &Options, running: &crate::server::Running) -> Result<Ending> {
         let mut st = Watching {
             clock: Instant::now(),
-            activity: Activity::new(running, self.last_restart.clone()),
+            activity: Activity::new(
+                running,
+                self.last_restart.clone(),
+                self.others.iter().map(|(n, _)| n.as_str()),
+            ),
             workload: None,
             steps_started: 0,
             step_done_at: None,
@@ -179,6 +198,14 @@ impl Supervised {
                         Exit::Failed(e) => Some(format!("{program:?}: {e}")),
                     };
                     break (Ended::ControllerExited, failed);
+                }
+                (name, exit) = self.other_exited() => {
+                    let failed = match exit {
+                        _ if o.restart_crashed.is_some() => format!("controller {name:?} kept exiting (a crash loop)"),
+                        Exit::Exited(s) => format!("controller {name:?} exited with {s}"),
+                        Exit::Failed(e) => format!("controller {name:?}: {e}"),
+                    };
+                    break (Ended::ControllerExited, Some(failed));
                 }
                 _ = &mut interrupted => break (Ended::Interrupted, None),
                 _ = tokio::time::sleep(Duration::from_millis(50)) => {}
@@ -349,9 +376,25 @@ impl Supervised {
         }
     }
 
-    /// Stop the controller and the workload: SIGTERM, then SIGKILL after 5 s.
+    /// The first of the other controllers to end on its own (never, with none).
+    async fn other_exited(&self) -> (String, Exit) {
+        if self.others.is_empty() {
+            return std::future::pending().await;
+        }
+        let exits = self
+            .others
+            .iter()
+            .map(|(name, p)| Box::pin(async move { (name.clone(), p.exited().await) }));
+        futures_util::future::select_all(exits).await.0
+    }
+
+    /// Stop the controllers and the workload: SIGTERM, then SIGKILL after 5 s.
     pub async fn stop(&self, workload: Option<&Arc<Controller>>) {
-        for p in std::iter::once(&self.controller).chain(workload) {
+        let others = self.others.iter().map(|(_, p)| p);
+        for p in std::iter::once(&self.controller)
+            .chain(others)
+            .chain(workload)
+        {
             p.stopping();
             if p.exit_now().is_none() {
                 p.signal(libc::SIGTERM);
@@ -365,6 +408,37 @@ impl Supervised {
             }
         }
     }
+}
+
+/// Tell the oracles (the report's exits, the recovery oracle's why), the trace and the
+/// run's quiet of a controller's exits on its own: a back-off is not quiet, the
+/// controller is coming back.
+fn hear_exits(
+    p: &Arc<Controller>,
+    name: &str,
+    running: &crate::server::Running,
+    last_restart: &Arc<Mutex<Option<SystemTime>>>,
+) {
+    let (oracles, trace) = (running.oracles.clone(), running.trace());
+    let (last, name) = (last_restart.clone(), name.to_string());
+    p.on_exit(Box::new(move |crash, pid| {
+        oracles.on_exit(&name, crash.at, &crash.status, crash.ran, crash.backoff);
+        if let Some(b) = crash.backoff {
+            *last.lock().unwrap_or_else(|p| p.into_inner()) = Some(crash.at + b);
+            let oracles = oracles.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(b).await;
+                oracles.on_started_again();
+            });
+        }
+        trace.record(Record::Exit {
+            controller: name.clone(),
+            status: crash.status.clone(),
+            ran_ms: crash.ran.as_secs_f64() * 1000.0,
+            backoff_ms: crash.backoff.map(|b| b.as_secs_f64() * 1000.0),
+            pid,
+        });
+    }));
 }
 
 /// How a process is started: `KUBECONFIG` at its listener, the upstream's environment,

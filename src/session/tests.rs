@@ -484,3 +484,92 @@ async fn a_quiet_run_waits_for_its_end_state_within_settle() {
     assert_eq!(waited.ended, Ended::Quiet);
     assert!(has(&waited, "first") && has(&waited, "second"));
 }
+
+/// Two controllers under test at once (`run --controller NAME=CMD`): each on its own
+/// listener, so its requests are its own client's in the trace, with its own ports and
+/// data directory; a whole `partition` aimed at one of them (the other's node is
+/// healthy), opened by its first create, holds that create until the window closes,
+/// while the other's create made meanwhile goes through. Both are stopped at the end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_controllers_one_partitioned() {
+    let dir = tempfile::tempdir().unwrap();
+    let cut = sh(
+        dir.path(),
+        r#"touch "$STALEMATE_DATA_DIR/mine"; sleep 0.5; kubectl create configmap from-main -n demo; kubectl create configmap main-after -n demo; exec sleep 60"#,
+    );
+    let mut o = on_sim(dir.path(), cut);
+    let other = format!(
+        r#"export KUBECACHEDIR={0}/other-cache; touch "$STALEMATE_DATA_DIR/mine"; echo "$STALEMATE_METRICS_PORT" > "$STALEMATE_DATA_DIR/port"; kubectl --cache-dir {0}/other-cache create configmap from-other -n demo; until kubectl --cache-dir {0}/other-cache get configmap from-main -n demo >/dev/null 2>&1 && false; do [ -e "$STALEMATE_DATA_DIR/done" ] && break; sleep 1.5; kubectl --cache-dir {0}/other-cache --request-timeout=2s create configmap other-during -n demo && touch "$STALEMATE_DATA_DIR/done"; done; exec sleep 60"#,
+        dir.path().display()
+    );
+    o.others = vec![crate::session::Other::parse(&format!("second={other}")).unwrap()];
+    o.schedule = serde_json::from_value(serde_json::json!({
+        "windows": [{"name": "cut", "client": "controller", "fault": {"partition": {}},
+                     "trigger": {"afterRequests": {"verb": "create", "resource": "configmaps"}},
+                     "duration": "3s"}]
+    }))
+    .unwrap();
+    o.end = End::Quiet {
+        quiet: Duration::from_millis(800),
+        max_run: Duration::from_secs(60),
+    };
+    o.trace = TraceTo::Memory;
+    o.snapshot = true;
+    let out = run(o).await.unwrap();
+    assert!(
+        out.controller_failed.is_none(),
+        "{:?}",
+        out.controller_failed
+    );
+    for name in ["from-main", "main-after", "from-other", "other-during"] {
+        assert!(
+            out.snapshot
+                .keys()
+                .any(|k| k.resource == "configmaps" && k.name == name),
+            "{name} was not created"
+        );
+    }
+    let creates = |client: &str| -> Vec<String> {
+        out.trace
+            .iter()
+            .filter_map(|s| match &s.record {
+                Record::Created {
+                    client: c, name, ..
+                } if c == client => Some(name.clone()),
+                _ => None,
+            })
+            .collect()
+    };
+    assert!(creates("second").contains(&"other-during".to_string()));
+    assert!(!creates("controller").contains(&"other-during".to_string()));
+    assert!(creates("controller").contains(&"main-after".to_string()));
+    // The other controller's create made during the window went through: not cut off.
+    let window_closed = out
+        .trace
+        .iter()
+        .find_map(|s| match &s.record {
+            Record::Window { action, .. } if *action == "close" => Some(s.at),
+            _ => None,
+        })
+        .expect("the window closed");
+    let at = |client: &str, name: &str| {
+        out.trace
+            .iter()
+            .find_map(|s| match &s.record {
+                Record::Created {
+                    client: c, name: n, ..
+                } if c == client && n == name => Some(s.at),
+                _ => None,
+            })
+            .unwrap()
+    };
+    assert!(at("second", "other-during") < window_closed);
+    assert!(at("controller", "main-after") >= window_closed);
+    for d in [
+        "controller-data/mine",
+        "second-data/mine",
+        "second-data/port",
+    ] {
+        assert!(dir.path().join(d).exists(), "{d}");
+    }
+}
