@@ -12,7 +12,9 @@
 
 use std::time::{Duration, SystemTime};
 
-use super::{ConvergenceConfig, ExitMark, ObjectRef, State, Violation};
+use super::{
+    Comeback, ConvergenceConfig, ExitMark, MAX_ENTRIES, ObjectRef, Oracles, State, Violation,
+};
 
 /// The late recoveries from the last window's close, as of `now`.
 pub(super) fn judge(
@@ -150,4 +152,78 @@ pub(super) fn why(
             at(*last)
         ),
     }
+}
+
+impl Oracles {
+    /// The controller exited on its own at `at` after running `ran`; it starts again
+    /// after `backoff` (`None`: it does not).
+    pub fn on_exit(
+        &self,
+        controller: &str,
+        at: SystemTime,
+        status: &str,
+        ran: std::time::Duration,
+        backoff: Option<std::time::Duration>,
+    ) {
+        self.exits_counter.inc();
+        self.backoff_gauge
+            .set(backoff.map_or(0.0, |b| b.as_secs_f64()));
+        let mut s = self.lock();
+        if s.exits.len() >= MAX_ENTRIES {
+            s.exits.pop_front();
+            self.count_dropped(&mut s, 1);
+        }
+        s.exits.push_back(ExitMark {
+            controller: controller.to_string(),
+            at,
+            status: status.to_string(),
+            ran_seconds: ran.as_secs_f64(),
+            backoff_seconds: backoff.map(|b| b.as_secs_f64()),
+        });
+        let back = backoff.map_or(at, |b| at + b);
+        self.answers_from(&mut s, back);
+    }
+
+    /// The controller runs again (its back-off over).
+    pub fn on_started_again(&self) {
+        self.backoff_gauge.set(0.0);
+    }
+
+    /// How the supervisor restarts exits (for the report).
+    pub fn set_backoff(&self, described: String) {
+        self.lock().backoff = Some(described);
+    }
+
+    /// Look at answered requests from `since` on, afresh.
+    pub(super) fn answers_from(&self, s: &mut State, since: SystemTime) {
+        s.answered.clear();
+        s.answered_since = Some(s.answered_since.map_or(since, |t| t.max(since)));
+        self.watching_answers
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// After the last window: when each client was first answered again (the controller's
+/// informers relisting, once its back-off is over) and when the judged objects were all
+/// Current again.
+pub(super) fn comeback(s: &State, c: Option<&ConvergenceConfig>) -> Option<Comeback> {
+    let close = last_close(s)?;
+    let answered = s
+        .answered
+        .iter()
+        .map(|(c, t)| (c.clone(), super::verdicts::TimeStamp(*t)))
+        .collect();
+    let current_at = c.and_then(|_| {
+        let mut last = close;
+        for (r, done) in s.recoveries.iter().filter(|(r, _)| r.closed_at == close) {
+            let _ = r;
+            last = last.max((*done)?);
+        }
+        Some(last)
+    });
+    Some(Comeback {
+        window_closed_at: close,
+        answered,
+        current_at,
+    })
 }
