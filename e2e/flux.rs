@@ -1,7 +1,7 @@
-//! Flux's real source-controller (v1.9.1, built from the Go module proxy by
-//! `e2e/assets/build-flux.sh`) under `stalemate run --envtest`, cloning from a git server
-//! on loopback (`e2e/assets/git_http.py`: Debian's `git http-backend`), run as
-//! `examples/flux/source-controller.sh` runs it.
+//! Flux's real source-controller (v1.9.3) and kustomize-controller (v1.9.6), built from the
+//! Go module proxy by `e2e/assets/build-flux.sh`, under `stalemate run --envtest`, cloning
+//! from a git server on loopback (`e2e/assets/git_http.py`: Debian's `git http-backend`),
+//! run as `examples/flux/source-controller.sh` and `kustomize-controller.sh` run them.
 
 mod common;
 
@@ -73,7 +73,14 @@ fn git_server(dir: &Path) -> (KillOnDrop, String) {
     let work = root.join("work");
     git(&work, &["init", "-q", "-b", "master"]);
     std::fs::write(work.join("README.md"), "podinfo\n").unwrap();
-    git(&work, &["add", "README.md"]);
+    // What kustomize-controller applies (examples/flux/kustomization.yaml: ./deploy).
+    std::fs::create_dir_all(work.join("deploy")).unwrap();
+    std::fs::write(
+        work.join("deploy/configmap.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: podinfo-config\ndata:\n  greeting: hello\n",
+    )
+    .unwrap();
+    git(&work, &["add", "README.md", "deploy"]);
     git(&work, &["commit", "-q", "-m", "Initial commit"]);
     git(&work, &["push", "-q", "../podinfo.git", "master"]);
     let mut child = Command::new("python3")
@@ -219,7 +226,7 @@ fn source_controller_converges_without_faults() {
 /// F1's trigger, on the real binary: `config/flux-f1.json` (the bug report's window: the
 /// GitRepository's watch frozen for 1.5 s after the controller's first status patch)
 /// makes every try of the optimistic-lock conditions patch fail — five 409s in a row,
-/// the whole of `patchStatusConditions`' back-off — inside the window. v1.9.1 recovers
+/// the whole of `patchStatusConditions`' back-off — inside the window. v1.9.3 recovers
 /// all the same (the failed patch is an error, so the reconcile is requeued, and the
 /// first one after the window writes conditions and `observedGeneration`:
 /// examples/flux/README.md), and stalemate says so: judged, pass, Current.
@@ -287,7 +294,7 @@ fn f1_window_makes_the_conditions_patch_fail_and_source_controller_recovers() {
 /// `stalemate explore` on the real source-controller, with nothing given by hand but the
 /// setup: its trials reach the controller (their windows open — one that did not is
 /// counted as not exercised — and the freezes and 409s make the conditions patch
-/// conflict), and it recovers from each — v1.9.1 has no F1
+/// conflict), and it recovers from each — v1.9.3 has no F1
 /// (examples/flux/README.md) — so explore reports it clean, exit 0.
 #[test]
 fn explore_exercises_source_controller_and_finds_it_recovers() {
@@ -424,4 +431,196 @@ fn a_controller_backing_off_after_errors_is_given_settle_to_recover() {
         longest_gap > Duration::from_secs(2),
         "no silence longer than --quiet between two of the controller's patches (longest {longest_gap:?}): the back-off this test is about did not happen: {said}"
     );
+}
+
+/// The seed's GitOps deadlock, on Flux as its users run it: source-controller and
+/// kustomize-controller under test together (`--controller source=…`), the Kustomization
+/// applying the repository's ConfigMap; kustomize-controller's node loses its datapath —
+/// a 60 s `blackhole` partition aimed at it alone (`config/flux-partition.json`) — and
+/// meanwhile the user changes the Kustomization (the fix that cannot be applied). Its
+/// lease renewals hang until the renew deadline (30 s), it loses leadership and exits;
+/// kubelet's back-off (10 s, the real one) starts it again, still cut off; once the link
+/// is up it takes the (expired) lease and applies the change. The report shows the exit,
+/// the back-off and the comeback; the Kustomization is Current again within settle: pass.
+#[test]
+fn kustomize_controller_loses_its_lease_behind_a_partition_and_comes_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_git, url) = git_server(dir.path());
+    let mut args: Vec<String> = vec![
+        "run".into(),
+        "--envtest".into(),
+        assets().display().to_string(),
+    ];
+    let mut files = setup(dir.path(), &url);
+    let mut kcrds: Vec<String> = std::fs::read_dir(flux_assets().join("kustomize-crds"))
+        .unwrap()
+        .map(|e| e.unwrap().path().display().to_string())
+        .collect();
+    kcrds.sort();
+    files.splice(0..0, kcrds);
+    files.push(
+        repo("examples/flux/kustomization.yaml")
+            .display()
+            .to_string(),
+    );
+    for s in files {
+        args.extend(["--setup".into(), s]);
+    }
+    let report = dir.path().join("report.json");
+    let trace = dir.path().join("trace.jsonl");
+    args.extend(
+        [
+            "--schedule",
+            repo("config/flux-partition.json").to_str().unwrap(),
+            "--restart-policy",
+            "always",
+            "--quiet",
+            "3s",
+            "--max-run",
+            "240s",
+            "--report-json",
+            report.to_str().unwrap(),
+            "--trace",
+            trace.to_str().unwrap(),
+            "--controller",
+        ]
+        .map(String::from),
+    );
+    let cache = dir.path().join("kubectl-cache");
+    args.push(format!(
+        "source={}",
+        repo("examples/flux/source-controller.sh").display()
+    ));
+    // The user's fix, made once the partition has begun (the workload waits for quiet,
+    // which the cut-off controller soon is): a label for everything it applies.
+    args.push("--workload".into());
+    args.push(format!(
+        "kubectl --cache-dir {} -n flux-demo patch kustomization podinfo --type merge -p '{{\"spec\":{{\"commonMetadata\":{{\"labels\":{{\"fix\":\"applied\"}}}}}}}}'",
+        cache.display()
+    ));
+    args.push("--".into());
+    args.push(
+        repo("examples/flux/kustomize-controller.sh")
+            .display()
+            .to_string(),
+    );
+    let out = output_in_group(
+        Command::new(BIN)
+            .args(&args)
+            .env("SOURCE_CONTROLLER", flux_assets().join("source-controller"))
+            .env(
+                "KUSTOMIZE_CONTROLLER",
+                flux_assets().join("kustomize-controller"),
+            ),
+    );
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    assert_eq!(r["verdict"], "pass", "{said}");
+    let exits = r["exits"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no exits: {said}"));
+    assert!(
+        exits
+            .iter()
+            .any(|e| e["controller"] == "controller" && e["status"] == "exit status: 1"),
+        "kustomize-controller did not exit on its lost lease: {said}"
+    );
+    assert_eq!(
+        exits[0]["backoffSeconds"], 10.0,
+        "kubelet's first back-off: {said}"
+    );
+    assert!(
+        exits.iter().all(|e| e["controller"] != "source"),
+        "source-controller's node was healthy: {said}"
+    );
+    assert!(
+        r["backoff"]
+            .as_str()
+            .is_some_and(|b| b.contains("(kubelet's)")),
+        "{said}"
+    );
+    let comeback = &r["comeback"];
+    assert!(comeback["currentAt"].is_string(), "{said}");
+    let recovered = r["recoveries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["resource"] == "kustomizations.kustomize.toolkit.fluxcd.io")
+        .unwrap_or_else(|| panic!("{said}"))["seconds"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("the Kustomization never recovered: {said}"));
+    // The fix waited for the controller: the partition, and then a whole lease duration
+    // (Flux's 35 s), which a new candidate waits from when it first sees the old holder's
+    // record (client-go's leader election times leases by its own observation) — the old
+    // process, cut off, could not release it.
+    assert!(recovered > 30.0, "the fix waited for {recovered} s: {said}");
+    assert!(comeback["answered"]["controller"].is_string(), "{said}");
+    let kustomization = r["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["resource"] == "kustomizations.kustomize.toolkit.fluxcd.io")
+        .unwrap_or_else(|| panic!("{said}"))
+        .clone();
+    assert_eq!(kustomization["status"], "Current", "{said}");
+    // The lease: renewals by kustomize-controller, its exit and the take-over after.
+    let records = trace_records(&trace);
+    assert!(
+        records
+            .iter()
+            .any(|r| r["kind"] == "exit" && r["controller"] == "controller"),
+        "{said}"
+    );
+    assert!(
+        records.iter().any(|r| r["kind"] == "request"
+            && r["client"] == "controller"
+            && r["resource"] == "leases.coordination.k8s.io"),
+        "kustomize-controller used no Lease: {said}"
+    );
+    assert!(
+        records
+            .iter()
+            .any(|r| r["kind"] == "request" && r["client"] == "source"),
+        "source-controller's requests are its own client's: {said}"
+    );
+    // The fix landed inside the partition, and was applied (the ConfigMap patched again by
+    // kustomize-controller) only after it.
+    let at = |r: &serde_json::Value| humantime::parse_rfc3339(r["ts"].as_str().unwrap()).unwrap();
+    let window = |action: &str| {
+        records
+            .iter()
+            .find(|r| r["kind"] == "window" && r["action"] == action)
+            .map(at)
+            .unwrap_or_else(|| panic!("no window {action}: {said}"))
+    };
+    let (opened, closed) = (window("open"), window("close"));
+    let fix = records
+        .iter()
+        .find(|r| r["kind"] == "request" && r["client"] == "workload" && r["verb"] == "patch")
+        .map(at)
+        .unwrap_or_else(|| panic!("no fix: {said}"));
+    assert!(
+        opened < fix && fix < closed,
+        "the fix came outside the partition: {said}"
+    );
+    assert!(
+        records.iter().any(|r| r["kind"] == "request"
+            && r["client"] == "controller"
+            && r["verb"] == "patch"
+            && r["resource"] == "configmaps"
+            && at(r) > closed),
+        "the fix was not applied after the partition: {said}"
+    );
+    // The report's account (exits, back-off, comeback), for whoever reads the test's log.
+    if let Some(i) = said.find("stalemate report") {
+        eprintln!(
+            "{}",
+            &said[i..].lines().take(30).collect::<Vec<_>>().join("\n")
+        );
+    }
 }

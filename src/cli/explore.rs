@@ -209,6 +209,7 @@ pub async fn run(args: ExploreArgs) -> Result<ExitCode> {
         actions: args.actions,
         start_timeout: args.world.start_timeout,
         idle_url: args.world.idle_url,
+        others: args.world.others,
         crash_policy,
         focus: args.focus,
         jobs: if upstream.side_by_side() { jobs } else { 1 },

@@ -49,14 +49,6 @@ pub struct RunArgs {
     #[arg(long, default_value = "10m", value_parser = super::parse_duration, value_name = "DURATION")]
     pub max_run: Duration,
 
-    /// Another controller under test beside CMD, repeated for more: NAME=COMMAND, a shell
-    /// command run on a listener of its own (its requests are the client NAME, which
-    /// windows can target; CMD's are `controller`), with its own KUBECONFIG, ports
-    /// (STALEMATE_*) and STALEMATE_DATA_DIR, restarted as CMD is. `restart` windows
-    /// restart CMD only.
-    #[arg(long = "controller", value_name = "NAME=COMMAND", value_parser = crate::session::Other::parse)]
-    pub others: Vec<crate::session::Other>,
-
     /// When CMD exits on its own: the run ends (never), or CMD is started again after
     /// kubelet's CrashLoopBackOff (always; needs --quiet or --duration to end the run).
     #[arg(long, value_enum, default_value = "never", value_name = "POLICY")]
@@ -162,6 +154,14 @@ pub struct WorldArgs {
     #[arg(long, default_value = "60s", value_parser = super::parse_duration, value_name = "DURATION")]
     pub start_timeout: Duration,
 
+    /// Another controller under test beside CMD, repeated for more: NAME=COMMAND, a shell
+    /// command run on a listener of its own (its requests are the client NAME, which
+    /// windows can target; CMD's are `controller`), with its own KUBECONFIG, ports
+    /// (STALEMATE_*) and STALEMATE_DATA_DIR, restarted as CMD is. `restart` windows
+    /// restart CMD only; explore anchors its plans on CMD's requests.
+    #[arg(long = "controller", value_name = "NAME=COMMAND", value_parser = crate::session::Other::parse)]
+    pub others: Vec<crate::session::Other>,
+
     /// The controller's Prometheus metrics, e.g.
     /// http://127.0.0.1:$STALEMATE_METRICS_PORT/metrics (each run gets a free port in
     /// STALEMATE_METRICS_PORT, STALEMATE_HEALTH_PORT and STALEMATE_PORT): a run is quiet
@@ -198,6 +198,7 @@ impl WorldArgs {
         o.first_step_after_a_write = self.workload_after_write;
         o.start_timeout = self.start_timeout;
         o.idle_url = self.idle_url.clone();
+        o.others = self.others.clone();
     }
 
     /// How an exited controller is restarted; `give_up_after` exits in a row end the run.
@@ -285,7 +286,6 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
     o.setup = setup;
     args.world.apply(&mut o);
     o.restart_crashed = restart;
-    o.others = args.others.clone();
     o.end = match (args.quiet, args.duration) {
         (Some(quiet), cap) => End::Quiet {
             quiet,

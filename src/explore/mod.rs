@@ -56,6 +56,8 @@ pub struct Config {
     pub start_timeout: Duration,
     /// The controller's metrics, for its workqueues' idleness (`session/idle.rs`).
     pub idle_url: Option<String>,
+    /// More controllers under test beside it, in every run (`--controller NAME=CMD`).
+    pub others: Vec<session::Other>,
     /// How an exited controller is restarted (`--crash-backoff`).
     pub crash_policy: crate::process::CrashPolicy,
     /// Resources to rank first (`--focus`; empty: derived from the references).
@@ -365,6 +367,7 @@ impl Shared {
         // As a Deployment would: an exit is followed by kubelet's back-off and a restart;
         // only a crash loop (or a different end state) is a finding.
         o.restart_crashed = Some(self.cfg.crash_policy);
+        o.others = self.cfg.others.clone();
         o.idle_url = self.cfg.idle_url.clone();
         o.settle_before_workload = quiet;
         o.first_step_after_a_write = self.waits_for_a_write(workload);

@@ -211,6 +211,9 @@ pub fn reproduce(
     if let Some(u) = &cfg.idle_url {
         argv.extend(["--idle-url".into(), u.clone()]);
     }
+    for c in &cfg.others {
+        argv.extend(["--controller".into(), format!("{}={}", c.name, c.command)]);
+    }
     // Restarted after an exit as the trial's controller was.
     argv.extend(["--restart-policy".into(), "always".into()]);
     let kubelet = crate::process::CrashPolicy::KUBELET;

@@ -64,6 +64,17 @@ use crate::trace::{Record, Stamped};
 
 /// A lag plan's delay, and how long it lasts.
 const LAG: Duration = Duration::from_secs(1);
+/// Partitions: a blip shorter than any client timeout or lease, and one past the renew
+/// deadlines of the leader elections in the field — controller-runtime's and
+/// kube-controller-manager's 10 s, Flux's 30 s — and client-go's HTTP/2 health check
+/// (30 s unanswered, then a 15 s PING timeout): made only for a controller that holds a
+/// Lease, which it then loses.
+const PARTITION_BLIP: Duration = Duration::from_secs(5);
+const PARTITION_PAST_LEASE: Duration = Duration::from_secs(50);
+/// A partition opens this long after the write it follows, so that the write is
+/// answered first (its window opens on the request, before it is forwarded).
+const PARTITION_AFTER: Duration = Duration::from_millis(100);
+const LEASES: &str = "leases.coordination.k8s.io";
 const LAG_FOR: Duration = Duration::from_secs(10);
 
 /// At most this many occurrences of one (client, verb, resource) in each phase are
@@ -210,6 +221,9 @@ pub struct Reference {
     pub touchable: Vec<crate::fault::touch::Object>,
     /// When each of the workload's writes reached the proxy: where phases begin.
     pub phase_starts: Vec<SystemTime>,
+    /// The controller holds a leader-election Lease (it wrote one): a partition longer
+    /// than its renew deadline makes it lose leadership.
+    pub leases: bool,
 }
 
 impl Reference {
@@ -274,6 +288,9 @@ pub fn read(trace: &[Stamped], setup: &[crate::setup::Applied]) -> Reference {
                     continue;
                 };
                 let base = base_resource(resource).to_string();
+                if base == LEASES && client == CONTROLLER && verb.is_write() {
+                    r.leases = true;
+                }
                 if IGNORED.contains(&base.as_str()) || base.is_empty() {
                     continue;
                 }
@@ -553,6 +570,41 @@ impl Planner<'_> {
             self.out.push(errors(a, 500, 3));
             self.out.push(errors(a, 429, 3));
         }
+        self.partitions(order, PARTITION_BLIP, 3);
+    }
+
+    /// The apiserver unreachable from the controller for `d` (a whole `blackhole`
+    /// partition, `fault/partition.rs`), from just after the first write of each kind in
+    /// every phase — the controller's, or a user's it has not reacted to yet.
+    fn partitions(&mut self, order: &[&Anchor], d: Duration, round: u8) {
+        let mut done = BTreeSet::new();
+        for a in order {
+            if !done.insert((a.phase, a.client, a.verb, a.resource.clone())) || a.count > 1 {
+                continue;
+            }
+            let mut trigger = a.trigger();
+            trigger["delay"] = json!(format!("{}ms", PARTITION_AFTER.as_millis()));
+            self.out.push(Plan {
+                label: format!(
+                    "the apiserver unreachable from the controller for {} (blackhole) right after {}",
+                    secs(d),
+                    a.describe()
+                ),
+                slug: format!("partition-{}s-after-{}", d.as_secs(), a.slug()),
+                round,
+                windows: vec![window(
+                    "partition",
+                    &["*".to_string()],
+                    json!({"partition": {"mode": "blackhole"}}),
+                    trigger,
+                    Some(d),
+                )],
+                anchor: a.resource.clone(),
+                targets: vec![],
+                rank: 0,
+                phase: a.phase,
+            });
+        }
     }
 
     /// Steady informer lag from `a` on: every event of what the controller watches a
@@ -593,6 +645,9 @@ impl Planner<'_> {
 
     /// Freeze 5 s and 0.5 s; 503s and 504s on creates.
     fn round_4(&mut self, order: &[&Anchor]) {
+        if self.r.leases {
+            self.partitions(order, PARTITION_PAST_LEASE, 4);
+        }
         for a in order {
             self.freeze(a, Duration::from_secs(5), 4);
             self.freeze(a, Duration::from_millis(500), 4);

@@ -260,6 +260,13 @@ pub async fn run(o: Options) -> Result<Outcome> {
     if o.controller.is_empty() {
         anyhow::bail!("nothing to run: give the controller after --")
     }
+    let mut names = std::collections::BTreeSet::new();
+    if let Some(c) = o.others.iter().find(|c| !names.insert(c.name.as_str())) {
+        anyhow::bail!(
+            "--controller {}: two controllers of that name (each names its own client and listener)",
+            c.name
+        )
+    }
     let upstream = o.upstream.start(&o.dir).await?;
     let result = behind_proxy(&o, &*upstream).await;
     let unanswered = upstream.unanswered();
@@ -494,10 +501,12 @@ pub fn extent_of(trace: &[Stamped], setup: &[crate::setup::Applied]) -> Extent {
         else {
             continue;
         };
-        if resource.is_empty() || (client != CONTROLLER && client != WORKLOAD) {
+        // Every controller's (the one after `--` and each `--controller`) and the
+        // workload's; not requests of no client.
+        if resource.is_empty() || client == crate::identity::OTHER {
             continue;
         }
-        let reads = matches!(*verb, "list" | "watch") && client == CONTROLLER;
+        let reads = matches!(*verb, "list" | "watch") && client != WORKLOAD;
         if reads || Verb::from_name(verb).is_some_and(Verb::is_write) {
             e.resources
                 .insert(snapshot::base_resource(resource).to_string());

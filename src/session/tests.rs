@@ -573,3 +573,23 @@ async fn two_controllers_one_partitioned() {
         assert!(dir.path().join(d).exists(), "{d}");
     }
 }
+
+#[test]
+fn another_controller_is_name_equals_command() {
+    let o = crate::session::Other::parse("source=./source-controller.sh --flag=1").unwrap();
+    assert_eq!(
+        (o.name.as_str(), o.command.as_str()),
+        ("source", "./source-controller.sh --flag=1")
+    );
+    for (bad, says) in [
+        ("source", "give NAME=CMD"),
+        ("Source=x", "lowercase letters"),
+        ("controller=x", "is taken"),
+        ("workload=x", "is taken"),
+        ("other=x", "is taken"),
+        ("s=  ", "no command"),
+    ] {
+        let e = crate::session::Other::parse(bad).unwrap_err();
+        assert!(e.contains(says), "{bad}: {e}");
+    }
+}

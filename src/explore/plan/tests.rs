@@ -439,3 +439,53 @@ fn long_freezes_touch_the_users_objects_before_they_end() {
         w[0]["trigger"]["afterRequests"]
     );
 }
+
+/// Partitions: a 5 s blackhole after the first write of each kind in every phase, for
+/// every controller; one past the field's lease renew deadlines (50 s) only for a
+/// controller that holds a Lease. Each opens just after its write (the write is answered
+/// first) and is whole: it acts on the controller's connections.
+#[test]
+fn partitions_follow_first_writes_and_the_long_one_needs_a_lease() {
+    let none = Options { long_window: None };
+    let slugs = |trace: &[Stamped]| -> Vec<(String, u8)> {
+        plans(&read(trace, &[]), &none)
+            .into_iter()
+            .filter(|p| p.slug.starts_with("partition-"))
+            .map(|p| (p.slug, p.round))
+            .collect()
+    };
+    assert_eq!(
+        slugs(&reference()),
+        [
+            (
+                "partition-5s-after-patch-gitrepositories-status-1".to_string(),
+                3
+            ),
+            (
+                "partition-5s-after-workload-delete-configmaps-1".to_string(),
+                3
+            ),
+        ]
+    );
+    let mut leader = reference();
+    leader.insert(
+        1,
+        request(5, CONTROLLER, "update", "leases.coordination.k8s.io"),
+    );
+    let got = slugs(&leader);
+    assert_eq!(got.len(), 4, "{got:?}");
+    assert!(got.contains(&(
+        "partition-50s-after-patch-gitrepositories-status-1".to_string(),
+        4
+    )));
+    let p = plans(&read(&leader, &[]), &none)
+        .into_iter()
+        .find(|p| p.slug == "partition-50s-after-patch-gitrepositories-status-1")
+        .unwrap();
+    let w = &p.windows[0];
+    assert_eq!(w.resources, ["*"]);
+    assert_eq!(w.duration.map(|d| d.0), Some(Duration::from_secs(50)));
+    let t = serde_json::to_value(&w.trigger).unwrap();
+    assert_eq!(t["delay"], "100ms", "{t}");
+    assert_eq!(t["afterRequests"]["verb"], "patch");
+}
