@@ -100,7 +100,7 @@ pub struct ExploreArgs {
 
     /// Resources (`plural.group`) the convergence oracle judges (default: the custom
     /// resources of --setup's CRDs).
-    #[arg(long, value_name = "RESOURCE", num_args = 1..)]
+    #[arg(long, value_name = "RESOURCE", num_args = 1.., value_parser = resource_name)]
     pub converge: Vec<String>,
 
     /// Resources (`plural.group`, or a plural for any group) whose plans are tried first.
@@ -147,6 +147,21 @@ pub struct ExploreArgs {
     /// The controller to explore, and its arguments.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub cmd: Vec<String>,
+}
+
+/// A resource as kubectl names it: `plural.group` (core: `plural`).
+fn resource_name(s: &str) -> Result<String, String> {
+    let ok = !s.is_empty()
+        && s
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '.' || c == '-');
+    if ok {
+        Ok(s.to_string())
+    } else {
+        Err(format!(
+            "{s:?} is not a resource (plural.group, lowercase); give several separated by spaces or repeat the flag, not commas"
+        ))
+    }
 }
 
 pub async fn run(args: ExploreArgs) -> Result<ExitCode> {
