@@ -152,8 +152,7 @@ pub struct ExploreArgs {
 /// A resource as kubectl names it: `plural.group` (core: `plural`).
 fn resource_name(s: &str) -> Result<String, String> {
     let ok = !s.is_empty()
-        && s
-            .chars()
+        && s.chars()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '.' || c == '-');
     if ok {
         Ok(s.to_string())
