@@ -14,14 +14,16 @@ use std::time::{Duration, SystemTime};
 use common::envtest::{assets, output_in_group};
 use common::{BIN, KillOnDrop, repo};
 
-/// source-controller's directory (the binary and `crds/`): `$STALEMATE_FLUX_ASSETS`, or
+/// Flux's directory (the binaries, `crds/`, `kustomize-crds/`): `$STALEMATE_FLUX_ASSETS`, or
 /// what `build-flux.sh` builds (a second when cached; cold, about 3 minutes).
 fn flux_assets() -> PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
         if let Some(d) = std::env::var_os("STALEMATE_FLUX_ASSETS")
             .map(PathBuf::from)
-            .filter(|d| d.join("source-controller").is_file())
+            .filter(|d| {
+                d.join("source-controller").is_file() && d.join("kustomize-controller").is_file()
+            })
         {
             return d;
         }

@@ -11,9 +11,10 @@
 # beside the default) and kwok, at each version versions.env's SUITE_VERSIONS names, built from the Go
 # module proxy by e2e/assets/build.sh into ~/.cache/stalemate/kube/ (minutes each the
 # first time, a second after) — the default of which the tests find through
-# KUBEBUILDER_ASSETS; Flux's source-controller, built the same way by
-# e2e/assets/build-flux.sh into ~/.cache/stalemate/flux/ (STALEMATE_FLUX_ASSETS), and git
-# (its loopback git server, e2e/assets/git_http.py, is Debian's `git http-backend`).
+# KUBEBUILDER_ASSETS; Flux's source-controller and kustomize-controller, built the same way
+# by e2e/assets/build-flux.sh into ~/.cache/stalemate/flux/ (STALEMATE_FLUX_ASSETS), git
+# (its loopback git server, e2e/assets/git_http.py, is Debian's `git http-backend`) and
+# unshare (util-linux: kustomize-controller's leader election wants a pod's namespace file).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
@@ -65,9 +66,10 @@ echo "== real control planes (e2e/assets/build.sh suite: $(sed -n 's/^SUITE_VERS
 bash e2e/assets/build.sh suite >/dev/null
 KUBEBUILDER_ASSETS=$(bash e2e/assets/build.sh | tail -n1)
 export KUBEBUILDER_ASSETS
-# Flux's source-controller (e2e/flux.rs) and the git server it clones from.
+# Flux's controllers (e2e/flux.rs) and the git server they clone from.
 have git || apt_install --no-install-recommends git
-echo "== Flux source-controller (e2e/assets/build-flux.sh)"
+have unshare || apt_install --no-install-recommends util-linux
+echo "== Flux source-controller and kustomize-controller (e2e/assets/build-flux.sh)"
 STALEMATE_FLUX_ASSETS=$(bash e2e/assets/build-flux.sh | tail -n1)
 export STALEMATE_FLUX_ASSETS
 have cargo || { echo "suite.sh: no Rust toolchain (cargo) on this machine" >&2; exit 1; }
