@@ -469,6 +469,15 @@ mod tests {
         }
     }
 
+    /// `sh -c SCRIPT`.
+    fn shell(script: &str) -> Spec {
+        Spec {
+            program: "sh".into(),
+            args: vec!["-c".into(), script.into()],
+            ..sleeper("0")
+        }
+    }
+
     #[test]
     fn the_back_off_is_kubelets_unless_shortened() {
         let k = CrashPolicy::KUBELET;
@@ -492,14 +501,7 @@ mod tests {
     /// the count again, as kubelet's does after 10 minutes of running.
     #[tokio::test]
     async fn exits_back_off_longer_in_a_row_and_a_long_run_resets_it() {
-        let c = Controller::spawn(Spec {
-            program: "sh".into(),
-            args: vec!["-c".into(), "exit 3".into()],
-            env: vec![],
-            env_remove: vec![],
-            output: None,
-        })
-        .unwrap();
+        let c = Controller::spawn(shell("exit 3")).unwrap();
         let exits = Arc::new(std::sync::Mutex::new(Vec::new()));
         let e = exits.clone();
         c.on_exit(Box::new(move |crash, _| {
@@ -529,14 +531,7 @@ mod tests {
         );
 
         // A policy whose reset_after every child outlives: never past the first back-off.
-        let c = Controller::spawn(Spec {
-            program: "sh".into(),
-            args: vec!["-c".into(), "sleep 0.2; exit 3".into()],
-            env: vec![],
-            env_remove: vec![],
-            output: None,
-        })
-        .unwrap();
+        let c = Controller::spawn(shell("sleep 0.2; exit 3")).unwrap();
         c.restart_crashed(CrashPolicy {
             backoff: Duration::from_millis(50),
             max_backoff: Duration::from_millis(400),

@@ -117,6 +117,17 @@ struct State {
     writes: expected::WriteCounts,
 }
 
+/// Append to a record kept within [`MAX_ENTRIES`], the oldest entry dropped at the cap;
+/// how many were dropped.
+fn push_capped<T>(q: &mut VecDeque<T>, item: T) -> u64 {
+    let dropped = q.len() >= MAX_ENTRIES;
+    if dropped {
+        q.pop_front();
+    }
+    q.push_back(item);
+    u64::from(dropped)
+}
+
 /// Keep `map` within [`MAX_ENTRIES`] by dropping the entry `last` says was active least
 /// recently; returns how many were dropped.
 fn cap<K: Ord + Clone, V>(map: &mut BTreeMap<K, V>, last: impl Fn(&V) -> SystemTime) -> u64 {
@@ -576,15 +587,13 @@ impl Oracles {
     /// The controller was killed by a `restart` window and starts again after `down`.
     pub fn on_restart(&self, window: &str, at: SystemTime, down: std::time::Duration) {
         let mut s = self.lock();
-        if s.restarts.len() >= MAX_ENTRIES {
-            s.restarts.pop_front();
-            self.count_dropped(&mut s, 1);
-        }
-        s.restarts.push_back(RestartMark {
+        let mark = RestartMark {
             window: window.to_string(),
             at,
             down_seconds: down.as_secs_f64(),
-        });
+        };
+        let dropped = push_capped(&mut s.restarts, mark);
+        self.count_dropped(&mut s, dropped);
     }
 
     /// A window opened or closed.
@@ -636,7 +645,9 @@ impl Oracles {
     /// The verdicts as of `now`; also sets `stalemate_oracle_violations`.
     pub fn evaluate(&self, now: SystemTime) -> Verdicts {
         let s = self.lock();
-        let (judged, pending, violations) = self.judge(&s, now);
+        let (judged, pending, mut violations) = self.judge(&s, now);
+        // Said where verdicts are reported, not at every look at whether they can be.
+        recovery::explain(&mut violations, &s, now, self.started);
         Verdicts {
             judged,
             pending,
@@ -717,21 +728,6 @@ impl Oracles {
         let (judged, pending, mut violations) = match &self.config.convergence {
             Some(c) => {
                 let mut j = convergence::judge(c, s, self.started, now);
-                // Not Current once a window has closed: say why it did not recover.
-                if let Some(close) = recovery::last_close(s) {
-                    for v in j.violations.iter_mut() {
-                        let k = ObjectRef {
-                            resource: v.resource.clone(),
-                            namespace: v.namespace.clone(),
-                            name: v.name.clone(),
-                        };
-                        let why = recovery::why(s, &k, close, now, self.started);
-                        v.why = Some(format!(
-                            "not Current again {:.1}s after the last window closed: {why}",
-                            now.duration_since(close).unwrap_or_default().as_secs_f64()
-                        ));
-                    }
-                }
                 if j.judged {
                     j.violations
                         .extend(recovery::judge(c, s, self.started, now));
@@ -756,7 +752,13 @@ impl Oracles {
                 violations.push(storm_violation(c, client, k, hit));
             }
         }
-        for oracle in ["convergence", "readinessRace", "hotLoop", "conflicts"] {
+        for oracle in [
+            "convergence",
+            "recovery",
+            "readinessRace",
+            "hotLoop",
+            "conflicts",
+        ] {
             self.violations_gauge
                 .with_label_values(&[oracle])
                 .set(violations.iter().filter(|v| v.oracle == oracle).count() as i64);

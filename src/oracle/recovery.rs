@@ -12,9 +12,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use super::{
-    Comeback, ConvergenceConfig, ExitMark, MAX_ENTRIES, ObjectRef, Oracles, State, Violation,
-};
+use super::{Comeback, ConvergenceConfig, ExitMark, ObjectRef, Oracles, State, Violation};
 
 /// The late recoveries from the last window's close, as of `now`.
 pub(super) fn judge(
@@ -60,6 +58,29 @@ pub(super) fn judge(
             })
         })
         .collect()
+}
+
+/// Each convergence violation (an object not Current) once a window has closed: why it
+/// did not recover (`Violation::why`).
+pub(super) fn explain(
+    violations: &mut [Violation],
+    s: &State,
+    now: SystemTime,
+    started: SystemTime,
+) {
+    let Some(close) = last_close(s) else { return };
+    for v in violations.iter_mut().filter(|v| v.oracle == "convergence") {
+        let k = ObjectRef {
+            resource: v.resource.clone(),
+            namespace: v.namespace.clone(),
+            name: v.name.clone(),
+        };
+        let why = why(s, &k, close, now, started);
+        v.why = Some(format!(
+            "not Current again {:.1}s after the last window closed: {why}",
+            now.duration_since(close).unwrap_or_default().as_secs_f64()
+        ));
+    }
 }
 
 /// When the last window closed, if one has and none is open.
@@ -169,17 +190,15 @@ impl Oracles {
         self.backoff_gauge
             .set(backoff.map_or(0.0, |b| b.as_secs_f64()));
         let mut s = self.lock();
-        if s.exits.len() >= MAX_ENTRIES {
-            s.exits.pop_front();
-            self.count_dropped(&mut s, 1);
-        }
-        s.exits.push_back(ExitMark {
+        let mark = ExitMark {
             controller: controller.to_string(),
             at,
             status: status.to_string(),
             ran_seconds: ran.as_secs_f64(),
             backoff_seconds: backoff.map(|b| b.as_secs_f64()),
-        });
+        };
+        let dropped = super::push_capped(&mut s.exits, mark);
+        self.count_dropped(&mut s, dropped);
         let back = backoff.map_or(at, |b| at + b);
         self.answers_from(&mut s, back);
     }
@@ -213,13 +232,12 @@ pub(super) fn comeback(s: &State, c: Option<&ConvergenceConfig>) -> Option<Comeb
         .iter()
         .map(|(c, t)| (c.clone(), super::verdicts::TimeStamp(*t)))
         .collect();
+    // The last recovery from that close; none if one has not come yet.
     let current_at = c.and_then(|_| {
-        let mut last = close;
-        for (r, done) in s.recoveries.iter().filter(|(r, _)| r.closed_at == close) {
-            let _ = r;
-            last = last.max((*done)?);
-        }
-        Some(last)
+        s.recoveries
+            .iter()
+            .filter(|(r, _)| r.closed_at == close)
+            .try_fold(close, |last, (_, done)| Some(last.max((*done)?)))
     });
     Some(Comeback {
         window_closed_at: close,
