@@ -394,7 +394,8 @@ fn alive(pid: u32) -> bool {
 }
 
 impl crate::fault::Process for Controller {
-    fn restart(&self, window: &str, down: Duration) {
+    /// One process: whichever controller the window names, this is it.
+    fn restart(&self, window: &str, _client: &str, down: Duration) {
         let Some(me) = self.me.upgrade() else { return };
         let window = window.to_string();
         tokio::spawn(async move { me.restart_now(&window, down).await });

@@ -73,10 +73,12 @@ pub enum Record {
     Dropped {
         records: u64,
     },
-    /// A `restart` window killed the controller; it is started again after `downMs`.
+    /// A `restart` window killed a controller; it is started again after `downMs`.
     #[serde(rename_all = "camelCase")]
     Restart {
         window: String,
+        /// Which (`controller`: the one after `--`; others by their name).
+        controller: String,
         down_ms: f64,
         /// The killed process.
         pid: u32,

@@ -13,7 +13,7 @@ use std::time::SystemTime;
 use serde::Serialize;
 
 use crate::schedule::Schedule;
-use crate::session::{CONTROLLER, Outcome};
+use crate::session::Outcome;
 use crate::trace::Record;
 
 /// One trial's faults, as they happened.
@@ -78,7 +78,9 @@ impl Effect {
         };
         for s in &o.trace {
             match &s.record {
-                Record::Event { client, fate, .. } if client == CONTROLLER && *fate == "held" => {
+                Record::Event { client, fate, .. }
+                    if super::under_test(client) && *fate == "held" =>
+                {
                     e.held += 1
                 }
                 Record::Request {
@@ -86,7 +88,7 @@ impl Effect {
                     answer,
                     code,
                     ..
-                } if client == CONTROLLER => {
+                } if super::under_test(client) => {
                     if matches!(*answer, "injected" | "view" | "view-violation") {
                         e.answered += 1;
                     }

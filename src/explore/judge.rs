@@ -80,7 +80,7 @@ fn count_where(
             code,
             ..
         } = &s.record
-            && client == CONTROLLER
+            && super::under_test(client)
             && code_ok(*code)
             && !resource.contains('/')
             && !crate::session::snapshot::IGNORED.contains(&resource.as_str())
@@ -262,7 +262,7 @@ pub fn judge(o: &Outcome, base: &Baseline) -> Vec<Found> {
                 }) as u64;
             let peak = v.peak.unwrap_or(0);
             let outlived = v.until.is_some_and(|u| u > last_close);
-            if client != CONTROLLER || !outlived || peak <= 2 * reference.max(1) {
+            if !super::under_test(client) || !outlived || peak <= 2 * reference.max(1) {
                 continue;
             }
         }

@@ -187,6 +187,13 @@ impl Replayed {
     }
 }
 
+/// Whether a client of an explore run is a controller under test: the one after `--`
+/// or an other (`--controller NAME=CMD`). Explore's runs have no clients but those, the
+/// workload (`base_schedule`; the others' listeners are named for them) and `other`.
+pub fn under_test(client: &str) -> bool {
+    client != session::WORKLOAD && client != crate::identity::OTHER
+}
+
 /// The baseline schedule every run shares: the two clients and the oracles.
 pub fn base_schedule(cfg: &Config) -> Schedule {
     let clients = serde_json::from_value(serde_json::json!({
@@ -510,7 +517,7 @@ impl Search {
             wrote && self.shared.cfg.workload.is_empty(),
             std::sync::atomic::Ordering::Relaxed,
         );
-        let mut plans = plan::plans(&refs.reference, &self.plan_options());
+        let mut plans = refs.plans(&self.plan_options());
         let ranks = refs.focus.order(&mut plans);
         self.say_plans(&refs, &plans, ranks);
         let sequences = self.sequences(&refs)?;
@@ -611,6 +618,32 @@ impl Search {
             ranks[1],
             ranks[2],
         ));
+        if !refs.others.is_empty() {
+            // Whose: each controller's anchors (anyone's writes) and plans aimed at it.
+            let each: Vec<String> = std::iter::once(&refs.reference)
+                .chain(&refs.others)
+                .map(|r| {
+                    let writes = refs
+                        .reference
+                        .anchors
+                        .iter()
+                        .filter(|a| a.client == r.controller)
+                        .count();
+                    let aimed = plans
+                        .iter()
+                        .filter(|p| p.windows.iter().any(|w| w.client == r.controller))
+                        .count();
+                    format!(
+                        "{}: {writes} anchors of its own, {aimed} plans aimed at it",
+                        r.controller
+                    )
+                })
+                .collect();
+            self.progress.say(&format!(
+                "explore: controllers under test — {}",
+                each.join("; ")
+            ));
+        }
         self.progress.say(&format!(
             "explore: on the focus, {}{}",
             focus::Focus::rounds(plans),

@@ -57,20 +57,23 @@ use std::time::{Duration, SystemTime};
 use serde_json::json;
 
 use crate::request::Verb;
-use crate::schedule::{Subresource, Window};
-use crate::session::snapshot::{IGNORED, base_resource};
+use crate::schedule::Window;
 use crate::session::{CONTROLLER, WORKLOAD};
-use crate::trace::{Record, Stamped};
 
 /// A lag plan's delay, and how long it lasts.
 const LAG: Duration = Duration::from_secs(1);
-/// Partitions: a blip shorter than any client timeout or lease, and one past the renew
-/// deadlines of the leader elections in the field — controller-runtime's and
-/// kube-controller-manager's 10 s, Flux's 30 s — and client-go's HTTP/2 health check
-/// (30 s unanswered, then a 15 s PING timeout): made only for a controller that holds a
-/// Lease, which it then loses.
+/// Partitions: a blip shorter than any client timeout or lease, for every controller;
+/// for one that holds a Lease, two around it — half its lease duration (it keeps its
+/// leadership: client-go's renew deadline is past that in every default in the field)
+/// and its lease duration and `PARTITION_MARGIN` more (it has lost it, and under
+/// client-go's `leaderelection` exits). Its lease duration is read from the Lease it
+/// left (`session/leases.rs`); unknown, the long one is `PARTITION_PAST_LEASE`, past the
+/// renew deadlines in the field — controller-runtime's and kube-controller-manager's
+/// 10 s, Flux's 30 s — and client-go's HTTP/2 health check (30 s unanswered, then a 15 s
+/// PING timeout).
 const PARTITION_BLIP: Duration = Duration::from_secs(5);
 const PARTITION_PAST_LEASE: Duration = Duration::from_secs(50);
+const PARTITION_MARGIN: Duration = Duration::from_secs(5);
 /// A partition opens this long after the write it follows, so that the write is
 /// answered first (its window opens on the request, before it is forwarded).
 const PARTITION_AFTER: Duration = Duration::from_millis(100);
@@ -84,80 +87,6 @@ pub const MAX_PER_KIND: u64 = 4;
 /// How long before a long freeze ends the user's objects are touched: time for a
 /// controller to act on the touch while the freeze still holds.
 const TOUCH_BEFORE_END: Duration = Duration::from_secs(20);
-
-/// A request of the reference run a window can open on.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Anchor {
-    pub client: &'static str,
-    pub verb: Verb,
-    /// The resource (`plural.group`), without subresource.
-    pub resource: String,
-    pub subresource: Option<Subresource>,
-    /// The how-manyth such request it was.
-    pub count: u64,
-    /// When it reached the proxy in the reference run: where a window it triggers opens.
-    pub at: SystemTime,
-    /// Whether the reference run's requests of this kind carried a resourceVersion
-    /// precondition (so a 409 `Conflict` is one a real apiserver could answer).
-    pub preconditioned: bool,
-    /// Which phase of the run it is in: 0 the start-up, N after the workload's Nth write.
-    pub phase: usize,
-    /// Its place among its phase's anchors (0: the first).
-    pub turn: usize,
-}
-
-impl Anchor {
-    fn trigger(&self) -> serde_json::Value {
-        let mut m = json!({"verb": self.verb, "resource": self.resource, "count": self.count});
-        if let Some(s) = self.subresource {
-            m["subresource"] = json!(s);
-        }
-        if self.client != CONTROLLER {
-            m["client"] = json!(self.client);
-        }
-        json!({"afterRequests": m})
-    }
-
-    /// `the controller's 1st patch of gitrepositories.source.toolkit.fluxcd.io/status`
-    pub fn describe(&self) -> String {
-        let sub = self
-            .subresource
-            .map(|s| format!("/{}", s.as_str()))
-            .unwrap_or_default();
-        format!(
-            "the {}'s {} {} of {}{sub}",
-            self.client,
-            ordinal(self.count),
-            self.verb,
-            self.resource
-        )
-    }
-
-    fn slug(&self) -> String {
-        let short = self.resource.split('.').next().unwrap_or(&self.resource);
-        let sub = self
-            .subresource
-            .map(|s| format!("-{}", s.as_str()))
-            .unwrap_or_default();
-        let who = if self.client == CONTROLLER {
-            String::new()
-        } else {
-            format!("{}-", self.client)
-        };
-        format!("{who}{}-{short}{sub}-{}", self.verb, self.count)
-    }
-}
-
-fn ordinal(n: u64) -> String {
-    let suffix = match (n % 10, n % 100) {
-        (_, 11..=13) => "th",
-        (1, _) => "st",
-        (2, _) => "nd",
-        (3, _) => "rd",
-        _ => "th",
-    };
-    format!("{n}{suffix}")
-}
 
 /// One candidate: windows to run a trial with.
 #[derive(Debug, Clone, PartialEq)]
@@ -200,39 +129,6 @@ impl Plan {
     }
 }
 
-/// What the reference run shows.
-#[derive(Debug, Clone, Default)]
-pub struct Reference {
-    /// In time order.
-    pub anchors: Vec<Anchor>,
-    /// Resources the controller lists or watches.
-    pub watched: BTreeSet<String>,
-    /// Resources the controller LISTs (rather than only watching, as client-go ≥ 1.35
-    /// informers do, whose initial state comes by a WatchList): what a rewind can send
-    /// back in time (`proxy/reads.rs` `watch_list`: a restarted client's WatchList is a
-    /// consistent read).
-    pub listed: BTreeSet<String>,
-    /// Events delivered to the controller: (when, resource, namespace/name, resourceVersion).
-    pub events: Vec<(SystemTime, String, String, String)>,
-    /// (client, verb, resource as requested) of writes that carried a precondition.
-    pub preconditioned: BTreeSet<(String, Verb, String)>,
-    /// The user's objects — the setup's, and those the workload created — which a long
-    /// freeze's `touch` touches.
-    pub touchable: Vec<crate::fault::touch::Object>,
-    /// When each of the workload's writes reached the proxy: where phases begin.
-    pub phase_starts: Vec<SystemTime>,
-    /// The controller holds a leader-election Lease (it wrote one): a partition longer
-    /// than its renew deadline makes it lose leadership.
-    pub leases: bool,
-}
-
-impl Reference {
-    /// The phase of the run at `t`.
-    pub fn phase_at(&self, t: SystemTime) -> usize {
-        self.phase_starts.iter().filter(|s| **s <= t).count()
-    }
-}
-
 /// What the planner is asked for besides the reference.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
@@ -240,156 +136,9 @@ pub struct Options {
     pub long_window: Option<Duration>,
 }
 
-/// Read a reference run's trace; `setup` is what its setup created.
-pub fn read(trace: &[Stamped], setup: &[crate::setup::Applied]) -> Reference {
-    let mut r = Reference {
-        touchable: setup
-            .iter()
-            .filter(|a| !super::focus::SCAFFOLDING.contains(&a.resource.as_str()))
-            .map(|a| crate::fault::touch::Object {
-                resource: a.resource.clone(),
-                namespace: a.namespace.clone().unwrap_or_default(),
-                name: a.name.clone(),
-            })
-            .collect(),
-        ..Reference::default()
-    };
-    let mut counts: BTreeMap<(String, Verb, String), u64> = BTreeMap::new();
-    // Per phase: how many of each kind were anchors, and how many anchors it has.
-    let mut in_phase: BTreeMap<(usize, String, Verb, String), u64> = BTreeMap::new();
-    let mut turns: BTreeMap<usize, usize> = BTreeMap::new();
-    let mut phase = 0;
-    for s in trace {
-        match &s.record {
-            // What the workload created is the user's too (a create's name is in its
-            // answer, not its request).
-            Record::Created {
-                client,
-                resource,
-                namespace,
-                name,
-                ..
-            } if client == WORKLOAD && !resource.contains('/') => {
-                r.touchable.push(crate::fault::touch::Object {
-                    resource: resource.clone(),
-                    namespace: namespace.clone(),
-                    name: name.clone(),
-                });
-            }
-            Record::Request {
-                client,
-                verb,
-                resource,
-                precondition,
-                latency_ms,
-                ..
-            } if client == CONTROLLER || client == WORKLOAD => {
-                let Some(verb) = Verb::from_name(verb) else {
-                    continue;
-                };
-                let base = base_resource(resource).to_string();
-                if base == LEASES && client == CONTROLLER && verb.is_write() {
-                    r.leases = true;
-                }
-                if IGNORED.contains(&base.as_str()) || base.is_empty() {
-                    continue;
-                }
-                if matches!(verb, Verb::List | Verb::Watch) && client == CONTROLLER {
-                    r.watched.insert(base.clone());
-                    if verb == Verb::List {
-                        r.listed.insert(base.clone());
-                    }
-                }
-                if !verb.is_write() {
-                    continue;
-                }
-                if *precondition {
-                    r.preconditioned
-                        .insert((client.clone(), verb, resource.clone()));
-                }
-                // Each write by the workload starts a phase: what the controller does
-                // about it.
-                if client == WORKLOAD {
-                    phase += 1;
-                    r.phase_starts.push(sent_at(s.at, *latency_ms));
-                }
-                let n = counts
-                    .entry((client.clone(), verb, resource.clone()))
-                    .or_default();
-                *n += 1;
-                let m = in_phase
-                    .entry((phase, client.clone(), verb, resource.clone()))
-                    .or_default();
-                *m += 1;
-                if *m > MAX_PER_KIND {
-                    continue;
-                }
-                let turn = turns.entry(phase).or_default();
-                *turn += 1;
-                let subresource = resource
-                    .split_once('/')
-                    .and_then(|(_, s)| serde_json::from_value(json!(s)).ok());
-                r.anchors.push(Anchor {
-                    client: if client == CONTROLLER {
-                        CONTROLLER
-                    } else {
-                        WORKLOAD
-                    },
-                    verb,
-                    resource: base,
-                    subresource,
-                    count: *n,
-                    at: sent_at(s.at, *latency_ms),
-                    preconditioned: false,
-                    phase,
-                    turn: *turn - 1,
-                });
-            }
-            Record::Event {
-                client,
-                resource,
-                type_,
-                namespace,
-                name,
-                resource_version,
-                ..
-            } if client == CONTROLLER && *type_ != "BOOKMARK" && *type_ != "ERROR" => {
-                r.events.push((
-                    s.at,
-                    resource.clone(),
-                    format!("{namespace}/{name}"),
-                    resource_version.clone(),
-                ));
-            }
-            _ => {}
-        }
-    }
-    for a in &mut r.anchors {
-        let sub = a
-            .subresource
-            .map(|s| format!("/{}", s.as_str()))
-            .unwrap_or_default();
-        a.preconditioned = r.preconditioned.contains(&(
-            a.client.to_string(),
-            a.verb,
-            format!("{}{sub}", a.resource),
-        ));
-    }
-    r
-}
-
-/// When a request traced at `answered` (the proxy records a request once it has its
-/// answer) arrived. A window triggered by the request opens then, before the request is
-/// forwarded, so what it would hold is counted from then: the watch event of a create
-/// can reach the controller before the create's answer does, and counted from the
-/// answer it would look like nothing a freeze after the create could hold.
-fn sent_at(answered: SystemTime, latency_ms: f64) -> SystemTime {
-    let latency = Duration::try_from_secs_f64(latency_ms / 1000.0).unwrap_or_default();
-    answered.checked_sub(latency).unwrap_or(answered)
-}
-
 fn window(
     name: &str,
+    client: &str,
     resources: &[String],
     fault: serde_json::Value,
     trigger: serde_json::Value,
@@ -397,7 +146,7 @@ fn window(
 ) -> Window {
     let mut w = json!({
         "name": name,
-        "client": CONTROLLER,
+        "client": client,
         "resources": resources,
         "fault": fault,
         "trigger": trigger,
@@ -425,6 +174,7 @@ pub fn plans(r: &Reference, opts: &Options) -> Vec<Plan> {
         effects: BTreeSet::new(),
         watched: r.watched.iter().cloned().collect(),
     };
+    let me = r.controller.as_str();
     // Anchors take turns by phase: the first of every phase, then the second, …
     let mut order: Vec<&Anchor> = r.anchors.iter().collect();
     order.sort_by_key(|a| (a.turn, a.phase));
@@ -435,7 +185,24 @@ pub fn plans(r: &Reference, opts: &Options) -> Vec<Plan> {
     p.round_3(&order);
     p.out.extend(coalesce_plans(r));
     p.round_4(&order);
+    // Whose plans: the controller after `--` has them as they always were; another's say
+    // so in their label and file name.
+    if me != CONTROLLER {
+        for plan in &mut p.out {
+            plan.slug = format!("{me}--{}", plan.slug);
+        }
+    }
     p.out
+}
+
+/// Every plan for every controller under test (`views`: what the reference showed each;
+/// the controller after `--` first), round by round: each controller's likeliest
+/// faults before anyone's less likely ones.
+pub fn plans_for_all(views: &[&Reference], opts: &Options) -> Vec<Plan> {
+    let mut all: Vec<Plan> = views.iter().flat_map(|r| plans(r, opts)).collect();
+    // Stable: within a round, each controller's plans in its own order.
+    all.sort_by_key(|p| p.round);
+    all
 }
 
 /// The plans made so far, and what they would do on the reference run.
@@ -472,15 +239,22 @@ impl Planner<'_> {
             return None;
         }
         let short = res.split('.').next().unwrap_or(res);
+        let me = &self.r.controller;
+        let to = if me == CONTROLLER {
+            String::new()
+        } else {
+            format!(" to {}", whom(me))
+        };
         Some(Plan {
-            label: format!("freeze {res} for {} after {}", secs(d), a.describe()),
+            label: format!("freeze {res}{to} for {} after {}", secs(d), a.describe()),
             slug: format!("freeze-{short}-{}ms-after-{}", d.as_millis(), a.slug()),
             round,
             windows: vec![window(
                 "freeze",
+                me,
                 &resources,
                 json!({"freeze": {}}),
-                a.trigger(),
+                a.trigger(me),
                 Some(d),
             )],
             anchor: a.resource.clone(),
@@ -505,9 +279,10 @@ impl Planner<'_> {
             self.freeze(a, Duration::from_millis(1500), 1);
             // The controller restarted as a user's write lands, too: it comes back to
             // a world that changed while it was down.
-            self.out.push(restart(a));
-            if a.client == CONTROLLER && a.preconditioned {
-                self.out.push(errors(a, 409, 1));
+            let me = &self.r.controller;
+            self.out.push(restart(me, a));
+            if a.client == *me && a.preconditioned {
+                self.out.push(errors(me, a, 409, 1));
             }
         }
     }
@@ -517,20 +292,23 @@ impl Planner<'_> {
         let watched = self.watched.clone();
         // A restart is of the whole controller, whatever it watches.
         let everything = vec!["*".to_string()];
+        let me = self.r.controller.clone();
         for a in order {
             if !watched.is_empty() {
                 self.out.push(Plan {
                     label: format!(
-                        "expire the controller's watches (410, relist) at {}",
+                        "expire {}'s watches (410, relist) at {}",
+                        whom(&me),
                         a.describe()
                     ),
                     slug: format!("relist-at-{}", a.slug()),
                     round: 3,
                     windows: vec![window(
                         "relist",
+                        &me,
                         &watched,
                         json!({"relist": {"how": "expired"}}),
-                        a.trigger(),
+                        a.trigger(&me),
                         Some(Duration::from_millis(500)),
                     )],
                     anchor: a.resource.clone(),
@@ -548,12 +326,30 @@ impl Planner<'_> {
             let listed: Vec<String> = self.r.listed.iter().cloned().collect();
             if !listed.is_empty() {
                 self.out.push(Plan {
-                    label: format!("restart the controller right after {} and give it the cluster as it was then", a.describe()),
+                    label: format!(
+                        "restart {} right after {} and give it the cluster as it was then",
+                        whom(&me),
+                        a.describe()
+                    ),
                     slug: format!("rewind-restart-after-{}", a.slug()),
                     round: 3,
                     windows: vec![
-                        window("restart", &everything, json!({"restart": {}}), a.trigger(), None),
-                        window("rewind", &listed, json!({"rewind": {"at": "restart"}}), a.trigger(), Some(Duration::from_secs(5))),
+                        window(
+                            "restart",
+                            &me,
+                            &everything,
+                            json!({"restart": {}}),
+                            a.trigger(&me),
+                            None,
+                        ),
+                        window(
+                            "rewind",
+                            &me,
+                            &listed,
+                            json!({"rewind": {"at": "restart"}}),
+                            a.trigger(&me),
+                            Some(Duration::from_secs(5)),
+                        ),
                     ],
                     anchor: a.resource.clone(),
                     targets: listed,
@@ -561,14 +357,16 @@ impl Planner<'_> {
                     phase: a.phase,
                 });
             }
-            if a.client != CONTROLLER {
-                if let Some(p) = errors_after_action(self.r, a) {
-                    self.out.push(p);
-                }
+            if a.client == WORKLOAD
+                && let Some(p) = errors_after_action(self.r, a)
+            {
+                self.out.push(p);
+            }
+            if a.client != me {
                 continue;
             }
-            self.out.push(errors(a, 500, 3));
-            self.out.push(errors(a, 429, 3));
+            self.out.push(errors(&me, a, 500, 3));
+            self.out.push(errors(&me, a, 429, 3));
         }
         self.partitions(order, PARTITION_BLIP, 3);
     }
@@ -578,15 +376,18 @@ impl Planner<'_> {
     /// every phase — the controller's, or a user's it has not reacted to yet.
     fn partitions(&mut self, order: &[&Anchor], d: Duration, round: u8) {
         let mut done = BTreeSet::new();
+        let me = self.r.controller.clone();
         for a in order {
-            if !done.insert((a.phase, a.client, a.verb, a.resource.clone())) || a.count > 1 {
+            if !done.insert((a.phase, a.client.clone(), a.verb, a.resource.clone())) || a.count > 1
+            {
                 continue;
             }
-            let mut trigger = a.trigger();
+            let mut trigger = a.trigger(&me);
             trigger["delay"] = json!(format!("{}ms", PARTITION_AFTER.as_millis()));
             self.out.push(Plan {
                 label: format!(
-                    "the apiserver unreachable from the controller for {} (blackhole) right after {}",
+                    "the apiserver unreachable from {} for {} (blackhole) right after {}",
+                    whom(&me),
                     secs(d),
                     a.describe()
                 ),
@@ -594,6 +395,7 @@ impl Planner<'_> {
                 round,
                 windows: vec![window(
                     "partition",
+                    &me,
                     &["*".to_string()],
                     json!({"partition": {"mode": "blackhole"}}),
                     trigger,
@@ -620,9 +422,15 @@ impl Planner<'_> {
         if h.is_empty() || !self.effects.insert(format!("lag {h:?}")) {
             return None;
         }
+        let me = &self.r.controller;
+        let to = if me == CONTROLLER {
+            String::new()
+        } else {
+            format!(" to {}", whom(me))
+        };
         Some(Plan {
             label: format!(
-                "every event {} late for {} after {}",
+                "every event{to} {} late for {} after {}",
                 secs(LAG),
                 secs(LAG_FOR),
                 a.describe()
@@ -631,9 +439,10 @@ impl Planner<'_> {
             round: 3,
             windows: vec![window(
                 "lag",
+                me,
                 &watched,
                 json!({"lag": {"delay": format!("{}ms", LAG.as_millis())}}),
-                a.trigger(),
+                a.trigger(me),
                 Some(LAG_FOR),
             )],
             anchor: a.resource.clone(),
@@ -646,14 +455,17 @@ impl Planner<'_> {
     /// Freeze 5 s and 0.5 s; 503s and 504s on creates.
     fn round_4(&mut self, order: &[&Anchor]) {
         if self.r.leases {
-            self.partitions(order, PARTITION_PAST_LEASE, 4);
+            for d in partition_lengths(self.r.lease_duration) {
+                self.partitions(order, d, 4);
+            }
         }
         for a in order {
             self.freeze(a, Duration::from_secs(5), 4);
             self.freeze(a, Duration::from_millis(500), 4);
-            if a.client == CONTROLLER && a.verb == Verb::Create {
-                self.out.push(errors(a, 503, 4));
-                self.out.push(errors(a, 504, 4));
+            let me = &self.r.controller;
+            if a.client == *me && a.verb == Verb::Create {
+                self.out.push(errors(me, a, 503, 4));
+                self.out.push(errors(me, a, 504, 4));
             }
         }
     }
@@ -665,7 +477,7 @@ impl Planner<'_> {
         let mut done = BTreeSet::new();
         for a in order {
             let first = done.insert((a.phase, a.verb, a.resource.clone()));
-            if a.client != CONTROLLER
+            if a.client != self.r.controller
                 || !matches!(a.verb, Verb::Create | Verb::Delete)
                 || !first
                 || !self.r.watched.contains(&a.resource)
@@ -677,10 +489,11 @@ impl Planner<'_> {
             };
             if !self.r.touchable.is_empty() {
                 let touch_at = long.saturating_sub(TOUCH_BEFORE_END).max(long / 2);
-                let mut trigger = a.trigger();
+                let mut trigger = a.trigger(&self.r.controller);
                 trigger["delay"] = json!(format!("{}ms", touch_at.as_millis()));
                 p.windows.push(window(
                     "touch",
+                    &self.r.controller,
                     &["*".to_string()],
                     json!({"touch": {"objects": self.r.touchable}}),
                     trigger,
@@ -697,17 +510,30 @@ impl Planner<'_> {
     }
 }
 
-/// Restart the controller right after `a` (the controller's write, or a user's).
-fn restart(a: &Anchor) -> Plan {
+/// Round 4's partitions for a controller holding a Lease that lasts `lease` unrenewed
+/// (see `PARTITION_BLIP`).
+fn partition_lengths(lease: Option<Duration>) -> Vec<Duration> {
+    match lease {
+        Some(l) if l > PARTITION_BLIP * 2 => {
+            vec![Duration::from_secs(l.as_secs() / 2), l + PARTITION_MARGIN]
+        }
+        Some(l) => vec![l + PARTITION_MARGIN],
+        None => vec![PARTITION_PAST_LEASE],
+    }
+}
+
+/// Restart controller `me` right after `a` (a controller's write, or a user's).
+fn restart(me: &str, a: &Anchor) -> Plan {
     Plan {
-        label: format!("restart the controller right after {}", a.describe()),
+        label: format!("restart {} right after {}", whom(me), a.describe()),
         slug: format!("restart-after-{}", a.slug()),
         round: 1,
         windows: vec![window(
             "restart",
+            me,
             &["*".to_string()],
             json!({"restart": {}}),
-            a.trigger(),
+            a.trigger(me),
             None,
         )],
         anchor: a.resource.clone(),
@@ -720,7 +546,7 @@ fn restart(a: &Anchor) -> Plan {
 /// Answer `status` to the anchor's kind of request for 1.5 s from it, as a real
 /// apiserver would (`fault/errors.rs`): a 409 only to writes with a precondition, 429
 /// and 503 with `Retry-After: 1`.
-fn errors(a: &Anchor, status: u16, round: u8) -> Plan {
+fn errors(me: &str, a: &Anchor, status: u16, round: u8) -> Plan {
     let mut fault = json!({"verbs": [a.verb], "status": status});
     match status {
         409 => fault["preconditioned"] = json!(true),
@@ -729,12 +555,13 @@ fn errors(a: &Anchor, status: u16, round: u8) -> Plan {
     }
     Plan {
         label: format!(
-            "answer {status}{} to the controller's {} of {} for 1.5s from {}",
+            "answer {status}{} to {}'s {} of {} for 1.5s from {}",
             if status == 409 {
                 " (its precondition)"
             } else {
                 ""
             },
+            whom(me),
             a.verb,
             a.resource,
             a.describe()
@@ -743,9 +570,10 @@ fn errors(a: &Anchor, status: u16, round: u8) -> Plan {
         round,
         windows: vec![window(
             "errors",
+            me,
             std::slice::from_ref(&a.resource),
             json!({"errors": fault}),
-            a.trigger(),
+            a.trigger(me),
             Some(Duration::from_millis(1500)),
         )],
         anchor: a.resource.clone(),
@@ -762,7 +590,7 @@ fn errors_after_action(r: &Reference, a: &Anchor) -> Option<Plan> {
     let written: BTreeSet<String> = r
         .anchors
         .iter()
-        .filter(|b| b.client == CONTROLLER && b.phase == a.phase)
+        .filter(|b| b.client == r.controller && b.phase == a.phase)
         .map(|b| b.resource.clone())
         .collect();
     if written.is_empty() {
@@ -771,7 +599,8 @@ fn errors_after_action(r: &Reference, a: &Anchor) -> Option<Plan> {
     let resources: Vec<String> = written.into_iter().collect();
     Some(Plan {
         label: format!(
-            "answer 500 to the controller's writes of {} for 1.5s from {}",
+            "answer 500 to {}'s writes of {} for 1.5s from {}",
+            whom(&r.controller),
             resources.join(", "),
             a.describe()
         ),
@@ -779,9 +608,10 @@ fn errors_after_action(r: &Reference, a: &Anchor) -> Option<Plan> {
         round: 3,
         windows: vec![window(
             "errors",
+            &r.controller,
             &resources,
             json!({"errors": {"verbs": [Verb::Create, Verb::Update, Verb::Patch, Verb::Delete], "status": 500}}),
-            a.trigger(),
+            a.trigger(&r.controller),
             Some(Duration::from_millis(1500)),
         )],
         anchor: a.resource.clone(),
@@ -791,7 +621,9 @@ fn errors_after_action(r: &Reference, a: &Anchor) -> Option<Plan> {
     })
 }
 
+mod anchors;
 mod coalesce;
+pub use anchors::{Anchor, Reference, read, whom};
 use coalesce::coalesce_plans;
 
 #[cfg(test)]

@@ -26,7 +26,10 @@ pub(super) struct References {
     pub seconds: f64,
     pub baseline: Arc<Baseline>,
     pub hint: crate::session::Extent,
+    /// What the reference run showed the controller after `--`…
     pub reference: plan::Reference,
+    /// … and each other controller under test (`--controller NAME=CMD`), in order.
+    pub others: Vec<plan::Reference>,
     /// How long a trial must be quiet before it is judged.
     pub trial_quiet: Duration,
     /// The longest gap between two controller writes in the references.
@@ -43,6 +46,28 @@ pub(super) struct References {
     pub conditions: Vec<crate::oracle::ExpectedConditions>,
 }
 
+/// What a reference run showed controller `who`, with how long its Lease lasts.
+fn view(a: &Outcome, who: &str) -> plan::Reference {
+    let mut r = plan::read(&a.trace, &a.setup, who);
+    r.lease_duration = a
+        .leases
+        .iter()
+        .filter(|l| l.controller == who)
+        .filter_map(|l| l.duration)
+        .max();
+    r
+}
+
+impl References {
+    /// Every plan for every controller under test (`plan::plans_for_all`).
+    pub fn plans(&self, opts: &plan::Options) -> Vec<plan::Plan> {
+        let views: Vec<&plan::Reference> = std::iter::once(&self.reference)
+            .chain(&self.others)
+            .collect();
+        plan::plans_for_all(&views, opts)
+    }
+}
+
 /// How the references ended.
 pub(super) enum Learnt {
     References(Box<References>),
@@ -57,7 +82,7 @@ pub fn reference_quiet(quiet: Duration) -> Duration {
 
 /// A controller write that is work (not a lease renewal or an Event).
 fn is_work(client: &str, verb: &str, resource: &str) -> bool {
-    client == CONTROLLER
+    super::under_test(client)
         && Verb::from_name(verb).is_some_and(Verb::is_write)
         && !IGNORED.contains(&base_resource(resource))
 }
@@ -245,7 +270,8 @@ impl Search {
             seconds: a.seconds.max(b.seconds),
             baseline: Arc::new(baseline),
             hint,
-            reference: plan::read(&a.trace, &a.setup),
+            reference: view(a, CONTROLLER),
+            others: sh.cfg.others.iter().map(|o| view(a, &o.name)).collect(),
             trial_quiet: sh
                 .cfg
                 .quiet

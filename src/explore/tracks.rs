@@ -285,7 +285,8 @@ impl Search {
         super::reference::expect_ends(&mut t.base, &failed_objects, &refs.conditions);
         // Plans before the first step are track 0's: the same run up to there.
         let before = first.reference.phase_starts.len();
-        let mut plans: Vec<Plan> = super::plan::plans(&refs.reference, &self.plan_options())
+        let mut plans: Vec<Plan> = refs
+            .plans(&self.plan_options())
             .into_iter()
             .filter(|p| p.phase > before)
             .collect();
@@ -455,7 +456,7 @@ fn wrote_after_workload(trace: &[crate::trace::Stamped], f: &Found) -> bool {
     trace.iter().any(|s| {
         matches!(&s.record, Record::Request { client, verb, resource, namespace, name, code, .. }
             if s.at >= since
-                && client == crate::session::CONTROLLER
+                && super::under_test(client)
                 && is_write(verb)
                 && (200..300).contains(code)
                 && crate::session::snapshot::base_resource(resource) == f.resource

@@ -152,8 +152,10 @@ pub enum StreamEnd {
 /// Effects outside the proxy, for faults that have them. `stalemate run` and `explore`
 /// own the controller process and act as the user; `serve` does neither.
 pub trait Process: Send + Sync {
-    /// Kill the controller (SIGKILL) now and start it again after `down`.
-    fn restart(&self, window: &str, down: Duration);
+    /// Kill a controller (SIGKILL) now and start it again after `down`: the one the
+    /// window's `client` names when it names a controller under test, every one for `*`,
+    /// else the controller after `--`.
+    fn restart(&self, window: &str, client: &str, down: Duration);
 
     /// Touch these objects as their user would (`touch.rs`).
     fn touch(&self, window: &str, objects: &[touch::Object]) {
@@ -206,8 +208,8 @@ pub trait Behaviour {
         false
     }
 
-    /// The window opened (after its holds took effect).
-    fn on_open(&self, _window: &str, _process: Option<&dyn Process>) {}
+    /// The window opened (after its holds took effect); `client` is the window's.
+    fn on_open(&self, _window: &str, _client: &str, _process: Option<&dyn Process>) {}
 }
 
 /// The hold a set of open windows puts on a stream: freeze wins over coalesce, which wins

@@ -40,9 +40,9 @@ impl Behaviour for Restart {
         Some(self.down())
     }
 
-    fn on_open(&self, window: &str, process: Option<&dyn Process>) {
+    fn on_open(&self, window: &str, client: &str, process: Option<&dyn Process>) {
         match process {
-            Some(p) => p.restart(window, self.down()),
+            Some(p) => p.restart(window, client, self.down()),
             // Refused when the window was submitted; nothing to do here.
             None => tracing::warn!(window, "restart window opened without a process to restart"),
         }
@@ -56,10 +56,13 @@ mod tests {
     use std::time::Duration;
 
     #[derive(Default)]
-    struct Recorder(Mutex<Vec<(String, Duration)>>);
+    struct Recorder(Mutex<Vec<(String, String, Duration)>>);
     impl Process for Recorder {
-        fn restart(&self, window: &str, down: Duration) {
-            self.0.lock().unwrap().push((window.to_string(), down));
+        fn restart(&self, window: &str, client: &str, down: Duration) {
+            self.0
+                .lock()
+                .unwrap()
+                .push((window.to_string(), client.to_string(), down));
         }
     }
 
@@ -67,10 +70,14 @@ mod tests {
     fn opening_restarts_the_process() {
         let r: Restart = serde_json::from_str(r#"{"down": "1500ms"}"#).unwrap();
         let p = Recorder::default();
-        r.on_open("crash", Some(&p));
+        r.on_open("crash", "kustomize", Some(&p));
         assert_eq!(
             *p.0.lock().unwrap(),
-            [("crash".to_string(), Duration::from_millis(1500))]
+            [(
+                "crash".to_string(),
+                "kustomize".to_string(),
+                Duration::from_millis(1500)
+            )]
         );
         assert!(r.needs_process());
         let d: Restart = serde_json::from_str("{}").unwrap();

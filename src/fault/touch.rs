@@ -77,7 +77,7 @@ impl Behaviour for Touch {
         Some(std::time::Duration::ZERO)
     }
 
-    fn on_open(&self, window: &str, process: Option<&dyn Process>) {
+    fn on_open(&self, window: &str, _client: &str, process: Option<&dyn Process>) {
         match process {
             Some(p) => p.touch(window, &self.objects),
             None => tracing::warn!(window, "touch window opened without a run to touch from"),
@@ -93,7 +93,7 @@ mod tests {
     #[derive(Default)]
     struct Recorder(Mutex<Vec<String>>);
     impl Process for Recorder {
-        fn restart(&self, _: &str, _: std::time::Duration) {}
+        fn restart(&self, _: &str, _: &str, _: std::time::Duration) {}
         fn touch(&self, window: &str, objects: &[Object]) {
             for o in objects {
                 self.0.lock().unwrap().push(format!("{window}: {o}"));
@@ -110,7 +110,7 @@ mod tests {
         .unwrap();
         assert!(t.check().is_empty());
         let p = Recorder::default();
-        t.on_open("nudge", Some(&p));
+        t.on_open("nudge", "*", Some(&p));
         assert_eq!(
             *p.0.lock().unwrap(),
             [

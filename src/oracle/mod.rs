@@ -585,10 +585,17 @@ impl Oracles {
     }
 
     /// The controller was killed by a `restart` window and starts again after `down`.
-    pub fn on_restart(&self, window: &str, at: SystemTime, down: std::time::Duration) {
+    pub fn on_restart(
+        &self,
+        window: &str,
+        controller: &str,
+        at: SystemTime,
+        down: std::time::Duration,
+    ) {
         let mut s = self.lock();
         let mark = RestartMark {
             window: window.to_string(),
+            controller: controller.to_string(),
             at,
             down_seconds: down.as_secs_f64(),
         };

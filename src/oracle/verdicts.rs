@@ -61,10 +61,19 @@ pub struct WindowSpan {
 #[serde(rename_all = "camelCase")]
 pub struct RestartMark {
     pub window: String,
+    /// Which controller (`controller`: the one after `--`; others by their name).
+    #[serde(default = "the_controller")]
+    pub controller: String,
     #[serde(with = "rfc3339")]
     pub at: SystemTime,
     /// How long it stayed down.
     pub down_seconds: f64,
+}
+
+/// Records from before restarts named a controller were all the controller's after
+/// `--` (`session::CONTROLLER`; spelled out: the oracles sit below the session).
+fn the_controller() -> String {
+    "controller".to_string()
 }
 
 /// An exit of the controller on its own, restarted (or not) after a back-off.

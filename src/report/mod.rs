@@ -133,9 +133,14 @@ impl Report {
         if !v.restarts.is_empty() {
             let _ = writeln!(o, "controller restarts:");
             for r in &v.restarts {
+                let whose = if r.controller == "controller" {
+                    String::new()
+                } else {
+                    format!(" ({})", r.controller)
+                };
                 let _ = writeln!(
                     o,
-                    "  {:<28} killed at {}, down {:.1}s",
+                    "  {:<28} killed at {}{whose}, down {:.1}s",
                     r.window,
                     at(r.at),
                     r.down_seconds
@@ -360,6 +365,7 @@ impl Report {
                 }
                 Some("restart") => restarts.push(RestartMark {
                     window: s("window"),
+                    controller: v["controller"].as_str().unwrap_or("controller").to_string(),
                     at: ts,
                     down_seconds: v["downMs"].as_f64().unwrap_or(0.0) / 1000.0,
                 }),

@@ -545,7 +545,7 @@ impl Engine {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(name.clone(), now);
-        let effect = w.fault.clone();
+        let (effect, client) = (w.fault.clone(), w.client.clone());
         self.lock().insert(
             name.clone(),
             Active {
@@ -583,7 +583,9 @@ impl Engine {
         }
         let process = self.process.get().cloned();
         Ok(Some(Deferred(Box::new(move || {
-            effect.behaviour().on_open(&name, process.as_deref());
+            effect
+                .behaviour()
+                .on_open(&name, &client, process.as_deref());
         }))))
     }
 

@@ -18,6 +18,7 @@
 mod activity;
 mod front;
 mod idle;
+pub mod leases;
 mod outside;
 pub mod snapshot;
 mod supervise;
@@ -252,6 +253,8 @@ pub struct Outcome {
     pub seconds: f64,
     /// The resources and namespaces the setup put objects in.
     pub setup: Vec<crate::setup::Applied>,
+    /// The Leases the controllers under test wrote, read with the end state.
+    pub leases: Vec<leases::Held>,
 }
 
 /// Run it: the upstream started, the proxy in front of it, the setup applied, the
@@ -333,6 +336,14 @@ async fn behind_proxy(o: &Options, upstream: &dyn upstream::Started) -> Result<O
     } else {
         Snapshot::new()
     };
+    let leases = if o.snapshot && !gone {
+        let controllers: Vec<&str> = std::iter::once(CONTROLLER)
+            .chain(o.others.iter().map(|c| c.name.as_str()))
+            .collect();
+        leases::read(&client, &stopped.trace, &controllers).await
+    } else {
+        Vec::new()
+    };
     let mut report = stopped.report;
     if expected.is_some() && !gone {
         let end = crate::oracle::end_state::normalize(&snapshot);
@@ -352,6 +363,7 @@ async fn behind_proxy(o: &Options, upstream: &dyn upstream::Started) -> Result<O
         started: supervised.started,
         seconds: ending.seconds,
         setup: applied,
+        leases,
     })
 }
 

@@ -14,13 +14,30 @@ use crate::process::Controller;
 
 pub(super) struct Outside {
     pub controller: Arc<Controller>,
+    /// The other controllers under test, by name (`--controller NAME=CMD`).
+    pub others: Vec<(String, Arc<Controller>)>,
     /// The upstream, with the run's own credentials: a user's writes.
     pub client: kube::Client,
 }
 
 impl crate::fault::Process for Outside {
-    fn restart(&self, window: &str, down: Duration) {
-        crate::fault::Process::restart(&*self.controller, window, down);
+    /// The controller the window's client names; `*`: every one (a node going down);
+    /// any other client (one a schedule defines by user agent, say): the controller
+    /// after `--`, the only one there was before several could be run.
+    fn restart(&self, window: &str, client: &str, down: Duration) {
+        let named = self.others.iter().filter(|(n, _)| n == client);
+        let chosen: Vec<&Arc<Controller>> = if client == "*" {
+            std::iter::once(&self.controller)
+                .chain(self.others.iter().map(|(_, c)| c))
+                .collect()
+        } else if let Some((_, c)) = named.into_iter().next() {
+            vec![c]
+        } else {
+            vec![&self.controller]
+        };
+        for c in chosen {
+            crate::fault::Process::restart(&**c, window, client, down);
+        }
     }
 
     fn touch(&self, window: &str, objects: &[Object]) {

@@ -6,7 +6,7 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context, Result};
@@ -43,7 +43,7 @@ pub(super) struct Supervised {
     /// The workload's steps, and the kubeconfig they use.
     workload: Option<(Vec<String>, PathBuf)>,
     env: Vec<(OsString, OsString)>,
-    last_restart: Arc<Mutex<Option<SystemTime>>>,
+    last_restart: super::activity::Restarts,
     /// `--idle-url`, its port filled in.
     idle_url: Option<String>,
     /// Ground truth, for `end_state`.
@@ -99,20 +99,8 @@ impl Supervised {
             Controller::spawn(spec(o, &env, program.clone(), args.to_vec(), kubeconfig))
                 .map_err(|e| anyhow::anyhow!("cannot start {program:?}: {e}"))?;
         // Restarts are activity: the controller comes back and reconciles again.
-        let last_restart = Arc::new(Mutex::new(None::<SystemTime>));
-        {
-            let (oracles, trace) = (running.oracles.clone(), running.trace());
-            let (c, last) = (controller.clone(), last_restart.clone());
-            controller.on_restart(Box::new(move |window, at, down| {
-                oracles.on_restart(window, at, down);
-                *last.lock().unwrap_or_else(|p| p.into_inner()) = Some(at + down);
-                trace.record(Record::Restart {
-                    window: window.to_string(),
-                    down_ms: down.as_secs_f64() * 1000.0,
-                    pid: c.pid(),
-                });
-            }));
-        }
+        let last_restart = super::activity::Restarts::default();
+        hear_restarts(&controller, super::CONTROLLER, running, &last_restart);
         hear_exits(&controller, super::CONTROLLER, running, &last_restart);
         let mut started_others = Vec::new();
         for c in others {
@@ -133,6 +121,7 @@ impl Supervised {
                     );
                 }
             };
+            hear_restarts(&p, &c.name, running, &last_restart);
             hear_exits(&p, &c.name, running, &last_restart);
             if let Some(policy) = o.restart_crashed {
                 p.restart_crashed(policy);
@@ -143,6 +132,7 @@ impl Supervised {
             .engine
             .set_process(Arc::new(super::outside::Outside {
                 controller: controller.clone(),
+                others: started_others.clone(),
                 client: upstream.clone(),
             }));
         if let Some(policy) = o.restart_crashed {
@@ -413,18 +403,43 @@ impl Supervised {
 /// Tell the oracles (the report's exits, the recovery oracle's why), the trace and the
 /// run's quiet of a controller's exits on its own: a back-off is not quiet, the
 /// controller is coming back.
+/// A `restart` window's kill, to the oracles and the trace, naming the controller.
+fn hear_restarts(
+    p: &Arc<Controller>,
+    name: &str,
+    running: &crate::server::Running,
+    last_restart: &super::activity::Restarts,
+) {
+    let (oracles, trace) = (running.oracles.clone(), running.trace());
+    let (c, last, name) = (p.clone(), last_restart.clone(), name.to_string());
+    p.on_restart(Box::new(move |window, at, down| {
+        oracles.on_restart(window, &name, at, down);
+        last.lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(name.clone(), at + down);
+        trace.record(Record::Restart {
+            window: window.to_string(),
+            controller: name.clone(),
+            down_ms: down.as_secs_f64() * 1000.0,
+            pid: c.pid(),
+        });
+    }));
+}
+
 fn hear_exits(
     p: &Arc<Controller>,
     name: &str,
     running: &crate::server::Running,
-    last_restart: &Arc<Mutex<Option<SystemTime>>>,
+    last_restart: &super::activity::Restarts,
 ) {
     let (oracles, trace) = (running.oracles.clone(), running.trace());
     let (last, name) = (last_restart.clone(), name.to_string());
     p.on_exit(Box::new(move |crash, pid| {
         oracles.on_exit(&name, crash.at, &crash.status, crash.ran, crash.backoff);
         if let Some(b) = crash.backoff {
-            *last.lock().unwrap_or_else(|p| p.into_inner()) = Some(crash.at + b);
+            last.lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(name.clone(), crash.at + b);
             let oracles = oracles.clone();
             tokio::spawn(async move {
                 tokio::time::sleep(b).await;

@@ -574,6 +574,100 @@ async fn two_controllers_one_partitioned() {
     }
 }
 
+/// A `restart` window aimed at another controller under test kills and starts that one
+/// (its data directory outlives it) and leaves the controller after `--` running; the
+/// trace and the verdicts name whose restart it was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_aimed_at_another_controller_restarts_that_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let main = sh(
+        dir.path(),
+        r#"echo started >> "$STALEMATE_DATA_DIR/starts"; kubectl create configmap from-main -n demo; exec sleep 60"#,
+    );
+    let mut o = on_sim(dir.path(), main);
+    let other = format!(
+        r#"echo started >> "$STALEMATE_DATA_DIR/starts"; sleep 0.3; kubectl --cache-dir {0}/other-cache create configmap from-other -n demo || true; exec sleep 60"#,
+        dir.path().display()
+    );
+    o.others = vec![crate::session::Other::parse(&format!("second={other}")).unwrap()];
+    o.schedule = serde_json::from_value(serde_json::json!({
+        "windows": [{"name": "crash", "client": "second", "fault": {"restart": {}},
+                     "trigger": {"afterRequests": {"verb": "create", "resource": "configmaps", "count": 1}}}]
+    }))
+    .unwrap();
+    o.end = End::Quiet {
+        quiet: Duration::from_millis(800),
+        max_run: Duration::from_secs(60),
+    };
+    o.trace = TraceTo::Memory;
+    let out = run(o).await.unwrap();
+    assert!(
+        out.controller_failed.is_none(),
+        "{:?}",
+        out.controller_failed
+    );
+    // Quiet once the restarted one is ready again: the controller after `--`, which
+    // made no request since, is not waiting for a start-up of its own.
+    assert_eq!(out.ended, Ended::Quiet);
+    let starts = |d: &str| {
+        std::fs::read_to_string(dir.path().join(d).join("starts"))
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    assert_eq!((starts("controller-data"), starts("second-data")), (1, 2));
+    let restarted: Vec<&str> = out
+        .trace
+        .iter()
+        .filter_map(|s| match &s.record {
+            Record::Restart { controller, .. } => Some(controller.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(restarted, ["second"]);
+    let restarts = &out.report.verdicts.restarts;
+    assert_eq!(restarts.len(), 1);
+    assert_eq!(restarts[0].controller, "second");
+}
+
+/// The Leases the controllers under test wrote are read with the end state, with how
+/// long each lasts (what explore sizes its partitions from); a Lease the workload wrote
+/// is not a controller's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_controllers_leases_are_read_with_their_duration() {
+    let dir = tempfile::tempdir().unwrap();
+    let lease = |name: &str, secs: u32| {
+        format!(
+            r#"printf '{{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{{"name":"{name}","namespace":"demo"}},"spec":{{"holderIdentity":"me","leaseDurationSeconds":{secs}}}}}' | kubectl create -f -"#
+        )
+    };
+    let main = sh(
+        dir.path(),
+        &format!(
+            "{}; kubectl annotate lease mine -n demo renewed=1; exec sleep 60",
+            lease("mine", 35)
+        ),
+    );
+    let mut o = on_sim(dir.path(), main);
+    o.workload = sh(dir.path(), &lease("users", 99));
+    o.end = End::Quiet {
+        quiet: Duration::from_millis(800),
+        max_run: Duration::from_secs(60),
+    };
+    o.trace = TraceTo::Memory;
+    o.snapshot = true;
+    let out = run(o).await.unwrap();
+    assert_eq!(
+        out.leases,
+        [leases::Held {
+            controller: "controller".into(),
+            namespace: "demo".into(),
+            name: "mine".into(),
+            duration: Some(Duration::from_secs(35)),
+        }]
+    );
+}
+
 #[test]
 fn another_controller_is_name_equals_command() {
     let o = crate::session::Other::parse("source=./source-controller.sh --flag=1").unwrap();

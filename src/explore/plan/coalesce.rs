@@ -51,7 +51,7 @@ pub(super) fn coalesce_plans(r: &Reference) -> Vec<Plan> {
             .iter()
             .find(|a| a.client == WORKLOAD && a.phase == phase && phase > 0 && a.at <= *t);
         let (trigger, from) = match (cause, before) {
-            (Some(a), _) => (a.trigger(), a.at),
+            (Some(a), _) => (a.trigger(&r.controller), a.at),
             (None, Some(b))
                 if n > 1 && t.duration_since(b).unwrap_or_default() <= PREVIOUS_EVENT =>
             {
@@ -61,15 +61,21 @@ pub(super) fn coalesce_plans(r: &Reference) -> Vec<Plan> {
         };
         let span = last.duration_since(from).unwrap_or_default() + Duration::from_millis(300);
         let short = res.split('.').next().unwrap_or(res);
+        let to = if r.controller == CONTROLLER {
+            String::new()
+        } else {
+            format!(" to {}", whom(&r.controller))
+        };
         out.push(Plan {
             label: format!(
-                "coalesce {res} over the {} changes of {obj} from event {n}",
+                "coalesce {res}{to} over the {} changes of {obj} from event {n}",
                 later.len() + 1
             ),
             slug: format!("coalesce-{short}-from-event-{n}"),
             round: 3,
             windows: vec![window(
                 "coalesce",
+                &r.controller,
                 std::slice::from_ref(res),
                 json!({"coalesce": {}}),
                 trigger,

@@ -1,4 +1,5 @@
 use super::*;
+use crate::trace::{Record, Stamped};
 
 const GR: &str = "gitrepositories.source.toolkit.fluxcd.io";
 
@@ -70,7 +71,7 @@ fn reference() -> Vec<Stamped> {
 
 #[test]
 fn anchors_are_each_write_counted_by_kind() {
-    let r = read(&reference(), &[]);
+    let r = read(&reference(), &[], CONTROLLER);
     let got: Vec<String> = r.anchors.iter().map(Anchor::describe).collect();
     assert_eq!(
         got,
@@ -91,7 +92,7 @@ fn anchors_are_each_write_counted_by_kind() {
 /// first status patch. Every plan is a valid schedule window.
 #[test]
 fn the_first_plan_is_the_f1_window_and_every_plan_is_a_schedule() {
-    let plans = plans(&read(&reference(), &[]), &Options::default());
+    let plans = plans(&read(&reference(), &[], CONTROLLER), &Options::default());
     let first = &plans[0];
     assert_eq!(
         first.label,
@@ -135,7 +136,7 @@ fn the_first_plan_is_the_f1_window_and_every_plan_is_a_schedule() {
 /// that would hold nothing on the reference run, or the same as another, are dropped.
 #[test]
 fn rounds_are_breadth_first_and_useless_freezes_are_dropped() {
-    let plans = plans(&read(&reference(), &[]), &Options::default());
+    let plans = plans(&read(&reference(), &[], CONTROLLER), &Options::default());
     let rounds: Vec<u8> = plans.iter().map(|p| p.round).collect();
     let mut sorted = rounds.clone();
     sorted.sort();
@@ -222,7 +223,7 @@ fn what_a_freeze_holds_is_counted_from_when_its_request_arrived() {
         event(280, "configmaps", "child", "7"),
         create,
     ];
-    let r = read(&trace, &[]);
+    let r = read(&trace, &[], CONTROLLER);
     assert_eq!(r.anchors[0].at, at(250));
     let labels: Vec<String> = plans(&r, &Options::default())
         .into_iter()
@@ -239,7 +240,7 @@ fn what_a_freeze_holds_is_counted_from_when_its_request_arrived() {
 
 #[test]
 fn the_rewind_plan_restarts_and_rewinds_to_the_restart() {
-    let plans = plans(&read(&reference(), &[]), &Options::default());
+    let plans = plans(&read(&reference(), &[], CONTROLLER), &Options::default());
     let p = plans
         .iter()
         .find(|p| p.slug.starts_with("rewind-restart"))
@@ -261,7 +262,7 @@ fn the_rewind_plan_restarts_and_rewinds_to_the_restart() {
 fn errors_plans_are_what_a_real_apiserver_could_answer() {
     let mut trace = reference();
     trace.push(request(9100, CONTROLLER, "create", "configmaps"));
-    let plans = plans(&read(&trace, &[]), &Options::default());
+    let plans = plans(&read(&trace, &[], CONTROLLER), &Options::default());
     let errors: Vec<(String, serde_json::Value)> = plans
         .iter()
         .filter(|p| p.slug.starts_with("errors-"))
@@ -319,7 +320,7 @@ fn errors_plans_are_what_a_real_apiserver_could_answer() {
 }
 
 fn plans_of(trace: &[Stamped]) -> Vec<Plan> {
-    plans(&read(trace, &[]), &Options::default())
+    plans(&read(trace, &[], CONTROLLER), &Options::default())
 }
 
 /// A controller manager's start-up writes (a dozen kinds) and a workload's: the start-up
@@ -348,7 +349,7 @@ fn anchors_take_turns_by_phase() {
     trace.push(event(30_011, "pods", "p6", "30"));
     trace.push(request(32_010, CONTROLLER, "create", "pods"));
     trace.push(event(32_011, "pods", "p7", "31"));
-    let r = read(&trace, &[]);
+    let r = read(&trace, &[], CONTROLLER);
     let got: Vec<(usize, usize, String)> = r
         .anchors
         .iter()
@@ -408,7 +409,7 @@ fn long_freezes_touch_the_users_objects_before_they_end() {
         namespace: Some("demo".into()),
         name: "web".into(),
     }];
-    let r = read(&trace, &setup);
+    let r = read(&trace, &setup, CONTROLLER);
     assert!(!plans(&r, &Options::default()).iter().any(|p| p.round == 2));
     let long = plans(
         &r,
@@ -448,7 +449,7 @@ fn long_freezes_touch_the_users_objects_before_they_end() {
 fn partitions_follow_first_writes_and_the_long_one_needs_a_lease() {
     let none = Options { long_window: None };
     let slugs = |trace: &[Stamped]| -> Vec<(String, u8)> {
-        plans(&read(trace, &[]), &none)
+        plans(&read(trace, &[], CONTROLLER), &none)
             .into_iter()
             .filter(|p| p.slug.starts_with("partition-"))
             .map(|p| (p.slug, p.round))
@@ -478,7 +479,7 @@ fn partitions_follow_first_writes_and_the_long_one_needs_a_lease() {
         "partition-50s-after-patch-gitrepositories-status-1".to_string(),
         4
     )));
-    let p = plans(&read(&leader, &[]), &none)
+    let p = plans(&read(&leader, &[], CONTROLLER), &none)
         .into_iter()
         .find(|p| p.slug == "partition-50s-after-patch-gitrepositories-status-1")
         .unwrap();
@@ -488,4 +489,134 @@ fn partitions_follow_first_writes_and_the_long_one_needs_a_lease() {
     let t = serde_json::to_value(&w.trigger).unwrap();
     assert_eq!(t["delay"], "100ms", "{t}");
     assert_eq!(t["afterRequests"]["verb"], "patch");
+    // Its Lease's own duration known (Flux's 35 s): half of it (kept) and past it (lost).
+    let mut r = read(&leader, &[], CONTROLLER);
+    r.lease_duration = Some(Duration::from_secs(35));
+    let long: Vec<String> = plans(&r, &none)
+        .into_iter()
+        .filter(|p| p.round == 4 && p.slug.starts_with("partition-"))
+        .map(|p| p.slug)
+        .collect();
+    assert_eq!(
+        long,
+        [
+            "partition-17s-after-patch-gitrepositories-status-1",
+            "partition-17s-after-workload-delete-configmaps-1",
+            "partition-40s-after-patch-gitrepositories-status-1",
+            "partition-40s-after-workload-delete-configmaps-1",
+        ]
+    );
+}
+
+/// Several controllers under test (`--controller NAME=CMD`): each one's plans come from
+/// what it was shown, are aimed at it, and open on anyone's writes — its own, the other
+/// controller's, the workload's — naming whose in the trigger, the label and the slug.
+#[test]
+fn each_controller_under_test_has_plans_aimed_at_it() {
+    const KS: &str = "kustomizations.kustomize.toolkit.fluxcd.io";
+    let mut trace = reference();
+    let mut ks_event = event(120, GR, "podinfo", "5");
+    if let Record::Event { client, .. } = &mut ks_event.record {
+        *client = "kustomize".into();
+    }
+    trace.extend([
+        request(5, "kustomize", "watch", GR),
+        request(6, "kustomize", "watch", KS),
+        ks_event,
+        sent(150, "kustomize", "patch", &format!("{KS}/status"), true),
+        request(160, "kustomize", "update", "leases.coordination.k8s.io"),
+    ]);
+    trace.sort_by_key(|s| s.at);
+    let main = read(&trace, &[], CONTROLLER);
+    let ks = read(&trace, &[], "kustomize");
+    assert_eq!(
+        main.anchors
+            .iter()
+            .map(Anchor::describe)
+            .collect::<Vec<_>>(),
+        ks.anchors.iter().map(Anchor::describe).collect::<Vec<_>>(),
+        "anyone's writes are everyone's anchors"
+    );
+    assert!(
+        main.anchors
+            .iter()
+            .any(|a| a.describe() == format!("controller kustomize's 1st patch of {KS}/status"))
+    );
+    assert_eq!(ks.watched, BTreeSet::from([GR.to_string(), KS.to_string()]));
+    assert!(ks.leases && !main.leases, "whose Lease it is");
+    let opts = Options::default();
+    let theirs = plans(&ks, &opts);
+    assert!(theirs.iter().all(|p| p.slug.starts_with("kustomize--")));
+    assert!(
+        theirs
+            .iter()
+            .flat_map(|p| &p.windows)
+            .all(|w| w.client == "kustomize")
+    );
+    let restart = theirs
+        .iter()
+        .find(|p| p.slug == "kustomize--restart-after-patch-gitrepositories-status-1")
+        .expect("restart it after the other controller's write");
+    assert_eq!(
+        restart.label,
+        format!(
+            "restart controller kustomize right after the controller's 1st patch of {GR}/status"
+        )
+    );
+    let t = serde_json::to_value(&restart.windows[0].trigger).unwrap();
+    assert_eq!(t["afterRequests"]["client"], "controller", "{t}");
+    // Errors only on its own writes; a 409 only where it sent a precondition.
+    let errors: Vec<&str> = theirs
+        .iter()
+        .filter(|p| p.slug.contains("errors-"))
+        .map(|p| p.slug.as_str())
+        .collect();
+    assert!(
+        errors
+            .iter()
+            .all(|s| s.contains("kustomize-patch-kustomizations-status")
+                || s.contains("errors-500-writes-after-workload")),
+        "{errors:?}"
+    );
+    assert!(errors.contains(&"kustomize--errors-409-at-kustomize-patch-kustomizations-status-1"));
+    let own = theirs
+        .iter()
+        .find(|p| p.slug == "kustomize--restart-after-kustomize-patch-kustomizations-status-1")
+        .unwrap();
+    let t = serde_json::to_value(&own.windows[0].trigger).unwrap();
+    assert!(t["afterRequests"].get("client").is_none(), "{t}");
+    // The controller after `--` keeps its plans as they were, and opens some on the
+    // other's writes, saying whose.
+    let mine = plans(&main, &opts);
+    let on_theirs = mine
+        .iter()
+        .find(|p| p.slug == "restart-after-kustomize-patch-kustomizations-status-1")
+        .unwrap();
+    assert_eq!(on_theirs.windows[0].client, CONTROLLER);
+    let t = serde_json::to_value(&on_theirs.windows[0].trigger).unwrap();
+    assert_eq!(t["afterRequests"]["client"], "kustomize", "{t}");
+    // Together: round by round, every slug unique, every plan a valid schedule.
+    let all = plans_for_all(&[&main, &ks], &opts);
+    assert_eq!(all.len(), mine.len() + theirs.len());
+    assert!(all.windows(2).all(|w| w[0].round <= w[1].round));
+    let slugs: BTreeSet<&str> = all.iter().map(|p| p.slug.as_str()).collect();
+    assert_eq!(slugs.len(), all.len());
+    let clients: BTreeMap<String, crate::identity::ClientMatcher> = serde_json::from_value(json!({
+        "controller": {"listener": "controller"}, "workload": {"listener": "workload"},
+        "kustomize": {"listener": "kustomize"}
+    }))
+    .unwrap();
+    for p in &all {
+        let s = crate::schedule::Schedule {
+            clients: clients.clone(),
+            windows: p.windows.clone(),
+            ..Default::default()
+        };
+        assert!(
+            s.check("plan").is_empty(),
+            "{}: {:?}",
+            p.label,
+            s.check("plan")
+        );
+    }
 }
