@@ -194,13 +194,21 @@ pub fn under_test(client: &str) -> bool {
     client != session::WORKLOAD && client != crate::identity::OTHER
 }
 
-/// The baseline schedule every run shares: the two clients and the oracles.
+/// The baseline schedule every run shares: the clients (the controller, the workload,
+/// each other controller under test, each by its listener) and the oracles.
 pub fn base_schedule(cfg: &Config) -> Schedule {
-    let clients = serde_json::from_value(serde_json::json!({
-        session::CONTROLLER: {"listener": session::CONTROLLER},
-        session::WORKLOAD: {"listener": session::WORKLOAD},
-    }))
-    .expect("static client matchers");
+    let others = cfg.others.iter().map(|o| o.name.as_str());
+    let clients = [session::CONTROLLER, session::WORKLOAD]
+        .into_iter()
+        .chain(others)
+        .map(|name| {
+            let matcher = crate::identity::ClientMatcher {
+                listener: Some(name.into()),
+                ..Default::default()
+            };
+            (name.to_string(), matcher)
+        })
+        .collect();
     Schedule {
         seed: cfg.seed,
         clients,
@@ -505,6 +513,7 @@ impl Search {
         // when Failed, as the rest is when Current with the conditions both ended with
         // (and so are the reproducers).
         reference::expect_ends(&mut base, &refs.without_faults.failed, &refs.conditions);
+        reference::allow_for_leases(&mut base, &refs);
         // The setup alone made the controller write: a sequence's first step waits for
         // that write (its start-up may be quiet longer than a trial's quiet). With a
         // --workload by hand, its first step is timed as in these references.

@@ -389,6 +389,34 @@ pub(super) fn expect_ends(
     }
 }
 
+/// A controller holding a leader-election Lease that is killed (a `restart`, an exit
+/// after a partition) cannot be back before that Lease runs out: its successor waits a
+/// whole lease duration from when it first sees the dead holder's record (client-go's
+/// `leaderelection` times leases by its own clock), and the dead one never released it.
+/// So unless `--recover-within` was given, the recovery oracle allows `settle` plus the
+/// longest lease duration among the controllers under test: the lease doing its job is
+/// not a finding (the README's Flux section measures it).
+pub(super) fn allow_for_leases(schedule: &mut crate::schedule::Schedule, refs: &References) {
+    let longest = std::iter::once(&refs.reference)
+        .chain(&refs.others)
+        .filter_map(|r| r.lease_duration)
+        .max();
+    allow_for_lease(schedule, longest);
+}
+
+fn allow_for_lease(schedule: &mut crate::schedule::Schedule, longest: Option<Duration>) {
+    if let (Some(lease), Some(c)) = (
+        longest,
+        schedule
+            .oracles
+            .as_mut()
+            .and_then(|o| o.convergence.as_mut()),
+    ) && c.recover_within.is_none()
+    {
+        c.recover_within = Some(crate::duration::GoDuration(c.settle.0 + lease));
+    }
+}
+
 /// What the oracles found in the reference runs, with no fault: reported once, as the
 /// controller's own, and a trial that shows the same thing (same oracle, object and
 /// rule, digits aside) is not called a finding for it. An object kstatus calls Failed at
@@ -510,4 +538,39 @@ impl FaultFree {
 /// The verdict a search that stopped at the references gives.
 pub(super) fn fails_without_faults() -> Verdict {
     Verdict::Found
+}
+
+#[cfg(test)]
+mod lease_tests {
+    use super::*;
+
+    /// settle + the lease, unless --recover-within was given or no lease is known.
+    #[test]
+    fn recovery_allows_a_lease_duration_more_unless_told_otherwise() {
+        let oracles =
+            super::super::default_oracles(&[], &["widgets.x".into()], Duration::from_secs(30));
+        let mut s = crate::schedule::Schedule {
+            oracles: Some(oracles),
+            ..Default::default()
+        };
+        let within = |s: &crate::schedule::Schedule| {
+            s.oracles
+                .as_ref()
+                .unwrap()
+                .convergence
+                .as_ref()
+                .unwrap()
+                .recover_within()
+        };
+        allow_for_lease(&mut s, None);
+        assert_eq!(within(&s), Duration::from_secs(30));
+        allow_for_lease(&mut s, Some(Duration::from_secs(35)));
+        assert_eq!(within(&s), Duration::from_secs(65));
+        let mut told = s.clone();
+        if let Some(c) = told.oracles.as_mut().and_then(|o| o.convergence.as_mut()) {
+            c.recover_within = Some(crate::duration::GoDuration(Duration::from_secs(10)));
+        }
+        allow_for_lease(&mut told, Some(Duration::from_secs(35)));
+        assert_eq!(within(&told), Duration::from_secs(10));
+    }
 }

@@ -283,6 +283,7 @@ impl Search {
             }
         };
         super::reference::expect_ends(&mut t.base, &failed_objects, &refs.conditions);
+        super::reference::allow_for_leases(&mut t.base, &refs);
         // Plans before the first step are track 0's: the same run up to there.
         let before = first.reference.phase_starts.len();
         let mut plans: Vec<Plan> = refs

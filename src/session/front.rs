@@ -126,20 +126,54 @@ impl Front {
 
 /// The session's schedule: one that names no clients gets the listeners' (the
 /// controller's, each other controller's, the workload's; its windows for `*` still cover
-/// everyone); one that names its own is taken as written.
+/// everyone); one that names its own gets each other controller's it does not name
+/// (`--controller NAME=CMD` promises the client NAME), and is otherwise taken as written.
 fn schedule_of(o: &Options) -> crate::schedule::Schedule {
     let mut schedule = o.schedule.clone();
-    if schedule.clients.is_empty() {
-        let others = o.others.iter().map(|c| c.name.as_str());
-        for name in [CONTROLLER, WORKLOAD].into_iter().chain(others) {
-            schedule.clients.insert(
-                name.into(),
-                crate::identity::ClientMatcher {
-                    listener: Some(name.into()),
-                    ..Default::default()
-                },
-            );
-        }
+    let others = o.others.iter().map(|c| c.name.as_str());
+    let names: Vec<&str> = if schedule.clients.is_empty() {
+        [CONTROLLER, WORKLOAD].into_iter().chain(others).collect()
+    } else {
+        others.collect()
+    };
+    for name in names {
+        schedule
+            .clients
+            .entry(name.into())
+            .or_insert_with(|| crate::identity::ClientMatcher {
+                listener: Some(name.into()),
+                ..Default::default()
+            });
     }
     schedule
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `--controller NAME=CMD` promises the client NAME, whether or not the schedule names
+    /// clients of its own; the ones it names are kept as written.
+    #[test]
+    fn every_other_controller_is_a_client_of_the_schedule() {
+        let mut o = Options::new(
+            std::sync::Arc::new(super::super::upstream::sim::Sim),
+            Default::default(),
+            vec!["true".into()],
+            std::env::temp_dir(),
+        );
+        o.others = vec![crate::session::Other::parse("source=true").unwrap()];
+        let names = |s: &crate::schedule::Schedule| s.clients.keys().cloned().collect::<Vec<_>>();
+        assert_eq!(
+            names(&schedule_of(&o)),
+            ["controller", "source", "workload"]
+        );
+        o.schedule = serde_json::from_value(serde_json::json!({
+            "clients": {"manager": {"userAgent": "manager/*"}}
+        }))
+        .unwrap();
+        let s = schedule_of(&o);
+        assert_eq!(names(&s), ["manager", "source"]);
+        assert_eq!(s.clients["source"].listener.as_deref(), Some("source"));
+    }
 }

@@ -5,7 +5,7 @@
 //! controller chooses its own: controller-runtime's default is 15 s, Flux's 35 s,
 //! kube-controller-manager's 15 s.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
@@ -20,44 +20,61 @@ pub struct Held {
     pub controller: String,
     pub namespace: String,
     pub name: String,
-    /// `spec.leaseDurationSeconds` as the run left it.
+    /// `spec.leaseDurationSeconds` while it was held, before the run's end.
     pub duration: Option<Duration>,
 }
 
 const LEASES: &str = "leases.coordination.k8s.io";
 
 /// Reading them takes milliseconds; an upstream that stopped answering is not waited
-/// for (this only sizes plans).
+/// for (this only sizes plans and allowances).
 const READ_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The Leases `controllers` wrote (2xx) in `trace`, read from the cluster. What cannot
-/// be read is left out: a missing figure makes explore fall back to its default.
-pub async fn read(client: &kube::Client, trace: &[Stamped], controllers: &[&str]) -> Vec<Held> {
-    let written = written(trace, controllers);
-    let mut out = Vec::new();
-    for (controller, namespace, name) in written {
-        let api: Api<Lease> = Api::namespaced(client.clone(), &namespace);
-        let duration = match tokio::time::timeout(READ_TIMEOUT, api.get_opt(&name)).await {
-            Ok(Ok(Some(l))) => l
-                .spec
-                .and_then(|s| s.lease_duration_seconds)
-                .and_then(|s| u64::try_from(s).ok())
-                .map(Duration::from_secs),
-            Ok(Ok(None)) => None,
-            Ok(Err(e)) => {
-                tracing::debug!(lease = %name, error = %e, "reading a controller's Lease");
-                None
-            }
-            Err(_) => break,
-        };
-        out.push(Held {
+/// Every Lease in the cluster that someone holds, with its duration — read while the
+/// controllers still run: one stopped with `ReleaseOnCancel` (controller-runtime's
+/// option, which Flux sets) releases its Lease on the way out, leaving a record with no
+/// holder and a duration of 1 s. One list; what cannot be read is left out (a missing
+/// figure makes explore fall back to its defaults).
+pub async fn durations(client: &kube::Client) -> BTreeMap<(String, String), Duration> {
+    let api: Api<Lease> = Api::all(client.clone());
+    let list = match tokio::time::timeout(READ_TIMEOUT, api.list(&Default::default())).await {
+        Ok(Ok(l)) => l,
+        Ok(Err(e)) => {
+            tracing::debug!(error = %e, "listing Leases");
+            return BTreeMap::new();
+        }
+        Err(_) => return BTreeMap::new(),
+    };
+    list.items
+        .into_iter()
+        .filter_map(|l| {
+            let spec = l.spec?;
+            spec.holder_identity.filter(|h| !h.is_empty())?;
+            let secs = u64::try_from(spec.lease_duration_seconds?).ok()?;
+            Some((
+                (l.metadata.namespace?, l.metadata.name?),
+                Duration::from_secs(secs),
+            ))
+        })
+        .collect()
+}
+
+/// The Leases `controllers` wrote (2xx) in `trace`, with their durations as
+/// [`durations`] read them.
+pub fn held(
+    trace: &[Stamped],
+    controllers: &[&str],
+    durations: &BTreeMap<(String, String), Duration>,
+) -> Vec<Held> {
+    written(trace, controllers)
+        .into_iter()
+        .map(|(controller, namespace, name)| Held {
+            duration: durations.get(&(namespace.clone(), name.clone())).copied(),
             controller,
             namespace,
             name,
-            duration,
-        });
-    }
-    out
+        })
+        .collect()
 }
 
 /// (controller, namespace, name) of every Lease a controller under test wrote.

@@ -298,6 +298,13 @@ async fn behind_proxy(o: &Options, upstream: &dyn upstream::Started) -> Result<O
         }
     };
     let ending = supervised.until_end(o, &front.running).await;
+    // Read while the controllers hold them (see `leases::durations`).
+    let lease_durations = match &ending {
+        Ok(e) if o.snapshot && !matches!(e.ended, Ended::Interrupted) => {
+            leases::durations(&client).await
+        }
+        _ => Default::default(),
+    };
     supervised
         .stop(ending.as_ref().ok().and_then(|e| e.workload.as_ref()))
         .await;
@@ -336,14 +343,10 @@ async fn behind_proxy(o: &Options, upstream: &dyn upstream::Started) -> Result<O
     } else {
         Snapshot::new()
     };
-    let leases = if o.snapshot && !gone {
-        let controllers: Vec<&str> = std::iter::once(CONTROLLER)
-            .chain(o.others.iter().map(|c| c.name.as_str()))
-            .collect();
-        leases::read(&client, &stopped.trace, &controllers).await
-    } else {
-        Vec::new()
-    };
+    let controllers: Vec<&str> = std::iter::once(CONTROLLER)
+        .chain(o.others.iter().map(|c| c.name.as_str()))
+        .collect();
+    let leases = leases::held(&stopped.trace, &controllers, &lease_durations);
     let mut report = stopped.report;
     if expected.is_some() && !gone {
         let end = crate::oracle::end_state::normalize(&snapshot);

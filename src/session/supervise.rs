@@ -45,7 +45,7 @@ pub(super) struct Supervised {
     env: Vec<(OsString, OsString)>,
     last_restart: super::activity::Restarts,
     /// `--idle-url`, its port filled in.
-    idle_url: Option<String>,
+    idle_url: Option<super::idle::IdleUrl>,
     /// Ground truth, for `end_state`.
     upstream: kube::Client,
 }
@@ -149,7 +149,7 @@ impl Supervised {
                 .map(|kc| (o.workload.clone(), kc)),
             env,
             last_restart,
-            idle_url,
+            idle_url: idle_url.map(super::idle::IdleUrl::new),
             upstream: upstream.clone(),
         })
     }
@@ -360,9 +360,16 @@ impl Supervised {
     async fn queues_idle(&self) -> Result<bool> {
         match &self.idle_url {
             None => Ok(true),
-            Some(url) => super::idle::workqueues_idle(url)
-                .await
-                .map_err(|e| e.context("--idle-url")),
+            Some(url) => {
+                let restarted = self
+                    .last_restart
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .contains_key(super::CONTROLLER);
+                url.idle(restarted)
+                    .await
+                    .map_err(|e| e.context("--idle-url"))
+            }
         }
     }
 

@@ -630,26 +630,29 @@ async fn a_restart_aimed_at_another_controller_restarts_that_one() {
     assert_eq!(restarts[0].controller, "second");
 }
 
-/// The Leases the controllers under test wrote are read with the end state, with how
-/// long each lasts (what explore sizes its partitions from); a Lease the workload wrote
-/// is not a controller's.
+/// The Leases the controllers under test wrote are read before they are stopped, with
+/// how long each lasts while held (what explore sizes its partitions and recovery
+/// allowance from); a released one says nothing, and a Lease the workload wrote is not a
+/// controller's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_controllers_leases_are_read_with_their_duration() {
     let dir = tempfile::tempdir().unwrap();
-    let lease = |name: &str, secs: u32| {
+    let lease = |name: &str, holder: &str, secs: u32| {
         format!(
-            r#"printf '{{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{{"name":"{name}","namespace":"demo"}},"spec":{{"holderIdentity":"me","leaseDurationSeconds":{secs}}}}}' | kubectl create -f -"#
+            r#"printf '{{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{{"name":"{name}","namespace":"demo"}},"spec":{{"holderIdentity":"{holder}","leaseDurationSeconds":{secs}}}}}' | kubectl create -f -"#
         )
     };
+    // `released`: what client-go's ReleaseOnCancel leaves, no holder and 1 s.
     let main = sh(
         dir.path(),
         &format!(
-            "{}; kubectl annotate lease mine -n demo renewed=1; exec sleep 60",
-            lease("mine", 35)
+            "{}; {}; kubectl annotate lease mine -n demo renewed=1; exec sleep 60",
+            lease("mine", "me", 35),
+            lease("released", "", 1)
         ),
     );
     let mut o = on_sim(dir.path(), main);
-    o.workload = sh(dir.path(), &lease("users", 99));
+    o.workload = sh(dir.path(), &lease("users", "user", 99));
     o.end = End::Quiet {
         quiet: Duration::from_millis(800),
         max_run: Duration::from_secs(60),
@@ -657,15 +660,13 @@ async fn the_controllers_leases_are_read_with_their_duration() {
     o.trace = TraceTo::Memory;
     o.snapshot = true;
     let out = run(o).await.unwrap();
-    assert_eq!(
-        out.leases,
-        [leases::Held {
-            controller: "controller".into(),
-            namespace: "demo".into(),
-            name: "mine".into(),
-            duration: Some(Duration::from_secs(35)),
-        }]
-    );
+    let held = |name: &str, secs: Option<u64>| leases::Held {
+        controller: "controller".into(),
+        namespace: "demo".into(),
+        name: name.into(),
+        duration: secs.map(Duration::from_secs),
+    };
+    assert_eq!(out.leases, [held("mine", Some(35)), held("released", None)]);
 }
 
 #[test]
