@@ -737,6 +737,88 @@ fn a_controller_that_writes_nothing_is_not_called_clean() {
     );
 }
 
+/// Several controllers under test (`--controller NAME=CMD`): F1 lives in the second
+/// one, beside a first that only watches. explore plans for each — anchored on anyone's
+/// writes, aimed at it — finds it with a plan aimed at `gitrepo` and says so, and the
+/// reproducer carries the second controller, so `stalemate run` fails with it.
+#[test]
+fn a_bug_in_a_second_controller_is_found_with_plans_aimed_at_it() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("kubectl-cache");
+    let watcher = vec![
+        "sh".to_string(),
+        "-c".to_string(),
+        format!(
+            "exec kubectl --cache-dir {} get namespaces --watch -o name",
+            cache.display()
+        ),
+    ];
+    let exe = std::env::current_exe().unwrap();
+    let other = format!(
+        "gitrepo={CONTROLLER_ENV}=gitrepo exec '{}' controller_process --exact --nocapture",
+        exe.display()
+    );
+    let setup = gitrepo_setup();
+    let args = [
+        "--setup",
+        &setup,
+        "--controller",
+        &other,
+        "--quiet",
+        "3s",
+        "--jobs",
+        "2",
+        "--budget",
+        "6",
+        "--settle",
+        "5s",
+        "--shrink-steps",
+        "1",
+    ];
+    let e = explore_cmd(dir.path(), "watcher", &watcher, &args);
+    assert_eq!(e.code, Some(1), "{}", e.stderr);
+    assert!(
+        e.stderr
+            .contains("controllers under test — controller: 0 anchors of its own")
+            && e.stderr.contains("; gitrepo: "),
+        "{}",
+        e.stderr
+    );
+    let all = messages(&e.summary);
+    assert!(
+        all.iter().any(|m| m
+            == &format!("convergence {GR} demo/podinfo: InProgress: status.observedGeneration (0) != metadata.generation (1)")),
+        "{all:#?}"
+    );
+    let f = e.summary["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["runExits1"] == true)
+        .expect("a finding stalemate run judges by itself");
+    let plan = f["plan"].as_str().unwrap();
+    assert!(plan.contains("to controller gitrepo"), "{plan}");
+    let reproduce: Vec<&str> = f["reproduce"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|a| a.as_str())
+        .collect();
+    assert!(
+        reproduce.contains(&"--controller") && reproduce.contains(&other.as_str()),
+        "{reproduce:?}"
+    );
+    let r = run_reproducer(f, "watcher");
+    assert_eq!(
+        r.status.code(),
+        Some(1),
+        "{}\n{}",
+        String::from_utf8_lossy(&r.stdout),
+        String::from_utf8_lossy(&r.stderr)
+    );
+}
+
 /// On a real kube-apiserver (`--envtest`: a control plane of its own per run, side by
 /// side): F1 found, its reproducer — `stalemate run --envtest` — fails, the fix is clean,
 /// and no etcd or apiserver is left running afterwards.

@@ -368,8 +368,15 @@ impl Shared {
     ) -> Result<session::Options> {
         let dir = self.out.scratch(id)?;
         // A plan's windows are not the controller failing to go quiet: a run may take
-        // as long as they do on top of --max-run.
+        // as long as they do on top of --max-run — and nor is its recovery: a controller
+        // retrying within the time it is allowed to recover after them (a retry after
+        // a long back-off or a resync interval) is not called never quiet before that.
         let windows = windows_span(&schedule);
+        let recovery = schedule
+            .oracles
+            .as_ref()
+            .and_then(|o| o.convergence.as_ref())
+            .map_or(Duration::ZERO, |c| c.allowance() + quiet);
         let mut o = session::Options::new(
             self.cfg.upstream.clone(),
             schedule,
@@ -388,7 +395,7 @@ impl Shared {
         o.first_step_after_a_write = self.waits_for_a_write(workload);
         o.end = End::Quiet {
             quiet,
-            max_run: self.max_run() + windows,
+            max_run: self.max_run().max(recovery) + windows,
         };
         o.trace = TraceTo::Memory;
         o.snapshot = true;
