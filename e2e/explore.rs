@@ -3,8 +3,9 @@
 //! about it, and its reproducer makes `stalemate run` fail; fixed controllers give nothing;
 //! a hot-looping one fails without any fault; a bug that needs a workload is found with
 //! one; two more bug classes (duplicate children, deletion from a stale read) are found
-//! and their fixes are not; and the same search runs against a cluster (a `stalemate
-//! sim` process), put back between trials and cleaned up after.
+//! and their fixes are not; a bug in a second controller under test (`--controller`) is
+//! found with plans aimed at it; and the same search runs against a cluster (a
+//! `stalemate sim` process), put back between trials and cleaned up after.
 //!
 //! The tests run one at a time: each explore runs trials side by side already.
 

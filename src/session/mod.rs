@@ -437,9 +437,13 @@ async fn prepare(
     Ok((client, applied, supervised))
 }
 
-/// A controller's environment: the upstream's, its ports, and a data directory that
+/// A controller's environment: the upstream's, its ports, a data directory that
 /// outlives its restarts within the run — what a pod's emptyDir is to its containers
-/// (Flux keeps its artifacts there), not the run.
+/// (Flux keeps its artifacts there), not the run — and a `TMPDIR` of its own, as a
+/// pod's `/tmp` is: controllers side by side (explore's trials) must not share one.
+/// Flux's kustomize-controller, starting, deletes every `kustomization-*` directory
+/// in its temp dir as left behind by a previous process (its Deployment mounts an
+/// emptyDir there); on a shared `/tmp` it deleted another trial's build mid-reconcile.
 fn controller_env(
     o: &Options,
     upstream: &dyn upstream::Started,
@@ -451,6 +455,9 @@ fn controller_env(
     let data = o.dir.join(format!("{name}-data"));
     std::fs::create_dir_all(&data).with_context(|| format!("creating {}", data.display()))?;
     env.push(("STALEMATE_DATA_DIR".into(), data.into_os_string()));
+    let tmp = o.dir.join(format!("{name}-tmp"));
+    std::fs::create_dir_all(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+    env.push(("TMPDIR".into(), tmp.into_os_string()));
     Ok(env)
 }
 
