@@ -457,6 +457,13 @@ impl Shared {
         });
         let started = Instant::now();
         let mut files = vec![format!("logs/{name}.log")];
+        // Each other controller's log beside it (`session::other_log`).
+        files.extend(
+            self.cfg
+                .others
+                .iter()
+                .map(|c| format!("logs/{name}.{}.log", c.name)),
+        );
         let mut exits = Vec::new();
         let mut effect = None;
         let (verdict, found, error, ended) = match self.one(o).await {

@@ -25,7 +25,7 @@ mod supervise;
 pub mod upstream;
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -152,7 +152,8 @@ pub struct Options {
     pub idle_url: Option<String>,
     pub end: End,
     pub trace: TraceTo,
-    /// The controller's and the workload's stdout and stderr (default: stalemate's).
+    /// The controller's and the workload's stdout and stderr (default: stalemate's); each
+    /// other controller's go beside it, in [`other_log`].
     pub output: Option<PathBuf>,
     /// A private directory for the run's kubeconfigs.
     pub dir: PathBuf,
@@ -459,6 +460,20 @@ fn controller_env(
     std::fs::create_dir_all(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
     env.push(("TMPDIR".into(), tmp.into_os_string()));
     Ok(env)
+}
+
+/// Where another controller's output goes when the run's goes to `output`: its own log
+/// beside it (`logs/trial-007.log` → `logs/trial-007.source.log`), not interleaved.
+pub fn other_log(output: &Path, name: &str) -> PathBuf {
+    let stem = output
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let ext = output
+        .extension()
+        .map(|e| format!(".{}", e.to_string_lossy()))
+        .unwrap_or_default();
+    output.with_file_name(format!("{stem}.{name}{ext}"))
 }
 
 /// The caller has been told to stop (SIGINT/SIGTERM).

@@ -105,7 +105,9 @@ impl Supervised {
         let mut started_others = Vec::new();
         for c in others {
             let sh = vec!["-c".to_string(), c.command.clone()];
-            let p = match Controller::spawn(spec(o, &c.env, "sh".into(), sh, &c.kubeconfig)) {
+            let mut spec = spec(o, &c.env, "sh".into(), sh, &c.kubeconfig);
+            spec.output = o.output.as_deref().map(|p| super::other_log(p, &c.name));
+            let p = match Controller::spawn(spec) {
                 Ok(p) => p,
                 Err(e) => {
                     for p in

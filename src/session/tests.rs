@@ -487,7 +487,7 @@ async fn a_quiet_run_waits_for_its_end_state_within_settle() {
 
 /// Two controllers under test at once (`run --controller NAME=CMD`): each on its own
 /// listener, so its requests are its own client's in the trace, with its own ports, data
-/// directory and `TMPDIR`; a whole `partition` aimed at one of them (the other's node is
+/// directory, `TMPDIR` and log; a whole `partition` aimed at one of them (the other's node is
 /// healthy), opened by its first create, holds that create until the window closes,
 /// while the other's create made meanwhile goes through. Both are stopped at the end.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -495,11 +495,11 @@ async fn two_controllers_one_partitioned() {
     let dir = tempfile::tempdir().unwrap();
     let cut = sh(
         dir.path(),
-        r#"touch "$STALEMATE_DATA_DIR/mine" "$TMPDIR/mine"; sleep 0.5; kubectl create configmap from-main -n demo; kubectl create configmap main-after -n demo; exec sleep 60"#,
+        r#"echo main-says-hello; touch "$STALEMATE_DATA_DIR/mine" "$TMPDIR/mine"; sleep 0.5; kubectl create configmap from-main -n demo; kubectl create configmap main-after -n demo; exec sleep 60"#,
     );
     let mut o = on_sim(dir.path(), cut);
     let other = format!(
-        r#"export KUBECACHEDIR={0}/other-cache; touch "$STALEMATE_DATA_DIR/mine" "$TMPDIR/mine"; echo "$STALEMATE_METRICS_PORT" > "$STALEMATE_DATA_DIR/port"; kubectl --cache-dir {0}/other-cache create configmap from-other -n demo; until kubectl --cache-dir {0}/other-cache get configmap from-main -n demo >/dev/null 2>&1 && false; do [ -e "$STALEMATE_DATA_DIR/done" ] && break; sleep 1.5; kubectl --cache-dir {0}/other-cache --request-timeout=2s create configmap other-during -n demo && touch "$STALEMATE_DATA_DIR/done"; done; exec sleep 60"#,
+        r#"echo second-says-hello; export KUBECACHEDIR={0}/other-cache; touch "$STALEMATE_DATA_DIR/mine" "$TMPDIR/mine"; echo "$STALEMATE_METRICS_PORT" > "$STALEMATE_DATA_DIR/port"; kubectl --cache-dir {0}/other-cache create configmap from-other -n demo; until kubectl --cache-dir {0}/other-cache get configmap from-main -n demo >/dev/null 2>&1 && false; do [ -e "$STALEMATE_DATA_DIR/done" ] && break; sleep 1.5; kubectl --cache-dir {0}/other-cache --request-timeout=2s create configmap other-during -n demo && touch "$STALEMATE_DATA_DIR/done"; done; exec sleep 60"#,
         dir.path().display()
     );
     o.others = vec![crate::session::Other::parse(&format!("second={other}")).unwrap()];
@@ -515,12 +515,24 @@ async fn two_controllers_one_partitioned() {
     };
     o.trace = TraceTo::Memory;
     o.snapshot = true;
+    let log = dir.path().join("logs/run.log");
+    std::fs::create_dir_all(dir.path().join("logs")).unwrap();
+    o.output = Some(log.clone());
     let out = run(o).await.unwrap();
     assert!(
         out.controller_failed.is_none(),
         "{:?}",
         out.controller_failed
     );
+    // Each its own log: the other's beside the run's, not interleaved.
+    let other_log = crate::session::other_log(&log, "second");
+    assert_eq!(other_log, dir.path().join("logs/run.second.log"));
+    let (main_said, other_said) = (
+        std::fs::read_to_string(&log).unwrap(),
+        std::fs::read_to_string(&other_log).unwrap(),
+    );
+    assert!(main_said.contains("main-says-hello") && !main_said.contains("second-says"));
+    assert!(other_said.contains("second-says-hello") && !other_said.contains("main-says"));
     for name in ["from-main", "main-after", "from-other", "other-during"] {
         assert!(
             out.snapshot
