@@ -240,11 +240,7 @@ impl Planner<'_> {
         }
         let short = res.split('.').next().unwrap_or(res);
         let me = &self.r.controller;
-        let to = if me == CONTROLLER {
-            String::new()
-        } else {
-            format!(" to {}", whom(me))
-        };
+        let to = to_whom(me);
         Some(Plan {
             label: format!("freeze {res}{to} for {} after {}", secs(d), a.describe()),
             slug: format!("freeze-{short}-{}ms-after-{}", d.as_millis(), a.slug()),
@@ -423,11 +419,7 @@ impl Planner<'_> {
             return None;
         }
         let me = &self.r.controller;
-        let to = if me == CONTROLLER {
-            String::new()
-        } else {
-            format!(" to {}", whom(me))
-        };
+        let to = to_whom(me);
         Some(Plan {
             label: format!(
                 "every event{to} {} late for {} after {}",
@@ -623,7 +615,7 @@ fn errors_after_action(r: &Reference, a: &Anchor) -> Option<Plan> {
 
 mod anchors;
 mod coalesce;
-pub use anchors::{Anchor, Reference, read, whom};
+pub use anchors::{Anchor, Reference, read, to_whom, whom};
 use coalesce::coalesce_plans;
 
 #[cfg(test)]

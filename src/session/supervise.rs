@@ -409,9 +409,6 @@ impl Supervised {
     }
 }
 
-/// Tell the oracles (the report's exits, the recovery oracle's why), the trace and the
-/// run's quiet of a controller's exits on its own: a back-off is not quiet, the
-/// controller is coming back.
 /// A `restart` window's kill, to the oracles and the trace, naming the controller.
 fn hear_restarts(
     p: &Arc<Controller>,
@@ -435,6 +432,9 @@ fn hear_restarts(
     }));
 }
 
+/// Tell the oracles (the report's exits, the recovery oracle's why), the trace and the
+/// run's quiet of a controller's exits on its own: a back-off is not quiet, the
+/// controller is coming back.
 fn hear_exits(
     p: &Arc<Controller>,
     name: &str,

@@ -96,6 +96,16 @@ pub fn whom(controller: &str) -> String {
     }
 }
 
+/// What a label adds for whom a plan's windows are aimed at: nothing for the controller
+/// after `--` (its labels read as they always did), ` to controller NAME` for another.
+pub fn to_whom(controller: &str) -> String {
+    if controller == CONTROLLER {
+        String::new()
+    } else {
+        format!(" to {}", whom(controller))
+    }
+}
+
 fn ordinal(n: u64) -> String {
     let suffix = match (n % 10, n % 100) {
         (_, 11..=13) => "th",

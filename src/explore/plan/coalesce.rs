@@ -61,11 +61,7 @@ pub(super) fn coalesce_plans(r: &Reference) -> Vec<Plan> {
         };
         let span = last.duration_since(from).unwrap_or_default() + Duration::from_millis(300);
         let short = res.split('.').next().unwrap_or(res);
-        let to = if r.controller == CONTROLLER {
-            String::new()
-        } else {
-            format!(" to {}", whom(&r.controller))
-        };
+        let to = to_whom(&r.controller);
         out.push(Plan {
             label: format!(
                 "coalesce {res}{to} over the {} changes of {obj} from event {n}",
