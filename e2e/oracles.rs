@@ -271,8 +271,68 @@ fn controller_process() {
             .await
             .expect("KUBECONFIG from stalemate run");
         let log: controller::Log = std::sync::Arc::new(|l| println!("{l}"));
-        controller::run(client, behaviour, log).await;
+        let queue = std::sync::Arc::new(stalemate::demo::metrics::Queue::new("gitrepository"));
+        // With STALEMATE_E2E_METRICS: its workqueue metrics on the run's metrics port,
+        // as `--metrics-bind-address=127.0.0.1:$STALEMATE_METRICS_PORT` would serve them.
+        if std::env::var_os("STALEMATE_E2E_METRICS").is_some() {
+            let port: u16 = std::env::var("STALEMATE_METRICS_PORT")
+                .unwrap()
+                .parse()
+                .unwrap();
+            let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+            tokio::spawn(stalemate::demo::metrics::serve(addr, queue.clone()));
+        }
+        controller::run_with_metrics(client, behaviour, log, queue).await;
     });
+}
+
+/// A stuck controller that serves its workqueue metrics is judged once they say it has
+/// settled — queues empty, the retry its conflicts caused come back — not after the
+/// convergence oracle's 10 minutes of `settle` (which the run would otherwise wait out:
+/// the object is not Current). The report says when and why. `--wait-settle` keeps
+/// today's wait (not run here: it takes the 10 minutes).
+#[test]
+fn a_settled_controller_is_judged_without_waiting_out_settle() {
+    let controller = std::env::current_exe().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let schedule = dir.path().join("f1.json");
+    std::fs::write(
+        &schedule,
+        serde_json::json!({
+            "windows": [{
+                "name": "f1", "resources": [GR], "fault": {"freeze": {}},
+                "trigger": {"afterRequests": {"verb": "patch", "resource": GR, "subresource": "status", "count": 1}},
+                "duration": "1500ms"
+            }],
+            "oracles": {"convergence": {"resources": [GR], "settle": "10m"}}
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let sim = sim_with_podinfo();
+    let json = dir.path().join("run.json");
+    let out = Command::new(BIN)
+        .args(["run", "--schedule", schedule.to_str().unwrap()])
+        .args(["--quiet", "1s", "--max-run", "20m", "--report-json"])
+        .arg(&json)
+        .env("KUBECONFIG", &sim.kubeconfig)
+        .env("STALEMATE_E2E_CONTROLLER", "buggy")
+        .env("STALEMATE_E2E_METRICS", "1")
+        .arg("--")
+        .arg(&controller)
+        .args(["controller_process", "--exact", "--nocapture"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let report: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(out.status.code(), Some(1), "{err}\n{report}");
+    let v = &report["violations"][0];
+    assert_eq!(v["oracle"], "convergence", "{report}");
+    let why = v["why"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("when the controller's metrics said it had settled (workqueues empty, no retry pending)"),
+        "{why}"
+    );
 }
 
 #[test]

@@ -2,25 +2,51 @@
 //! `KUBECONFIG` like any controller — for `stalemate run` (and its tests):
 //!
 //! ```sh
-//! stalemate run --schedule config/flux-f1.json --duration 20s -- target/debug/examples/gitrepo-controller [--fixed|--hot-loop]
+//! stalemate run --schedule config/flux-f1.json --duration 20s -- target/debug/examples/gitrepo-controller [--fixed|--hot-loop] [--metrics-bind-address=ADDR]
 //! ```
+//!
+//! `--metrics-bind-address=127.0.0.1:$STALEMATE_METRICS_PORT` serves its workqueue
+//! metrics as controller-runtime's manager would (`src/demo/metrics.rs`): a run then
+//! knows when it has settled.
 
+use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use stalemate::demo::controller::{self, Behaviour};
+use stalemate::demo::metrics::{self, Queue};
+
+const USAGE: &str = "use --fixed, --hot-loop or --metrics-bind-address=HOST:PORT";
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let behaviour = match std::env::args().nth(1).as_deref() {
-        None => Behaviour::Buggy,
-        Some("--fixed") => Behaviour::Fixed,
-        Some("--hot-loop") => Behaviour::HotLoop,
-        Some(other) => {
-            eprintln!("gitrepo-controller: unknown argument {other:?} (use --fixed or --hot-loop)");
-            return ExitCode::from(2);
+    let mut behaviour = Behaviour::Buggy;
+    let mut bind: Option<SocketAddr> = None;
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let (flag, inline) = match arg.split_once('=') {
+            Some((f, v)) => (f.to_string(), Some(v.to_string())),
+            None => (arg.clone(), None),
+        };
+        match flag.as_str() {
+            "--fixed" => behaviour = Behaviour::Fixed,
+            "--hot-loop" => behaviour = Behaviour::HotLoop,
+            "--metrics-bind-address" => {
+                let value = inline.or_else(|| args.next()).unwrap_or_default();
+                match value.parse() {
+                    Ok(a) => bind = Some(a),
+                    Err(e) => {
+                        eprintln!("gitrepo-controller: --metrics-bind-address {value:?}: {e}");
+                        return ExitCode::from(2);
+                    }
+                }
+            }
+            _ => {
+                eprintln!("gitrepo-controller: unknown argument {arg:?} ({USAGE})");
+                return ExitCode::from(2);
+            }
         }
-    };
+    }
     let client = match kube::Client::try_default().await {
         Ok(c) => c,
         Err(e) => {
@@ -28,9 +54,23 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let queue = Arc::new(Queue::new("gitrepository"));
+    let served = {
+        let queue = queue.clone();
+        async move {
+            match bind {
+                Some(addr) => metrics::serve(addr, queue).await,
+                None => std::future::pending().await,
+            }
+        }
+    };
     let log: controller::Log = Arc::new(|line| println!("{line}"));
     tokio::select! {
-        _ = controller::run(client, behaviour, log) => {}
+        _ = controller::run_with_metrics(client, behaviour, log, queue) => {}
+        Err(e) = served => {
+            eprintln!("gitrepo-controller: serving metrics on {bind:?}: {e}");
+            return ExitCode::from(1);
+        }
         _ = stalemate::cli::shutdown_signal() => {}
     }
     ExitCode::SUCCESS

@@ -214,7 +214,7 @@ pub async fn run(args: ExploreArgs) -> Result<ExitCode> {
         (None, None) => Choice::Sim,
     };
     let jobs = args.jobs.unwrap_or_else(crate::server::default_threads);
-    let upstream = choice.for_explore(jobs).await?;
+    let upstream = choice.for_explore(jobs, &setup).await?;
     let cfg = Config {
         controller: args.cmd,
         setup_paths: args.world.setup,
@@ -223,6 +223,7 @@ pub async fn run(args: ExploreArgs) -> Result<ExitCode> {
         actions: args.actions,
         start_timeout: args.world.start_timeout,
         idle_url: args.world.idle_url,
+        wait_settle: args.world.wait_settle,
         others: args.world.others,
         crash_policy,
         focus: args.focus,

@@ -165,9 +165,19 @@ pub struct WorldArgs {
     /// The controller's Prometheus metrics, e.g.
     /// http://127.0.0.1:$STALEMATE_METRICS_PORT/metrics (each run gets a free port in
     /// STALEMATE_METRICS_PORT, STALEMATE_HEALTH_PORT and STALEMATE_PORT): a run is quiet
-    /// only when every workqueue there is empty and has no unfinished work too.
+    /// only when every workqueue there is empty and has no unfinished work too; and once
+    /// quiet with no retry pending (workqueue_retries_total), the controller has settled
+    /// and is judged at once, not after --settle. Without this flag that URL is probed:
+    /// a controller serving its workqueues there (--metrics-bind-address=
+    /// 127.0.0.1:$STALEMATE_METRICS_PORT) is read as if named. `none`: no metrics read.
     #[arg(long, value_name = "URL")]
     pub idle_url: Option<String>,
+
+    /// Wait out --settle (the convergence oracle's settle) even when the controller's
+    /// metrics say it has settled — for one that waits with a RequeueAfter, which its
+    /// metrics do not count as a retry, for something that is still to come.
+    #[arg(long)]
+    pub wait_settle: bool,
 
     /// A controller that exits on its own is started again as kubelet starts a crashed
     /// container (CrashLoopBackOff): after this back-off, doubling with each exit in a row
@@ -198,6 +208,7 @@ impl WorldArgs {
         o.first_step_after_a_write = self.workload_after_write;
         o.start_timeout = self.start_timeout;
         o.idle_url = self.idle_url.clone();
+        o.wait_settle = self.wait_settle;
         o.others = self.others.clone();
     }
 

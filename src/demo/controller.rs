@@ -102,6 +102,8 @@ struct Ctx {
     /// Generations reconciled successfully: the generation predicate.
     done: Mutex<HashMap<(String, String), i64>>,
     stamps: std::sync::atomic::AtomicU64,
+    /// What its metrics show (`metrics.rs`).
+    queue: Arc<super::metrics::Queue>,
 }
 
 fn conditions(revision: &str) -> serde_json::Value {
@@ -113,6 +115,7 @@ fn conditions(revision: &str) -> serde_json::Value {
 }
 
 async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Error> {
+    let _work = ctx.queue.start();
     let ns = obj.metadata.namespace.clone().unwrap_or_default();
     let name = obj.metadata.name.clone().unwrap_or_default();
     let ar = api_resource();
@@ -288,12 +291,24 @@ fn fxhash(s: &str) -> u64 {
     })
 }
 
-fn error_policy(_obj: Arc<DynamicObject>, _e: &Error, _ctx: Arc<Ctx>) -> Action {
+fn error_policy(_obj: Arc<DynamicObject>, _e: &Error, ctx: Arc<Ctx>) -> Action {
+    ctx.queue.retry();
     Action::requeue(Duration::from_secs(2))
 }
 
 /// Run the controller until the future is dropped.
 pub async fn run(client: kube::Client, behaviour: Behaviour, log: Log) {
+    let queue = Arc::new(super::metrics::Queue::new("gitrepository"));
+    run_with_metrics(client, behaviour, log, queue).await
+}
+
+/// Run the controller until the future is dropped, its work counted on `queue`.
+pub async fn run_with_metrics(
+    client: kube::Client,
+    behaviour: Behaviour,
+    log: Log,
+    queue: Arc<super::metrics::Queue>,
+) {
     let ar = api_resource();
     let api: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
     let controller = Controller::new_with(api, watcher::Config::default(), ar);
@@ -304,6 +319,7 @@ pub async fn run(client: kube::Client, behaviour: Behaviour, log: Log) {
         log: log.clone(),
         done: Mutex::new(HashMap::new()),
         stamps: std::sync::atomic::AtomicU64::new(0),
+        queue,
     });
     controller
         .run(reconcile, error_policy, ctx)

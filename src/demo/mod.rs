@@ -10,6 +10,7 @@
 //! ```
 
 pub mod controller;
+pub mod metrics;
 pub mod widgets;
 
 use std::path::PathBuf;

@@ -42,6 +42,14 @@ use judge::{Baseline, Found};
 use plan::Plan;
 use progress::Progress;
 
+/// Where a trial's time went: the session's phases and explore's judging.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct TrialPhases {
+    #[serde(flatten)]
+    pub session: session::Phases,
+    pub judge: f64,
+}
+
 /// Everything `explore` was asked.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -56,6 +64,8 @@ pub struct Config {
     pub start_timeout: Duration,
     /// The controller's metrics, for its workqueues' idleness (`session/idle.rs`).
     pub idle_url: Option<String>,
+    /// Wait out `settle` even when the controller's metrics say it has settled.
+    pub wait_settle: bool,
     /// More controllers under test beside it, in every run (`--controller NAME=CMD`).
     pub others: Vec<session::Other>,
     /// How an exited controller is restarted (`--crash-backoff`).
@@ -131,6 +141,10 @@ pub struct Trial {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     pub seconds: f64,
+    /// Where those seconds went (`session::Phases`; `judge` is explore's own: the
+    /// verdict and the files written); `None` when the trial could not run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub phases: Option<TrialPhases>,
     pub ended: Option<Ended>,
     /// Seconds since explore started when the trial ended.
     pub at: f64,
@@ -391,6 +405,7 @@ impl Shared {
         o.restart_crashed = Some(self.cfg.crash_policy);
         o.others = self.cfg.others.clone();
         o.idle_url = self.cfg.idle_url.clone();
+        o.wait_settle = self.cfg.wait_settle;
         o.settle_before_workload = quiet;
         o.first_step_after_a_write = self.waits_for_a_write(workload);
         o.end = End::Quiet {
@@ -466,8 +481,11 @@ impl Shared {
         );
         let mut exits = Vec::new();
         let mut effect = None;
+        let mut phases = None;
         let (verdict, found, error, ended) = match self.one(o).await {
             Ok(outcome) => {
+                let judging = Instant::now();
+                phases = Some((outcome.phases, judging));
                 effect = Some(effect::Effect::of(&job.schedule, &outcome));
                 exits = outcome
                     .crashes
@@ -505,6 +523,10 @@ impl Shared {
             found,
             error,
             seconds: started.elapsed().as_secs_f64(),
+            phases: phases.map(|(session, judging)| TrialPhases {
+                session,
+                judge: judging.elapsed().as_secs_f64(),
+            }),
             ended,
             at: self.elapsed(),
             files,

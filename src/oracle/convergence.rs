@@ -39,6 +39,11 @@ pub(super) fn judge(
     }
     let last_close = s.windows.iter().filter_map(|w| w.closed_at).max();
     let due = last_close.unwrap_or(started) + c.allowance();
+    // Settled by its own metrics since the last window closed: nothing more is coming.
+    let due = match s.settled_at {
+        Some(t) if last_close.is_none_or(|c| t >= c) => due.min(t),
+        _ => due,
+    };
     let not_current: Vec<Violation> = judged_objects(c, s)
         .filter_map(|(k, o)| {
             let (v, since) = (o.verdict.as_ref()?, o.not_current_since?);
@@ -99,6 +104,21 @@ pub(super) fn judge(
             pending: None,
             violations: not_current,
         },
+    }
+}
+
+impl super::Oracles {
+    /// The controllers' metrics say they have settled (`at`): their workqueues empty, no
+    /// retry pending (`session/idle.rs`) — or, `None`, they are at work again. Settled
+    /// after the last window closed, the convergence oracle judges at once instead of
+    /// waiting out `settle` for a back-off that is not there.
+    pub fn controller_settled(&self, at: Option<SystemTime>) {
+        self.lock().settled_at = at;
+    }
+
+    /// When the controllers' metrics said they had settled (`controller_settled`).
+    pub fn settled_by_metrics(&self) -> Option<SystemTime> {
+        self.lock().settled_at
     }
 }
 

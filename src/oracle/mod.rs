@@ -115,6 +115,8 @@ struct State {
     convergence_seen: bool,
     /// Creates and deletes of the resources the `expected` oracle counts, by its client.
     writes: expected::WriteCounts,
+    /// When the controllers' metrics said they had settled (`Oracles::controller_settled`).
+    settled_at: Option<SystemTime>,
 }
 
 /// Append to a record kept within [`MAX_ENTRIES`], the oldest entry dropped at the cap;

@@ -164,10 +164,17 @@ pub(super) fn why(
         })
         .map(|m| m.at)
         .collect();
+    let settled = match s.settled_at {
+        Some(t) if t >= from && t <= until => format!(
+            "; judged at {} when the controller's metrics said it had settled (workqueues empty, no retry pending)",
+            at(t)
+        ),
+        _ => String::new(),
+    };
     match writes.last() {
-        None => "no reconcile: nothing wrote to it after the window closed".to_string(),
+        None => format!("no reconcile: nothing wrote to it after the window closed{settled}"),
         Some(last) => format!(
-            "{} write{} to it after the window closed (the last at {}), none making it Current",
+            "{} write{} to it after the window closed (the last at {}), none making it Current{settled}",
             writes.len(),
             if writes.len() == 1 { "" } else { "s" },
             at(*last)

@@ -126,6 +126,11 @@ impl Activity {
             .unwrap_or_default()
     }
 
+    /// Whether every controller is ready (as of the last `idle_for`).
+    pub fn ready(&self) -> bool {
+        self.members.iter().all(|m| m.ready_at.is_some())
+    }
+
     /// No window open, and none triggered that is still to open (a `delay`).
     pub fn no_window_open(&self) -> bool {
         self.engine.idle()

@@ -1,20 +1,52 @@
-//! `--idle-url`: the controller's own word on whether it is idle. client-go's and
-//! controller-runtime's workqueues export `workqueue_depth` (items waiting) and
-//! `workqueue_unfinished_work_seconds` (work in progress) on the controller's Prometheus
-//! endpoint; a run may end quiet only when every queue's depth and unfinished work are
-//! 0 — and not while a controller that exported workqueues exports none (restarted, or a
-//! standby waiting for its Lease: [`IdleUrl`]). An item waiting on a requeue timer sits in the queue's delay heap, which neither
-//! counts: the quiet period (at least twice the longest gap between the controller's
-//! writes in the reference runs, for explore) is what covers it.
+//! `--idle-url`: the controller's own word on whether it is idle, and on whether it has
+//! settled. client-go's and controller-runtime's workqueues export `workqueue_depth`
+//! (items waiting) and `workqueue_unfinished_work_seconds` (work in progress) on the
+//! controller's Prometheus endpoint; a run may end quiet only when every queue's depth and
+//! unfinished work are 0 — and not while a controller that exported workqueues exports
+//! none (restarted, or a standby waiting for its Lease: [`IdleUrl`]).
+//!
+//! **Settled** is more: idle *and no retry pending*. An item waiting on a rate-limited
+//! retry sits in the queue's delay heap, which neither gauge counts — that is why a quiet
+//! run whose objects are not right yet waits out the convergence oracle's `settle` (the
+//! controller may be backing off). `workqueue_retries_total` counts every rate-limited
+//! re-add (a reconcile that failed, or asked to be requeued); `workqueue_adds_total`
+//! every item that entered the queue, including a retry when its back-off ends. Sampled
+//! through the run ([`IdleUrl::observe`]), each queue keeps a count of retries not yet
+//! come back. Between two samples, every retry beyond the items the queue already held
+//! at the first (queued, or one at work) needs an add before it — an item fails only
+//! after it was added — and the adds beyond those are retries coming back; so the
+//! pending count grows by the retries and shrinks by those adds. A single item that
+//! failed after it was added stays pending; one at work that failed and came back at
+//! once (kube-rs starts it again at once when it changed meanwhile; client-go's first
+//! back-off is 5 ms) does not. What the counters cannot tell apart is an item at work
+//! that succeeded while another was added and failed — the order of two items' events
+//! inside one sample (50 ms) — and an add of one item while another's retry waits: both
+//! are taken as settled. A reconcile requeued *after an interval* (`RequeueAfter`: a
+//! resync, Flux's `spec.interval`) is no retry on client-go's queue and counts as
+//! settled — a controller-runtime priority queue counts it as one, which keeps such a
+//! controller on `settle`. A controller whose queues export no `workqueue_retries_total` never settles
+//! by its metrics.
+//!
+//! With no `--idle-url`, the run's metrics port is probed
+//! (`http://127.0.0.1:$STALEMATE_METRICS_PORT/metrics`): a controller that serves its
+//! workqueues there (`--metrics-bind-address=127.0.0.1:$STALEMATE_METRICS_PORT`) is read
+//! as if it had been named; one that does not is judged as without the flag.
 //!
 //! The URL may name the run's metrics port as `$STALEMATE_METRICS_PORT` (the session
 //! chooses a free one per run and gives it to the controller in its environment), so
 //! trials side by side do not share an address.
 
+use std::collections::BTreeMap;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use http_body_util::BodyExt;
+
+/// What `--idle-url none` says: no metrics read, not even the run's port probed.
+pub const NONE: &str = "none";
+
+/// The URL probed when `--idle-url` is not given.
+pub const PROBED: &str = "http://127.0.0.1:$STALEMATE_METRICS_PORT/metrics";
 
 /// The idle URL with the run's metrics port filled in.
 pub fn expand(url: &str, metrics_port: u16) -> String {
@@ -22,70 +54,192 @@ pub fn expand(url: &str, metrics_port: u16) -> String {
         .replace("$STALEMATE_METRICS_PORT", &metrics_port.to_string())
 }
 
-/// `--idle-url` for one run: what the controller's metrics say, and whether they have
-/// named a workqueue yet.
+/// `--idle-url` for one run: what the controller's metrics say, whether they have named a
+/// workqueue yet, and the retries each queue has not seen come back.
 ///
-/// Before they have, from a controller that was never restarted, a URL that cannot be
-/// read or names no workqueue is an error (the flag is wrong: a run would otherwise never
-/// be quiet). After, or once it was restarted (by a window, or after an exit), it is a
-/// controller not running its controllers (yet): a restarted one serves its metrics
-/// again only once it is up, and a standby waiting for a leader-election Lease — the one
-/// its killed predecessor still holds, until the lease runs out — has no workqueues at
-/// all. That is not idle.
+/// Before they have named one, from a controller that was never restarted, a URL the user
+/// gave that cannot be read or names no workqueue is an error (the flag is wrong: a run
+/// would otherwise never be quiet); a probed one is no metrics at all. After, or once it
+/// was restarted (by a window, or after an exit), it is a controller not running its
+/// controllers (yet): a restarted one serves its metrics again only once it is up, and a
+/// standby waiting for a leader-election Lease — the one its killed predecessor still
+/// holds, until the lease runs out — has no workqueues at all. That is not idle.
 pub struct IdleUrl {
     url: String,
-    seen: std::sync::atomic::AtomicBool,
+    /// Named by the user (`--idle-url`), not probed.
+    given: bool,
+    state: Mutex<Seen>,
+}
+
+/// What the samples so far have shown.
+#[derive(Default)]
+struct Seen {
+    /// A sample has named a workqueue.
+    queues: bool,
+    /// Each queue's counters at the last sample.
+    last: BTreeMap<String, Counters>,
+    /// Each queue's retries not yet come back.
+    pending: BTreeMap<String, f64>,
+    /// Every queue exports `workqueue_retries_total`.
+    retries_exported: bool,
+}
+
+/// One queue's counters in one sample.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+struct Counters {
+    retries: f64,
+    adds: f64,
+    /// Items it held: queued (its depth), and one at work if it had unfinished work (at
+    /// least one: the count at work is not exported).
+    held: f64,
+}
+
+/// One look at the controller's workqueues.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Look {
+    /// Every workqueue empty with no unfinished work (true when there are no metrics to
+    /// read: a probed port that serves none).
+    pub idle: bool,
+    /// Idle, and no retry pending: what the controller does next is only what something
+    /// outside it asks (or an interval).
+    pub settled: bool,
 }
 
 impl IdleUrl {
-    pub fn new(url: String) -> IdleUrl {
+    /// `url` as named by `--idle-url` (`given`) or probed at the run's port.
+    pub fn new(url: String, given: bool) -> IdleUrl {
         IdleUrl {
             url,
-            seen: Default::default(),
+            given,
+            state: Default::default(),
         }
     }
 
-    /// Whether every workqueue is empty with no unfinished work; `restarted`: the
-    /// controller was started again in this run.
-    pub async fn idle(&self, restarted: bool) -> Result<bool> {
-        use std::sync::atomic::Ordering::Relaxed;
-        match workqueues(&self.url).await {
-            Ok(Some(idle)) => {
-                self.seen.store(true, Relaxed);
-                Ok(idle)
-            }
-            Ok(None) | Err(_) if restarted || self.seen.load(Relaxed) => Ok(false),
+    /// A sample taken while the run goes on, for the retries' history: what cannot be
+    /// read now (a controller starting, or restarting) is no error.
+    pub async fn observe(&self) {
+        if let Ok(text) = get(&self.url, Duration::from_millis(500)).await {
+            self.take(&text);
+        }
+    }
+
+    /// Whether every workqueue is empty with no unfinished work, and whether no retry is
+    /// pending; `restarted`: the controller was started again in this run.
+    pub async fn look(&self, restarted: bool) -> Result<Look> {
+        let read = get(&self.url, Duration::from_secs(2)).await;
+        let sample = read.as_deref().map(|text| self.take(text));
+        let seen = self.lock().queues;
+        match sample {
+            Ok(Some(look)) => Ok(look),
+            // A probed port that never served workqueues: no metrics to go by.
+            Ok(None) | Err(_) if !self.given && !seen => Ok(Look {
+                idle: true,
+                settled: false,
+            }),
+            Ok(None) | Err(_) if restarted || seen => Ok(Look {
+                idle: false,
+                settled: false,
+            }),
             Ok(None) => bail!(
                 "{} exports no workqueue_depth or workqueue_unfinished_work_seconds",
                 self.url
             ),
-            Err(e) => Err(e),
+            Err(e) => Err(anyhow::anyhow!("{e:#}")),
         }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Seen> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Read one sample into the history; `None` when it names no workqueue.
+    fn take(&self, text: &str) -> Option<Look> {
+        let sample = Sample::read(text)?;
+        let mut seen = self.lock();
+        seen.queues = true;
+        seen.retries_exported = sample.retries_exported;
+        for (queue, now) in &sample.counters {
+            let before = seen.last.get(queue).copied();
+            let pending = seen.pending.entry(queue.clone()).or_default();
+            *pending = still_pending(*pending, before, *now);
+        }
+        seen.last = sample.counters;
+        let pending = seen.pending.values().any(|p| *p > 0.0);
+        Some(Look {
+            idle: !sample.busy,
+            settled: !sample.busy && seen.retries_exported && !pending,
+        })
     }
 }
 
-/// GET `url` (plain HTTP) and read its Prometheus text: `Some(true)` when every workqueue
-/// is empty and has no unfinished work; `Some(false)` when one is busy; `None` when it
-/// names no workqueue at all; an error when it cannot be read.
-pub async fn workqueues(url: &str) -> Result<Option<bool>> {
-    let text = get(url).await?;
-    let mut queues = 0;
-    for line in text.lines().filter(|l| !l.starts_with('#')) {
-        let Some((name, value)) = sample(line) else {
-            continue;
-        };
-        if !matches!(
-            name,
-            "workqueue_depth" | "workqueue_unfinished_work_seconds"
-        ) {
-            continue;
+/// The retries of one queue not yet come back, after a sample (`now`) following `before`
+/// (none: the first). Counters that went down belong to a new process: what the old one
+/// had pending died with it.
+fn still_pending(pending: f64, before: Option<Counters>, now: Counters) -> f64 {
+    let (pending, before) = match before {
+        Some(b) if now.retries >= b.retries && now.adds >= b.adds => (pending, b),
+        _ => (0.0, Counters::default()),
+    };
+    let (retried, added) = (now.retries - before.retries, now.adds - before.adds);
+    // The failures that needed an add first: those beyond what the queue already held.
+    let added_first = (retried - before.held).max(0.0);
+    let came_back = (added - added_first).max(0.0);
+    (pending + retried - came_back).max(0.0)
+}
+
+/// What one read of the metrics says.
+struct Sample {
+    /// A queue has items or unfinished work.
+    busy: bool,
+    counters: BTreeMap<String, Counters>,
+    retries_exported: bool,
+}
+
+impl Sample {
+    /// The workqueues in Prometheus text; `None` when it names none.
+    fn read(text: &str) -> Option<Sample> {
+        let mut gauges = 0;
+        let mut busy = false;
+        let mut counters: BTreeMap<String, Counters> = BTreeMap::new();
+        let mut with_retries = std::collections::BTreeSet::new();
+        for line in text.lines().filter(|l| !l.starts_with('#')) {
+            let Some((name, value)) = sample(line) else {
+                continue;
+            };
+            let queue = || label(line, "name").unwrap_or_default().to_string();
+            match name {
+                "workqueue_depth" | "workqueue_unfinished_work_seconds" => {
+                    gauges += 1;
+                    busy |= value != 0.0;
+                    let held = match name {
+                        "workqueue_depth" => value,
+                        _ => f64::from(u8::from(value > 0.0)),
+                    };
+                    counters.entry(queue()).or_default().held += held;
+                }
+                "workqueue_retries_total" => {
+                    counters.entry(queue()).or_default().retries += value;
+                    with_retries.insert(queue());
+                }
+                "workqueue_adds_total" => counters.entry(queue()).or_default().adds += value,
+                _ => {}
+            }
         }
-        queues += 1;
-        if value != 0.0 {
-            return Ok(Some(false));
-        }
+        (gauges > 0).then(|| Sample {
+            busy,
+            retries_exported: counters.keys().all(|q| with_retries.contains(q)),
+            counters,
+        })
     }
-    Ok((queues > 0).then_some(true))
+}
+
+/// The value of label `key` in `name{labels} value`.
+fn label<'a>(line: &'a str, key: &str) -> Option<&'a str> {
+    let labels = &line[line.find('{')? + 1..line.find('}')?];
+    labels.split(',').find_map(|kv| {
+        let (k, v) = kv.split_once('=')?;
+        (k.trim() == key).then(|| v.trim().trim_matches('"'))
+    })
 }
 
 /// `name{labels} value` → (name, value).
@@ -100,34 +254,10 @@ fn sample(line: &str) -> Option<(&str, f64)> {
     Some((name, value))
 }
 
-async fn get(url: &str) -> Result<String> {
-    let uri: http::Uri = url.parse().with_context(|| format!("--idle-url {url:?}"))?;
-    if uri.scheme_str() != Some("http") {
-        bail!("--idle-url {url}: only http:// is read (a controller's metrics on loopback)");
-    }
-    let host = uri.host().unwrap_or("127.0.0.1").to_string();
-    let port = uri.port_u16().unwrap_or(80);
-    let call = async {
-        let stream = tokio::net::TcpStream::connect((host.as_str(), port)).await?;
-        let (mut sender, conn) =
-            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream)).await?;
-        tokio::spawn(conn);
-        let req = http::Request::get(uri.path_and_query().map_or("/", |p| p.as_str()))
-            .header(http::header::HOST, format!("{host}:{port}"))
-            .body(http_body_util::Empty::<bytes::Bytes>::new())?;
-        let resp = sender.send_request(req).await?;
-        let status = resp.status();
-        let body = resp.into_body().collect().await?.to_bytes();
-        anyhow::Ok((status, body))
-    };
-    let (status, body) = tokio::time::timeout(Duration::from_secs(2), call)
+async fn get(url: &str, within: Duration) -> Result<String> {
+    super::scrape::get(url, within)
         .await
-        .map_err(|_| anyhow::anyhow!("{url}: no answer within 2s"))?
-        .with_context(|| format!("reading {url}"))?;
-    if !status.is_success() {
-        bail!("{url} answered {status}");
-    }
-    Ok(String::from_utf8_lossy(&body).into_owned())
+        .with_context(|| format!("--idle-url {url}"))
 }
 
 #[cfg(test)]
@@ -159,27 +289,81 @@ mod tests {
     const BUSY: &str = "workqueue_depth{name=\"a\"} 2\n";
     const NONE: &str = "# a standby: no controllers\ngo_goroutines 12\n";
 
+    fn idle(l: Look) -> bool {
+        l.idle
+    }
+
     /// No workqueue before any was seen, from a controller never restarted, is a wrong
     /// URL; after, or once restarted, a controller coming back (a standby waiting for its
-    /// Lease has none, and a down one serves nothing): busy.
+    /// Lease has none, and a down one serves nothing): busy. A probed port that serves
+    /// none is no metrics: idle as far as they can say, never settled.
     #[tokio::test]
     async fn no_workqueues_is_an_error_until_some_were_seen_then_not_idle() {
-        let u = IdleUrl::new(metrics(vec![NONE, NONE]).await);
-        let e = u.idle(false).await.unwrap_err();
+        let u = IdleUrl::new(metrics(vec![NONE, NONE]).await, true);
+        let e = u.look(false).await.unwrap_err();
         assert!(e.to_string().contains("exports no workqueue_depth"), "{e}");
-        assert!(!u.idle(true).await.unwrap(), "restarted: a standby");
-        let u = IdleUrl::new(metrics(vec![BUSY, IDLE, NONE, IDLE]).await);
-        assert!(!u.idle(false).await.unwrap());
-        assert!(u.idle(false).await.unwrap());
-        assert!(!u.idle(false).await.unwrap(), "none after some: not idle");
-        assert!(u.idle(false).await.unwrap());
+        assert!(!idle(u.look(true).await.unwrap()), "restarted: a standby");
+        let u = IdleUrl::new(metrics(vec![BUSY, IDLE, NONE, IDLE]).await, true);
+        assert!(!idle(u.look(false).await.unwrap()));
+        assert!(idle(u.look(false).await.unwrap()));
+        assert!(!idle(u.look(false).await.unwrap()), "none after some: not idle");
+        assert!(idle(u.look(false).await.unwrap()));
         assert!(
-            !u.idle(false).await.unwrap(),
+            !idle(u.look(false).await.unwrap()),
             "nothing serving after some: not idle"
         );
-        let gone = IdleUrl::new("http://127.0.0.1:1/metrics".into());
-        assert!(gone.idle(false).await.is_err());
-        assert!(!gone.idle(true).await.unwrap());
+        let gone = IdleUrl::new("http://127.0.0.1:1/metrics".into(), true);
+        assert!(gone.look(false).await.is_err());
+        assert!(!idle(gone.look(true).await.unwrap()));
+        let probed = IdleUrl::new("http://127.0.0.1:1/metrics".into(), false);
+        let l = probed.look(false).await.unwrap();
+        assert!(l.idle && !l.settled, "{l:?}");
+    }
+
+    fn queue(depth: u32, retries: u32, adds: u32) -> String {
+        busy(depth, 0.0, retries, adds)
+    }
+
+    fn busy(depth: u32, unfinished: f64, retries: u32, adds: u32) -> String {
+        format!(
+            "# TYPE workqueue_depth gauge\nworkqueue_depth{{name=\"a\"}} {depth}\nworkqueue_unfinished_work_seconds{{name=\"a\"}} {unfinished}\nworkqueue_retries_total{{name=\"a\"}} {retries}\nworkqueue_adds_total{{name=\"a\"}} {adds}\nworkqueue_depth{{name=\"b\"}} 0\nworkqueue_retries_total{{name=\"b\"}} 0\nworkqueue_adds_total{{name=\"b\"}} 3\n"
+        )
+    }
+
+    fn settled(u: &IdleUrl, text: &str) -> bool {
+        u.take(text).unwrap().settled
+    }
+
+    /// A retry keeps the controller unsettled until an add shows it came back; an item
+    /// added and failed between two samples stays pending, one at work that failed and
+    /// came back at once does not; a new process (counters down) starts over; busy is
+    /// never settled.
+    #[test]
+    fn a_retry_is_pending_until_it_comes_back() {
+        let u = IdleUrl::new(String::new(), true);
+        assert!(settled(&u, &queue(0, 0, 1)), "one add, no retry");
+        assert!(!u.take(&queue(1, 0, 2)).unwrap().settled, "busy");
+        assert!(!settled(&u, &queue(0, 1, 2)), "the queued item failed");
+        assert!(!settled(&u, &queue(0, 1, 2)), "nothing since: still pending");
+        assert!(settled(&u, &queue(0, 1, 3)), "it came back and succeeded");
+        assert!(!settled(&u, &queue(0, 2, 4)), "added and failed in one interval");
+        assert!(!settled(&u, &queue(0, 2, 4)), "kept until another add");
+        assert!(settled(&u, &queue(0, 2, 5)));
+        assert!(settled(&u, &queue(0, 3, 7)), "added, failed, back, succeeded");
+        assert!(!u.take(&busy(0, 0.5, 3, 7)).unwrap().settled, "one at work");
+        assert!(
+            settled(&u, &queue(0, 4, 8)),
+            "the one at work failed and came back at once"
+        );
+        assert!(!settled(&u, &queue(0, 6, 8)), "two retries");
+        assert!(!settled(&u, &queue(0, 6, 9)), "one back, one pending");
+        assert!(settled(&u, &queue(0, 0, 1)), "restarted: what was pending died");
+        assert!(!settled(&u, &queue(0, 1, 1)), "the first sample of a process");
+        let no_retries = IdleUrl::new(String::new(), true);
+        assert!(
+            !settled(&no_retries, "workqueue_depth{name=\"a\"} 0\n"),
+            "no retries exported: never settled by metrics"
+        );
     }
 
     #[test]
@@ -191,6 +375,10 @@ mod tests {
         assert_eq!(
             sample("workqueue_unfinished_work_seconds 1.5"),
             Some(("workqueue_unfinished_work_seconds", 1.5))
+        );
+        assert_eq!(
+            label(r#"workqueue_adds_total{controller="x",name="gitrepository"} 3"#, "name"),
+            Some("gitrepository")
         );
         assert_eq!(sample("# HELP x y"), None);
         assert_eq!(

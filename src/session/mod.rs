@@ -18,6 +18,7 @@
 mod activity;
 mod front;
 mod idle;
+mod scrape;
 pub mod leases;
 mod outside;
 pub mod snapshot;
@@ -27,7 +28,7 @@ pub mod upstream;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context, Result};
 
@@ -150,6 +151,8 @@ pub struct Options {
     /// The controller's Prometheus metrics (`$STALEMATE_METRICS_PORT` for the run's
     /// port): a quiet run ends only when its workqueues are idle too (`idle.rs`).
     pub idle_url: Option<String>,
+    /// Wait out `settle` even when the metrics say the controller has settled.
+    pub wait_settle: bool,
     pub end: End,
     pub trace: TraceTo,
     /// The controller's and the workload's stdout and stderr (default: stalemate's); each
@@ -201,6 +204,7 @@ impl Options {
             start_timeout: Self::DEFAULT_START_TIMEOUT,
             restart_crashed: None,
             idle_url: None,
+            wait_settle: false,
             end: End::ControllerExit,
             trace: TraceTo::Off,
             output: None,
@@ -230,6 +234,24 @@ pub enum Ended {
     Early,
 }
 
+/// Where a run's time went, in seconds: `start` (the upstream started, the proxy in front
+/// of it, the setup applied, the controllers started), `ready` (until every controller
+/// was ready: its first request made, its informers' lists answered), `work` (until the
+/// last thing that was not idleness: its last write, a window, the workload),
+/// `quiet` (the idle stretch that ended it, the wait for its end state included),
+/// `end_state` (reading it) and `stop` (the controllers, the proxy and the upstream
+/// stopped).
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Phases {
+    pub start: f64,
+    pub ready: f64,
+    pub work: f64,
+    pub quiet: f64,
+    pub end_state: f64,
+    pub stop: f64,
+}
+
 /// What a run left.
 #[derive(Clone)]
 pub struct Outcome {
@@ -256,6 +278,8 @@ pub struct Outcome {
     pub setup: Vec<crate::setup::Applied>,
     /// The Leases the controllers under test wrote, read with the end state.
     pub leases: Vec<leases::Held>,
+    /// Where its time went.
+    pub phases: Phases,
 }
 
 /// Run it: the upstream started, the proxy in front of it, the setup applied, the
@@ -271,10 +295,17 @@ pub async fn run(o: Options) -> Result<Outcome> {
             c.name
         )
     }
+    let begun = Instant::now();
     let upstream = o.upstream.start(&o.dir).await?;
-    let result = behind_proxy(&o, &*upstream).await;
+    let upstream_started = begun.elapsed().as_secs_f64();
+    let mut result = behind_proxy(&o, &*upstream).await;
     let unanswered = upstream.unanswered();
+    let stopping = Instant::now();
     upstream.stop().await;
+    if let Ok(outcome) = &mut result {
+        outcome.phases.start += upstream_started;
+        outcome.phases.stop += stopping.elapsed().as_secs_f64();
+    }
     if !unanswered.is_empty() {
         let what: Vec<String> = unanswered
             .iter()
@@ -289,8 +320,10 @@ pub async fn run(o: Options) -> Result<Outcome> {
 }
 
 async fn behind_proxy(o: &Options, upstream: &dyn upstream::Started) -> Result<Outcome> {
+    let begun = Instant::now();
     let front = front::Front::start(o, upstream.source()).await?;
     let prepared = prepare(o, &front, upstream).await;
+    let start = begun.elapsed().as_secs_f64();
     let (client, applied, supervised) = match prepared {
         Ok(p) => p,
         Err(e) => {
@@ -299,6 +332,7 @@ async fn behind_proxy(o: &Options, upstream: &dyn upstream::Started) -> Result<O
         }
     };
     let ending = supervised.until_end(o, &front.running).await;
+    let reading = Instant::now();
     // Read while the controllers hold them (see `leases::durations`).
     let lease_durations = match &ending {
         Ok(e) if o.snapshot && !matches!(e.ended, Ended::Interrupted) => {
@@ -306,13 +340,17 @@ async fn behind_proxy(o: &Options, upstream: &dyn upstream::Started) -> Result<O
         }
         _ => Default::default(),
     };
+    let mut end_state = reading.elapsed().as_secs_f64();
+    let stopping = Instant::now();
     supervised
         .stop(ending.as_ref().ok().and_then(|e| e.workload.as_ref()))
         .await;
     let peaks = front.running.oracles.peaks();
     let oracles = front.running.oracles.clone();
     let stopped = front.stop().await;
+    let stop = stopping.elapsed().as_secs_f64();
     let ending = ending?;
+    let reading = Instant::now();
     let mut extent = extent_of(&stopped.trace, &applied);
     extent
         .resources
@@ -354,6 +392,7 @@ async fn behind_proxy(o: &Options, upstream: &dyn upstream::Started) -> Result<O
         let found = oracles.judge_expected(&end, std::time::SystemTime::now());
         report.add_violations(found);
     }
+    end_state += reading.elapsed().as_secs_f64();
     Ok(Outcome {
         report,
         trace: stopped.trace,
@@ -368,6 +407,12 @@ async fn behind_proxy(o: &Options, upstream: &dyn upstream::Started) -> Result<O
         seconds: ending.seconds,
         setup: applied,
         leases,
+        phases: Phases {
+            start,
+            end_state,
+            stop,
+            ..ending.phases
+        },
     })
 }
 
@@ -431,9 +476,14 @@ async fn prepare(
         workload_kubeconfig,
         env,
         others,
-        o.idle_url
-            .as_deref()
-            .map(|u| idle::expand(u, ports.metrics)),
+        match o.idle_url.as_deref() {
+            Some(idle::NONE) => None,
+            Some(u) => Some(idle::IdleUrl::new(idle::expand(u, ports.metrics), true)),
+            None => Some(idle::IdleUrl::new(
+                idle::expand(idle::PROBED, ports.metrics),
+                false,
+            )),
+        },
     )?;
     Ok((client, applied, supervised))
 }

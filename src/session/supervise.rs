@@ -22,6 +22,9 @@ const EARLY_GRACE: Duration = Duration::from_secs(1);
 /// How often a quiet run's end state is read while `end_state` says it is not right yet.
 const END_STATE_EVERY: Duration = Duration::from_secs(1);
 
+/// How often the controller's metrics are sampled for their retries' history.
+const SAMPLE_EVERY: Duration = Duration::from_millis(50);
+
 /// How long one read of the end state may take before the run is judged as it is.
 const END_STATE_READ: Duration = Duration::from_secs(10);
 
@@ -44,7 +47,7 @@ pub(super) struct Supervised {
     workload: Option<(Vec<String>, PathBuf)>,
     env: Vec<(OsString, OsString)>,
     last_restart: super::activity::Restarts,
-    /// `--idle-url`, its port filled in.
+    /// `--idle-url` (or the run's metrics port, probed), its port filled in.
     idle_url: Option<super::idle::IdleUrl>,
     /// Ground truth, for `end_state`.
     upstream: kube::Client,
@@ -66,6 +69,17 @@ struct Watching {
     early: Option<Instant>,
     /// When the end state was last read for `end_state`.
     end_checked: Option<Instant>,
+    /// Quiet by the proxy's account at the last look (workload done, no window open).
+    quiet: bool,
+    /// When the controllers' metrics said they had settled, while quiet since.
+    settled: Option<SystemTime>,
+    /// When the metrics were last sampled for their retries' history, and how long
+    /// until the next sample.
+    sampled: Option<(Instant, Duration)>,
+    /// When every controller was first ready.
+    ready_at: Option<Instant>,
+    /// How long the controllers had been idle at the last look.
+    idle: Duration,
 }
 
 /// How the run ended.
@@ -74,6 +88,8 @@ pub(super) struct Ending {
     pub controller_failed: Option<String>,
     pub workload_exit: Option<i32>,
     pub workload: Option<Arc<Controller>>,
+    /// Where its time went (ready, work, quiet: the supervisor's share).
+    pub phases: super::Phases,
     pub seconds: f64,
 }
 
@@ -89,7 +105,7 @@ impl Supervised {
         workload_kubeconfig: Option<PathBuf>,
         env: Vec<(OsString, OsString)>,
         others: Vec<OtherStart>,
-        idle_url: Option<String>,
+        idle_url: Option<super::idle::IdleUrl>,
     ) -> Result<Supervised> {
         let Some((program, args)) = o.controller.split_first() else {
             anyhow::bail!("nothing to run: give the controller after --")
@@ -151,7 +167,7 @@ impl Supervised {
                 .map(|kc| (o.workload.clone(), kc)),
             env,
             last_restart,
-            idle_url: idle_url.map(super::idle::IdleUrl::new),
+            idle_url,
             upstream: upstream.clone(),
         })
     }
@@ -172,6 +188,11 @@ impl Supervised {
             workload_done_at: None,
             early: None,
             end_checked: None,
+            quiet: false,
+            settled: None,
+            sampled: None,
+            ready_at: None,
+            idle: Duration::ZERO,
         };
         let mut interrupted = std::pin::pin!(interruption(o));
         let program = &self.program;
@@ -202,20 +223,39 @@ impl Supervised {
                 _ = &mut interrupted => break (Ended::Interrupted, None),
                 _ = tokio::time::sleep(Duration::from_millis(50)) => {}
             }
-            match self.look(o, running, &mut st)? {
+            self.sample_queues(&mut st).await;
+            let look = self.look(o, running, &mut st)?;
+            if !st.quiet && st.settled.take().is_some() {
+                running.oracles.controller_settled(None);
+            }
+            match look {
                 // Quiet by the proxy's account: the controller's queues must say so too.
                 Some(Ended::Quiet) if !self.queues_idle().await? => {}
-                Some(Ended::Quiet) if !self.end_state_settled(o, running, &mut st).await => {}
+                Some(Ended::Quiet) if !self.end_state_settled(o, running, &mut st).await => {
+                    self.settle_by_metrics(o, running, &mut st).await?
+                }
                 Some(ended) => break (ended, None),
+                None if st.quiet => self.settle_by_metrics(o, running, &mut st).await?,
                 None => {}
             }
         };
+        let seconds = st.clock.elapsed().as_secs_f64();
+        let ready = st
+            .ready_at
+            .map_or(seconds, |t| t.duration_since(st.clock).as_secs_f64());
+        let quiet = st.idle.as_secs_f64().min(seconds - ready);
         Ok(Ending {
             ended,
             controller_failed,
             workload_exit: st.workload_exit,
             workload: st.workload,
-            seconds: st.clock.elapsed().as_secs_f64(),
+            phases: super::Phases {
+                ready,
+                work: seconds - ready - quiet,
+                quiet,
+                ..Default::default()
+            },
+            seconds,
         })
     }
 
@@ -257,6 +297,10 @@ impl Supervised {
         let idle = st
             .activity
             .idle_for(now, st.workload_done_at.or(st.step_done_at));
+        st.idle = idle;
+        if st.ready_at.is_none() && st.activity.ready() {
+            st.ready_at = Some(Instant::now());
+        }
         // Each step starts once the controller has settled (or halfway to the cap); the
         // first, where asked, only once it has written something.
         if let Some((cmds, kc)) = &self.workload
@@ -310,6 +354,7 @@ impl Supervised {
                 // controller that never goes quiet, does not cut it short — up to twice
                 // `max_run`, a hard limit whatever `settle` says.
                 let quiet_now = workload_done && idle >= quiet && st.activity.no_window_open();
+                st.quiet = quiet_now;
                 let elapsed = st.clock.elapsed();
                 if quiet_now && running.oracles.can_judge(now) {
                     Some(Ended::Quiet)
@@ -336,6 +381,9 @@ impl Supervised {
         let Some(check) = &o.end_state else {
             return true;
         };
+        if st.settled.is_some() {
+            return true;
+        }
         let since = running.oracles.last_window_closed().unwrap_or(self.started);
         if SystemTime::now() >= since + check.settle {
             return true;
@@ -360,19 +408,57 @@ impl Supervised {
 
     /// What `--idle-url` says (idle when there is none).
     async fn queues_idle(&self) -> Result<bool> {
-        match &self.idle_url {
-            None => Ok(true),
-            Some(url) => {
-                let restarted = self
-                    .last_restart
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .contains_key(super::CONTROLLER);
-                url.idle(restarted)
-                    .await
-                    .map_err(|e| e.context("--idle-url"))
-            }
+        Ok(self.queues().await?.is_none_or(|l| l.idle))
+    }
+
+    /// One look at the controller's queues (None: no metrics read).
+    async fn queues(&self) -> Result<Option<super::idle::Look>> {
+        let Some(url) = &self.idle_url else {
+            return Ok(None);
+        };
+        let restarted = self
+            .last_restart
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains_key(super::CONTROLLER);
+        let look = url.look(restarted).await;
+        look.map(Some).map_err(|e| e.context("--idle-url"))
+    }
+
+    /// The metrics sampled while the run goes on: a retry is only seen pending if a
+    /// sample falls between it and its coming back (`idle.rs`). Every [`SAMPLE_EVERY`],
+    /// or less often where one read takes long: kube-controller-manager's page is ~400 KB
+    /// (51 queues and much else), which it renders for each read — the controller under
+    /// test is not to spend more than a twentieth of its time on being watched.
+    async fn sample_queues(&self, st: &mut Watching) {
+        let Some(url) = &self.idle_url else { return };
+        if st.sampled.is_some_and(|(at, every)| at.elapsed() < every) {
+            return;
         }
+        let at = Instant::now();
+        url.observe().await;
+        st.sampled = Some((at, SAMPLE_EVERY.max(at.elapsed() * 20)));
+    }
+
+    /// Quiet, but not judged yet (an object not right, inside `settle`): when the
+    /// controller's metrics say it has settled — its queues empty, no retry pending —
+    /// nothing more is coming from it, and the oracles judge now instead of waiting out
+    /// `settle` for a back-off that is not there.
+    async fn settle_by_metrics(
+        &self,
+        o: &Options,
+        running: &crate::server::Running,
+        st: &mut Watching,
+    ) -> Result<()> {
+        if st.settled.is_some() || o.wait_settle {
+            return Ok(());
+        }
+        if self.queues().await?.is_some_and(|l| l.settled) {
+            let now = SystemTime::now();
+            st.settled = Some(now);
+            running.oracles.controller_settled(Some(now));
+        }
+        Ok(())
     }
 
     /// The first of the other controllers to end on its own (never, with none).

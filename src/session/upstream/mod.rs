@@ -112,7 +112,7 @@ impl Choice {
         Ok(match self {
             Choice::Sim => Arc::new(sim::Sim),
             Choice::Envtest { assets, with } => {
-                Arc::new(envtest::Envtest::prepare(assets, with, 0).await?)
+                Arc::new(envtest::Envtest::prepare(assets, with, 0, Vec::new()).await?)
             }
             Choice::Cluster {
                 kubeconfig,
@@ -123,12 +123,16 @@ impl Choice {
     }
 
     /// The kind for `explore`: many runs, `jobs` at a time — control planes started ahead
-    /// for them, the cluster put back between them.
-    pub async fn for_explore(self, jobs: usize) -> Result<Arc<dyn Kind>> {
+    /// for them with the `setup`'s definitions on, the cluster put back between them.
+    pub async fn for_explore(
+        self,
+        jobs: usize,
+        setup: &[crate::setup::Manifest],
+    ) -> Result<Arc<dyn Kind>> {
         Ok(match self {
-            Choice::Envtest { assets, with } => {
-                Arc::new(envtest::Envtest::prepare(assets, with, jobs.max(1)).await?)
-            }
+            Choice::Envtest { assets, with } => Arc::new(
+                envtest::Envtest::prepare(assets, with, jobs.max(1), setup.to_vec()).await?,
+            ),
             Choice::Cluster {
                 kubeconfig,
                 context,
