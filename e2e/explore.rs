@@ -12,6 +12,10 @@
 #[path = "common/mod.rs"]
 mod common;
 
+// Shards, merge, and explore as a Job: in a file of their own, run with these.
+#[path = "explore_shards.rs"]
+mod shards;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Mutex;
