@@ -72,6 +72,11 @@ apply -f -`):
                         I runs `stalemate explore --envtest ASSETS --shard I/N
                         --archive-to-stdout [your flags] -- CMD`
 
+Not for the pods, and refused: --upstream-kubeconfig, --context and --reset (each pod
+explores on its own control plane), --out (give it to `explore gather`), --shard and
+--archive-to-stdout (the Job sets them), --actions-list; --envtest takes no directory
+(the image's, --assets).
+
 The image: build the Dockerfile's `explore` target (stalemate, a shell, etcd and
 kube-apiserver at the pinned versions in /opt/stalemate/kube) and add your controller in
 an image FROM it; CMD and anything your --workload runs must be in the image. The pod's
@@ -339,4 +344,77 @@ async fn gather(a: GatherArgs) -> Result<ExitCode> {
         );
     }
     Ok(code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job_matches(args: &[&str]) -> ArgMatches {
+        use clap::CommandFactory;
+        let argv = [
+            "stalemate",
+            "explore",
+            "job",
+            "--shards",
+            "2",
+            "--image",
+            "i",
+        ]
+        .iter()
+        .chain(args)
+        .chain(&["--", "ctl"]);
+        let m = super::super::Cli::command()
+            .try_get_matches_from(argv)
+            .unwrap();
+        let (_, explore) = m.subcommand().unwrap();
+        let (_, job) = explore.subcommand().unwrap();
+        job.clone()
+    }
+
+    /// The pods get the flags as they were given (defaults stay defaults), whatever
+    /// their kind: several values, repeated, switches, values that look like flags.
+    #[test]
+    fn the_pods_get_the_flags_as_given() {
+        let m = job_matches(&[
+            "--setup",
+            "a.yaml",
+            "b.yaml",
+            "--workload",
+            "kubectl apply -f x",
+            "--workload=--odd",
+            "--budget",
+            "3",
+            "--envtest",
+            "--controller",
+            "helper=./helper",
+        ]);
+        let g = given(&m).unwrap();
+        let flag = |long: &str| g.iter().find(|x| x.long == long).cloned();
+        assert_eq!(flag("setup").unwrap().values, ["a.yaml", "b.yaml"]);
+        assert_eq!(
+            flag("workload").unwrap().values,
+            ["kubectl apply -f x", "--odd"]
+        );
+        assert_eq!(flag("budget").unwrap().values, ["3"]);
+        assert_eq!(flag("controller").unwrap().values, ["helper=./helper"]);
+        assert!(flag("envtest").is_none(), "the Job gives its own");
+        assert!(flag("quiet").is_none(), "a default is not given");
+        assert!(flag("shards").is_none() && flag("image").is_none());
+        let m = job_matches(&["--archive-to-stdout"]);
+        let e = given(&m).unwrap_err().to_string();
+        assert!(
+            e.contains("--archive-to-stdout is not for a Job's pods"),
+            "{e}"
+        );
+        let m = job_matches(&["--out", "x"]);
+        assert!(
+            given(&m)
+                .unwrap_err()
+                .to_string()
+                .contains("explore gather")
+        );
+        let m = job_matches(&["--envtest", "/opt/k"]);
+        assert!(given(&m).unwrap_err().to_string().contains("--assets"));
+    }
 }

@@ -86,6 +86,69 @@ pub fn escape(s: &str) -> String {
     s.replace('$', "$$")
 }
 
+/// The pod's explore command line, and the files it reads as a ConfigMap's `data` and
+/// `binaryData` (a file that is not UTF-8).
+struct Pod {
+    args: Vec<String>,
+    data: serde_json::Map<String, Value>,
+    binary: serde_json::Map<String, Value>,
+}
+
+impl Pod {
+    fn new(spec: &Spec) -> Result<Pod> {
+        let mut pod = Pod {
+            args: vec![
+                "explore".into(),
+                format!("--envtest={}", spec.assets),
+                format!("--shard=$(JOB_COMPLETION_INDEX)/{}", spec.shards),
+                format!("--out={OUT_DIR}"),
+                "--archive-to-stdout".into(),
+            ],
+            data: Default::default(),
+            binary: Default::default(),
+        };
+        let mut size = 0;
+        for g in &spec.flags {
+            if g.switch {
+                pod.args.push(format!("--{}", g.long));
+                continue;
+            }
+            for v in &g.values {
+                if is_file(&g.long, v) {
+                    size += pod.add_file(&g.long, v)?;
+                } else {
+                    pod.args.push(format!("--{}={}", g.long, escape(v)));
+                }
+            }
+        }
+        if size > CONFIGMAP_MAX - 64 * 1024 {
+            bail!(
+                "the files explore's pods need ({size} bytes: --setup, --oracles, --actions) do not fit in a ConfigMap (1 MiB): build them into the image and give their paths there instead"
+            );
+        }
+        pod.args.push("--".into());
+        pod.args.extend(spec.cmd.iter().map(|c| escape(c)));
+        Ok(pod)
+    }
+
+    /// `--long=PATH` read into the ConfigMap, given as where it is mounted; its size.
+    fn add_file(&mut self, long: &str, path: &str) -> Result<usize> {
+        let k = key(long, self.data.len() + self.binary.len() + 1, path);
+        let bytes = std::fs::read(path).with_context(|| format!("--{long} {path}"))?;
+        let size = bytes.len();
+        match String::from_utf8(bytes) {
+            Ok(text) => self.data.insert(k.clone(), text.into()),
+            Err(e) => {
+                use base64::Engine;
+                let b = base64::engine::general_purpose::STANDARD.encode(e.as_bytes());
+                self.binary.insert(k.clone(), b.into())
+            }
+        };
+        self.args.push(format!("--{long}={INPUT_DIR}/{k}"));
+        Ok(size)
+    }
+}
+
 /// The ConfigMap and the Job, as objects (`kubectl apply` them as YAML).
 pub fn objects(spec: &Spec) -> Result<(Value, Value)> {
     if spec.shards == 0 {
@@ -94,50 +157,7 @@ pub fn objects(spec: &Spec) -> Result<(Value, Value)> {
     if spec.parallelism == 0 {
         bail!("--parallelism must be at least 1");
     }
-    let mut data = serde_json::Map::new();
-    let mut binary = serde_json::Map::new();
-    let mut size = 0;
-    let mut args: Vec<String> = vec![
-        "explore".into(),
-        format!("--envtest={}", spec.assets),
-        format!("--shard=$(JOB_COMPLETION_INDEX)/{}", spec.shards),
-        format!("--out={OUT_DIR}"),
-        "--archive-to-stdout".into(),
-    ];
-    let mut n = 0;
-    for g in &spec.flags {
-        if g.switch {
-            args.push(format!("--{}", g.long));
-            continue;
-        }
-        for v in &g.values {
-            if !is_file(&g.long, v) {
-                args.push(format!("--{}={}", g.long, escape(v)));
-                continue;
-            }
-            n += 1;
-            let k = key(&g.long, n, v);
-            let bytes = std::fs::read(v).with_context(|| format!("--{} {v}", g.long))?;
-            size += bytes.len();
-            match String::from_utf8(bytes) {
-                Ok(text) => data.insert(k.clone(), text.into()),
-                Err(e) => {
-                    use base64::Engine;
-                    let b = base64::engine::general_purpose::STANDARD.encode(e.as_bytes());
-                    binary.insert(k.clone(), b.into())
-                }
-            };
-            args.push(format!("--{}={INPUT_DIR}/{k}", g.long));
-        }
-    }
-    if size > CONFIGMAP_MAX - 64 * 1024 {
-        bail!(
-            "the files explore's pods need ({} bytes: --setup, --oracles, --actions) do not fit in a ConfigMap (1 MiB): build them into the image and give their paths there instead",
-            size
-        );
-    }
-    args.push("--".into());
-    args.extend(spec.cmd.iter().map(|c| escape(c)));
+    let pod = Pod::new(spec)?;
     let input = format!("{}-input", spec.name);
     let labels = json!({
         "app.kubernetes.io/name": "stalemate-explore",
@@ -150,10 +170,9 @@ pub fn objects(spec: &Spec) -> Result<(Value, Value)> {
         }
         m
     };
-    let mut configmap =
-        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta(&input), "data": data});
-    if !binary.is_empty() {
-        configmap["binaryData"] = binary.into();
+    let mut configmap = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta(&input), "data": pod.data});
+    if !pod.binary.is_empty() {
+        configmap["binaryData"] = pod.binary.into();
     }
     let job = json!({
         "apiVersion": "batch/v1",
@@ -178,7 +197,7 @@ pub fn objects(spec: &Spec) -> Result<(Value, Value)> {
                         "name": CONTAINER,
                         "image": spec.image,
                         "command": [STALEMATE],
-                        "args": args,
+                        "args": pod.args,
                         "volumeMounts": [
                             {"name": "input", "mountPath": INPUT_DIR, "readOnly": true},
                             {"name": "work", "mountPath": WORK_DIR},

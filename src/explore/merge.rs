@@ -213,30 +213,7 @@ fn prefixed(path: &str, prefix: &str) -> String {
 pub fn merge(mut inputs: Vec<Input>, out: &Path) -> Result<Merged> {
     let notes = check(&mut inputs)?;
     let mut copies = Vec::new();
-    let mut trials: Vec<Trial> = Vec::new();
-    // Per input: its trial ids → the merged ones.
-    let mut ids: Vec<BTreeMap<usize, usize>> = Vec::new();
-    for input in &inputs {
-        let mut map = BTreeMap::new();
-        for t in &input.summary.trials {
-            let new = trials.len() + 1;
-            map.insert(t.id, new);
-            let mut t = t.clone();
-            let (old, name) = (format!("trial-{:03}", t.id), format!("trial-{new:03}"));
-            t.files = t
-                .files
-                .iter()
-                .map(|f| {
-                    let to = rename(f, &old, &name);
-                    copies.push((input.dir.join(f), to.clone()));
-                    to
-                })
-                .collect();
-            t.id = new;
-            trials.push(t);
-        }
-        ids.push(map);
-    }
+    let (mut trials, ids) = concat_trials(&inputs, &mut copies);
     let (findings, numbers) = merge_findings(&inputs, &ids, out, &mut copies);
     // A trial shrinking a finding names the merged finding.
     let mut k = 0;
@@ -296,6 +273,38 @@ pub fn merge(mut inputs: Vec<Input>, out: &Path) -> Result<Merged> {
         copies,
         notes,
     })
+}
+
+/// Every input's trials, in input order, renumbered from 1, their files to be copied
+/// under their new names; and per input, its trial ids → the merged ones.
+fn concat_trials(
+    inputs: &[Input],
+    copies: &mut Vec<(PathBuf, String)>,
+) -> (Vec<Trial>, Vec<BTreeMap<usize, usize>>) {
+    let mut trials: Vec<Trial> = Vec::new();
+    let mut ids: Vec<BTreeMap<usize, usize>> = Vec::new();
+    for input in inputs {
+        let mut map = BTreeMap::new();
+        for t in &input.summary.trials {
+            let new = trials.len() + 1;
+            map.insert(t.id, new);
+            let mut t = t.clone();
+            let (old, name) = (format!("trial-{:03}", t.id), format!("trial-{new:03}"));
+            t.files = t
+                .files
+                .iter()
+                .map(|f| {
+                    let to = rename(f, &old, &name);
+                    copies.push((input.dir.join(f), to.clone()));
+                    to
+                })
+                .collect();
+            t.id = new;
+            trials.push(t);
+        }
+        ids.push(map);
+    }
+    (trials, ids)
 }
 
 /// One finding per set of signatures, its reproducer the best (`Weight`) of the inputs'

@@ -156,7 +156,7 @@ fn header(name: &str, size: usize, kind: u8) -> [u8; 512] {
 /// The archive in a pod's log (`name` says which, for errors): its files, each path
 /// relative and inside the output.
 pub fn unpack(log: &str, name: &str) -> Result<Vec<(String, Vec<u8>)>> {
-    let lines: Vec<&str> = log.lines().collect();
+    let lines: Vec<&str> = log.lines().map(untimed).collect();
     let begin = lines.iter().rposition(|l| l.starts_with(BEGIN));
     let end = lines.iter().rposition(|l| l.starts_with(END));
     let (b, e) = match (begin, end) {
@@ -175,7 +175,16 @@ pub fn unpack(log: &str, name: &str) -> Result<Vec<(String, Vec<u8>)>> {
             )
         }
     };
-    let text: String = lines[b + 1..e].iter().map(|l| l.trim()).collect();
+    // A line of something else written meanwhile (a log line on standard error lands
+    // in the same container log) is not the archive's: base64 has no spaces or colons.
+    let text: String = lines[b + 1..e]
+        .iter()
+        .map(|l| l.trim())
+        .filter(|l| {
+            l.bytes()
+                .all(|c| c.is_ascii_alphanumeric() || c == b'+' || c == b'/' || c == b'=')
+        })
+        .collect();
     let gz = base64::engine::general_purpose::STANDARD
         .decode(text.as_bytes())
         .map_err(|err| anyhow::anyhow!("{name}: the archive is not base64: {err}"))?;
@@ -184,6 +193,21 @@ pub fn unpack(log: &str, name: &str) -> Result<Vec<(String, Vec<u8>)>> {
         .read_to_end(&mut tar)
         .with_context(|| format!("{name}: the archive is not gzip"))?;
     read_tar(&tar).with_context(|| format!("{name}: the archive is not a tar explore wrote"))
+}
+
+/// A log line without the RFC 3339 time `kubectl logs --timestamps` puts before it.
+fn untimed(line: &str) -> &str {
+    match line.split_once(' ') {
+        Some((t, rest))
+            if t.len() >= 20
+                && t.as_bytes()[..4].iter().all(u8::is_ascii_digit)
+                && t.as_bytes()[4] == b'-'
+                && t.contains('T') =>
+        {
+            rest
+        }
+        _ => line,
+    }
 }
 
 /// The regular files of a tar.

@@ -84,6 +84,13 @@ fn a_packed_output_unpacks_from_a_log() {
     for (n, data) in &files {
         assert_eq!(&std::fs::read(dir.path().join(n)).unwrap(), data, "{n}");
     }
+    // As `kubectl logs --timestamps` saves it, with a stray log line in the middle.
+    let mut lines: Vec<String> = log
+        .lines()
+        .map(|l| format!("2026-11-28T10:00:00.123456789Z {l}"))
+        .collect();
+    lines.insert(5, "2026-11-28T10:00:01Z WARN rustls: something".into());
+    assert_eq!(unpack(&lines.join("\n"), "pod-1").unwrap(), files);
     // By hand: base64 -d | tar xz.
     let gz = base64::engine::general_purpose::STANDARD
         .decode(
@@ -154,13 +161,11 @@ fn a_cut_or_foreign_log_is_refused_clearly() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("did not finish") && e.contains("boom"), "{e}");
-    let garbage = format!("{}\n!!!\n{}", lines[0], lines[lines.len() - 1]);
-    assert!(
-        unpack(&garbage, "p")
-            .unwrap_err()
-            .to_string()
-            .contains("not base64")
-    );
+    let between = |body: &str| format!("{}\n{body}\n{}", lines[0], lines[lines.len() - 1]);
+    let e = unpack(&between("A"), "p").unwrap_err().to_string();
+    assert!(e.contains("not base64"), "{e}");
+    let e = format!("{:#}", unpack(&between("QUJD"), "p").unwrap_err());
+    assert!(e.contains("not gzip"), "{e}");
 }
 
 /// A tar whose entry would land outside the output is refused, whatever wrote it.
