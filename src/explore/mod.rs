@@ -621,7 +621,7 @@ impl Search {
         s.retain(plans, None);
         record.taken = plans.len();
         self.progress.say(&format!(
-            "explore: shard {s}: {} of the {} plans (and as many of each sequence's) are this shard's",
+            "explore: shard {s}: {} of the {} plans are this shard's (each sequence of actions' plans are shared out the same way)",
             record.taken, record.plans
         ));
         Some(record)

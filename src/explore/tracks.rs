@@ -304,9 +304,14 @@ impl Search {
             s.retain(&mut plans, class.as_deref());
         }
         self.progress.say(&format!(
-            "explore: actions {}: {} plans after its first step",
+            "explore: actions {}: {} plans after its first step{}",
             t.number,
-            plans.len()
+            plans.len(),
+            if self.shared.cfg.shard.is_some() {
+                " (this shard's)"
+            } else {
+                ""
+            }
         ));
         t.plans = plans;
         t.state = State::Ready(Arc::new(refs));
