@@ -4,13 +4,18 @@
 //! a hot-looping one fails without any fault; a bug that needs a workload is found with
 //! one; two more bug classes (duplicate children, deletion from a stale read) are found
 //! and their fixes are not; a bug in a second controller under test (`--controller`) is
-//! found with plans aimed at it; and the same search runs against a cluster (a
-//! `stalemate sim` process), put back between trials and cleaned up after.
+//! found with plans aimed at it; the same search runs against a cluster (a
+//! `stalemate sim` process), put back between trials and cleaned up after; and in shards,
+//! merged, and as an Indexed Job's pods gathered from their logs (`explore_shards.rs`).
 //!
 //! The tests run one at a time: each explore runs trials side by side already.
 
 #[path = "common/mod.rs"]
 mod common;
+
+// Shards, merge, and explore as a Job: in a file of their own, run with these.
+#[path = "explore_shards.rs"]
+mod shards;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

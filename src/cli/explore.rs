@@ -16,7 +16,10 @@ use crate::explore::{self, Config, Verdict};
 use crate::session::upstream::Choice;
 
 #[derive(Debug, Args)]
-#[command(after_help = "\
+#[command(
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true,
+    after_help = "\
 Examples:
   stalemate explore --setup examples/gitrepo/setup.yaml -- target/release/examples/gitrepo-controller
   stalemate explore --upstream-kubeconfig ~/.kube/config --reset ./reset.sh --setup cr.yaml -- ./bin/manager
@@ -36,9 +39,24 @@ signature are one finding; its plan is shrunk and written as a reproducer schedu
 Output (--out): findings/NN-*.json (reproducers) with each one's trace, reports and
 controller output; summary.json and summary.html.
 
+Shards: `--shard I/N` tries one share of the plans; `explore merge` puts the shares'
+outputs together; `explore job` runs the shares as an Indexed Job on a cluster and
+`explore gather` collects and merges them.
+
 Exit status: 0 nothing found, 1 findings (or the controller fails without any fault),
-2 explore itself failed.")]
+2 explore itself failed."
+)]
 pub struct ExploreArgs {
+    #[command(subcommand)]
+    pub verb: Option<super::explore_shards::Verb>,
+
+    #[command(flatten)]
+    pub flags: ExploreFlags,
+}
+
+/// What one explore is asked (`explore job` takes the same, for its pods).
+#[derive(Debug, Args)]
+pub struct ExploreFlags {
     #[command(flatten)]
     pub world: super::run::WorldArgs,
 
@@ -144,6 +162,23 @@ pub struct ExploreArgs {
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub replay: u32,
 
+    /// Try only share I of N of the plans (0 <= I < N). Every shard runs the same
+    /// reference runs and makes the same plan list (the same --seed and flags), then tries
+    /// the plans whose name hashes to I — a hash, not every Nth, so that a shard whose
+    /// references showed one write more or less does not shift every other plan to
+    /// another shard. --budget and --time are per shard; each shard shrinks and replays
+    /// its own findings. Put the shards' outputs together with `explore merge`.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<explore::shard::Shard>,
+
+    /// At the end, print the output (its summary and findings, and as many of the
+    /// trials' files as fit in 8 MiB) on standard output as a gzip'd tar in base64
+    /// between two marker lines, for `explore gather` to read from a pod's log; and exit
+    /// 0 when there are findings too (they are in the archive's summary): a Job would
+    /// count a pod that exits 1 as failed and run it again. `explore job` passes it.
+    #[arg(long)]
+    pub archive_to_stdout: bool,
+
     /// The controller to explore, and its arguments.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub cmd: Vec<String>,
@@ -163,7 +198,14 @@ fn resource_name(s: &str) -> Result<String, String> {
     }
 }
 
-pub async fn run(args: ExploreArgs) -> Result<ExitCode> {
+pub async fn run(args: ExploreArgs, matches: Option<&clap::ArgMatches>) -> Result<ExitCode> {
+    match args.verb {
+        Some(verb) => super::explore_shards::run(verb, matches).await,
+        None => explore(args.flags).await,
+    }
+}
+
+async fn explore(args: ExploreFlags) -> Result<ExitCode> {
     let setup = crate::setup::load(&args.world.setup)?;
     if args.actions_list {
         let (sequences, notes) = match &args.actions {
@@ -241,8 +283,15 @@ pub async fn run(args: ExploreArgs) -> Result<ExitCode> {
         long_window: (!args.long_window.is_zero()).then_some(args.long_window),
         settle: args.settle,
         progress_bar: std::io::stderr().is_terminal(),
+        shard: args.shard,
     };
-    Ok(match explore::run(cfg).await? {
+    let out = cfg.out.clone();
+    let verdict = explore::run(cfg).await?;
+    if args.archive_to_stdout {
+        super::explore_shards::print_archive(&out)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    Ok(match verdict {
         Verdict::Clean => ExitCode::SUCCESS,
         Verdict::Found => ExitCode::from(1),
     })

@@ -5,6 +5,8 @@ pub mod check;
 pub mod ctl;
 pub mod envtest;
 pub mod explore;
+pub mod explore_gather;
+pub mod explore_shards;
 pub mod inject;
 pub mod kubeconfig;
 pub mod report;
@@ -99,7 +101,13 @@ fn init_logging(format: LogFormat, quiet: bool) {
 
 /// Entry point: parse, run the verb, turn errors into one clear line and an exit status.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // The matches are kept: `explore job` writes its pods' command lines from the flags
+    // as they were given.
+    let matches = <Cli as clap::CommandFactory>::command().get_matches();
+    let cli = match <Cli as clap::FromArgMatches>::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     init_logging(
         cli.log_format,
         matches!(
@@ -119,7 +127,9 @@ pub fn main() -> ExitCode {
     };
     let verdict = match cli.command {
         Command::Run(args) => rt.block_on(run::run(args)),
-        Command::Explore(args) => rt.block_on(explore::run(args)),
+        Command::Explore(args) => {
+            rt.block_on(explore::run(args, matches.subcommand_matches("explore")))
+        }
         other => rt.block_on(verb(other)).map(|()| ExitCode::SUCCESS),
     };
     match verdict {

@@ -10,14 +10,14 @@
 
 use std::time::SystemTime;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::schedule::Schedule;
 use crate::session::Outcome;
 use crate::trace::Record;
 
 /// One trial's faults, as they happened.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Effect {
     /// Every window of the trial's schedule, in its order.
@@ -35,7 +35,7 @@ pub struct Effect {
 
 /// A window: seconds after the controller started that it opened and closed (`None`:
 /// it never opened, or was still open when the trial ended).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Span {
     pub name: String,
@@ -43,7 +43,7 @@ pub struct Span {
     pub closed: Option<f64>,
     /// An open window that did nothing, and why (a `rewind` no read or watch was sent
     /// back in time by).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idle: Option<String>,
 }
 

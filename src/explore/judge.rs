@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::time::SystemTime;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::differ;
 use crate::oracle::{ObjectRef, Peak};
@@ -14,7 +14,7 @@ use crate::session::{CONTROLLER, Ended, Outcome};
 use crate::trace::Record;
 
 /// One thing a trial found.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Found {
     /// convergence, readinessRace, hotLoop, conflicts, differential, exit, quiescence,

@@ -20,11 +20,15 @@ pub mod differ;
 pub mod effect;
 pub mod focus;
 mod invoked;
+pub mod job;
 pub mod judge;
+pub mod merge;
 pub mod output;
+pub mod pack;
 pub mod plan;
 mod progress;
 mod reference;
+pub mod shard;
 mod shrink;
 pub mod tracks;
 
@@ -33,7 +37,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::oracle::OracleConfig;
 use crate::schedule::Schedule;
@@ -92,6 +96,8 @@ pub struct Config {
     pub long_window: Option<Duration>,
     /// Draw a progress bar (a terminal) rather than print a line per trial.
     pub progress_bar: bool,
+    /// Try only this share of the plans (`--shard I/N`, `shard.rs`).
+    pub shard: Option<shard::Shard>,
 }
 
 /// How explore ended.
@@ -103,8 +109,8 @@ pub enum Verdict {
     Found,
 }
 
-/// One trial as the summary lists it.
-#[derive(Debug, Clone, Serialize)]
+/// One trial as the summary lists it (read back by `explore merge`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Trial {
     pub id: usize,
@@ -114,7 +120,7 @@ pub struct Trial {
     /// Its plan's focus rank (`focus.rs`: 1 on the user's objects, 3 elsewhere).
     pub rank: u8,
     /// The user's actions it ran (`actions/`; none: the setup and `--workload` alone).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub actions: Option<String>,
     /// Which sequence of actions (0: none), and the workload steps it ran.
     #[serde(skip)]
@@ -126,7 +132,7 @@ pub struct Trial {
     pub quiet: Duration,
     /// The controller's exits on its own, each followed by a restart (`exit status: 1
     /// after 3.2s`).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub exits: Vec<String>,
     /// Which finding's plan this trial shrinks.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -153,7 +159,7 @@ pub struct Trial {
 }
 
 /// One finding: a group of failing trials with the same signatures, and its reproducer.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Finding {
     pub number: usize,
@@ -171,7 +177,7 @@ pub struct Finding {
     /// The reproducer schedule (relative to --out).
     pub schedule_file: String,
     /// The workload steps its reproducer runs (`--workload` and its actions').
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub workload: Vec<String>,
     /// A command that runs it again.
     pub reproduce: Vec<String>,
@@ -187,7 +193,7 @@ pub struct Finding {
 }
 
 /// How often a finding's reproducer came back when run again.
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Replayed {
     pub came_back: usize,
@@ -565,6 +571,7 @@ impl Search {
         let mut plans = refs.plans(&self.plan_options());
         let ranks = refs.focus.order(&mut plans);
         self.say_plans(&refs, &plans, ranks);
+        let share = self.take_share(&mut plans);
         let sequences = self.sequences(&refs)?;
         let refs: Arc<reference::References> = Arc::from(refs);
         let mut tracks =
@@ -605,6 +612,7 @@ impl Search {
         );
         summary.focus = refs.focus.resources.iter().cloned().collect();
         summary.plans_by_rank = Some(ranks);
+        summary.shard = share;
         let mut without = refs.without_faults.found.clone();
         without.extend(self.with_actions_no_fault.iter().cloned());
         let mut files = refs.without_faults.files.clone();
@@ -623,6 +631,22 @@ impl Search {
         } else {
             Verdict::Found
         })
+    }
+
+    /// With `--shard`: keep this shard's plans (`shard.rs`), and say how many of the
+    /// whole list they are.
+    fn take_share(&self, plans: &mut Vec<Plan>) -> Option<shard::Record> {
+        let s = self.shared.cfg.shard?;
+        let mut record = shard::Record::new(s, self.shared.cfg.seed);
+        record.plans = plans.len();
+        record.plan_digest = shard::digest(plans);
+        s.retain(plans, None);
+        record.taken = plans.len();
+        self.progress.say(&format!(
+            "explore: shard {s}: {} of the {} plans are this shard's (each sequence of actions' plans are shared out the same way)",
+            record.taken, record.plans
+        ));
+        Some(record)
     }
 
     fn plan_options(&self) -> plan::Options {

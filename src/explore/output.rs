@@ -13,7 +13,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::judge::Found;
 use super::{Config, Finding, Trial};
@@ -242,19 +242,25 @@ pub fn reproduce(
     argv
 }
 
-/// `summary.json`.
-#[derive(Debug, Clone, Serialize)]
+/// `summary.json` (read back by `explore merge`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Summary {
-    pub schema: &'static str,
+    pub schema: String,
     /// clean | findings | fails-without-faults
-    pub verdict: &'static str,
+    pub verdict: String,
     pub controller: Vec<String>,
     pub setup: Vec<String>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub workload: Vec<String>,
     /// sim | envtest | cluster
-    pub upstream: &'static str,
+    pub upstream: String,
+    /// This explore's share of the plans (`--shard I/N`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<super::shard::Record>,
+    /// The outputs `explore merge` made this one of.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub merged: Vec<String>,
     pub seconds: f64,
     /// How long a fault-free run took to go quiet.
     pub reference_seconds: f64,
@@ -267,18 +273,18 @@ pub struct Summary {
     pub first_finding_seconds: Option<f64>,
     pub findings: Vec<Finding>,
     /// Without faults: what the oracles found in a reference run.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub without_faults: Vec<Found>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reference_files: Vec<String>,
     /// The resources plans were ranked by (`focus.rs`), and how many plans each rank
     /// held (on it, near it, elsewhere).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub focus: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub plans_by_rank: Option<[usize; 3]>,
     /// The user's action sequences (`--actions`) and what became of each.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sequences: Vec<super::tracks::Row>,
     pub trials: Vec<Trial>,
 }
@@ -286,8 +292,8 @@ pub struct Summary {
 impl Summary {
     fn base(cfg: &Config, seconds: f64) -> Summary {
         Summary {
-            schema: SCHEMA,
-            verdict: "clean",
+            schema: SCHEMA.into(),
+            verdict: "clean".into(),
             controller: cfg.controller.clone(),
             setup: cfg
                 .setup_paths
@@ -295,7 +301,9 @@ impl Summary {
                 .map(|p| p.display().to_string())
                 .collect(),
             workload: cfg.workload.clone(),
-            upstream: cfg.upstream.name(),
+            upstream: cfg.upstream.name().into(),
+            shard: cfg.shard.map(|s| super::shard::Record::new(s, cfg.seed)),
+            merged: vec![],
             seconds,
             reference_seconds: 0.0,
             trials_run: 0,
@@ -324,7 +332,8 @@ impl Summary {
             "clean"
         } else {
             "findings"
-        };
+        }
+        .into();
         s.reference_seconds = reference_seconds;
         s.trials_run = trials.len();
         s.not_exercised = trials
@@ -352,7 +361,7 @@ impl Summary {
         seconds: f64,
     ) -> Summary {
         let mut s = Summary::base(cfg, seconds);
-        s.verdict = "fails-without-faults";
+        s.verdict = "fails-without-faults".into();
         s.without_faults = found;
         s.reference_files = files;
         s
@@ -364,7 +373,7 @@ impl Summary {
         self.without_faults = found.to_vec();
         self.reference_files = files.to_vec();
         if self.findings.is_empty() && !found.is_empty() {
-            self.verdict = "fails-without-faults";
+            self.verdict = "fails-without-faults".into();
         }
     }
 
@@ -473,7 +482,7 @@ table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ddd;pad
     );
     h.push_str(&format!(
         "<h1>stalemate explore: {}</h1><p><code>{}</code> — {} trials in {:.0}s ({:.1}/min{}){}</p>",
-        esc(s.verdict),
+        esc(&s.verdict),
         esc(&s.controller.join(" ")),
         s.trials_run,
         s.seconds,

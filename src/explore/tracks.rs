@@ -14,7 +14,7 @@
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::actions::{self, Sequence};
 use super::judge::Found;
@@ -52,7 +52,7 @@ pub(super) struct Track {
 }
 
 /// A sequence as the summary lists it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Row {
     pub number: usize,
@@ -64,7 +64,7 @@ pub struct Row {
     pub trials: usize,
     /// Objects its fault-free references end not Current with (its trials are judged
     /// against that).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub expected: Vec<String>,
 }
 
@@ -299,10 +299,19 @@ impl Search {
         }
         plans.sort_by_key(|p| !p.coalesces());
         refs.focus.order(&mut plans);
+        if let Some(s) = self.shared.cfg.shard {
+            let class = t.sequence.as_ref().map(Sequence::class);
+            s.retain(&mut plans, class.as_deref());
+        }
         self.progress.say(&format!(
-            "explore: actions {}: {} plans after its first step",
+            "explore: actions {}: {} plans after its first step{}",
             t.number,
-            plans.len()
+            plans.len(),
+            if self.shared.cfg.shard.is_some() {
+                " (this shard's)"
+            } else {
+                ""
+            }
         ));
         t.plans = plans;
         t.state = State::Ready(Arc::new(refs));
