@@ -47,7 +47,7 @@ use plan::Plan;
 use progress::Progress;
 
 /// Where a trial's time went: the session's phases and explore's judging.
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub struct TrialPhases {
     #[serde(flatten)]
     pub session: session::Phases,

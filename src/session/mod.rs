@@ -241,7 +241,7 @@ pub enum Ended {
 /// `quiet` (the idle stretch that ended it, the wait for its end state included),
 /// `end_state` (reading it) and `stop` (the controllers, the proxy and the upstream
 /// stopped).
-#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Phases {
     pub start: f64,
