@@ -330,7 +330,9 @@ fn a_settled_controller_is_judged_without_waiting_out_settle() {
     assert_eq!(v["oracle"], "convergence", "{report}");
     let why = v["why"].as_str().unwrap_or_default();
     assert!(
-        why.contains("when the controller's metrics said it had settled (workqueues empty, no retry pending)"),
+        why.contains(
+            "when the controller's metrics said it had settled (workqueues empty, no retry pending)"
+        ),
         "{why}"
     );
 }

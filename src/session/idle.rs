@@ -306,7 +306,10 @@ mod tests {
         let u = IdleUrl::new(metrics(vec![BUSY, IDLE, NONE, IDLE]).await, true);
         assert!(!idle(u.look(false).await.unwrap()));
         assert!(idle(u.look(false).await.unwrap()));
-        assert!(!idle(u.look(false).await.unwrap()), "none after some: not idle");
+        assert!(
+            !idle(u.look(false).await.unwrap()),
+            "none after some: not idle"
+        );
         assert!(idle(u.look(false).await.unwrap()));
         assert!(
             !idle(u.look(false).await.unwrap()),
@@ -344,12 +347,21 @@ mod tests {
         assert!(settled(&u, &queue(0, 0, 1)), "one add, no retry");
         assert!(!u.take(&queue(1, 0, 2)).unwrap().settled, "busy");
         assert!(!settled(&u, &queue(0, 1, 2)), "the queued item failed");
-        assert!(!settled(&u, &queue(0, 1, 2)), "nothing since: still pending");
+        assert!(
+            !settled(&u, &queue(0, 1, 2)),
+            "nothing since: still pending"
+        );
         assert!(settled(&u, &queue(0, 1, 3)), "it came back and succeeded");
-        assert!(!settled(&u, &queue(0, 2, 4)), "added and failed in one interval");
+        assert!(
+            !settled(&u, &queue(0, 2, 4)),
+            "added and failed in one interval"
+        );
         assert!(!settled(&u, &queue(0, 2, 4)), "kept until another add");
         assert!(settled(&u, &queue(0, 2, 5)));
-        assert!(settled(&u, &queue(0, 3, 7)), "added, failed, back, succeeded");
+        assert!(
+            settled(&u, &queue(0, 3, 7)),
+            "added, failed, back, succeeded"
+        );
         assert!(!u.take(&busy(0, 0.5, 3, 7)).unwrap().settled, "one at work");
         assert!(
             settled(&u, &queue(0, 4, 8)),
@@ -357,8 +369,14 @@ mod tests {
         );
         assert!(!settled(&u, &queue(0, 6, 8)), "two retries");
         assert!(!settled(&u, &queue(0, 6, 9)), "one back, one pending");
-        assert!(settled(&u, &queue(0, 0, 1)), "restarted: what was pending died");
-        assert!(!settled(&u, &queue(0, 1, 1)), "the first sample of a process");
+        assert!(
+            settled(&u, &queue(0, 0, 1)),
+            "restarted: what was pending died"
+        );
+        assert!(
+            !settled(&u, &queue(0, 1, 1)),
+            "the first sample of a process"
+        );
         let no_retries = IdleUrl::new(String::new(), true);
         assert!(
             !settled(&no_retries, "workqueue_depth{name=\"a\"} 0\n"),
@@ -377,7 +395,10 @@ mod tests {
             Some(("workqueue_unfinished_work_seconds", 1.5))
         );
         assert_eq!(
-            label(r#"workqueue_adds_total{controller="x",name="gitrepository"} 3"#, "name"),
+            label(
+                r#"workqueue_adds_total{controller="x",name="gitrepository"} 3"#,
+                "name"
+            ),
             Some("gitrepository")
         );
         assert_eq!(sample("# HELP x y"), None);

@@ -18,9 +18,9 @@
 mod activity;
 mod front;
 mod idle;
-mod scrape;
 pub mod leases;
 mod outside;
+mod scrape;
 pub mod snapshot;
 mod supervise;
 pub mod upstream;

@@ -15,14 +15,19 @@ use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 
 /// GET `url` within `within`; its body as text.
 pub async fn get(url: &str, within: Duration) -> Result<String> {
-    let uri: http::Uri = url.parse().with_context(|| format!("{url:?} is not a URL"))?;
+    let uri: http::Uri = url
+        .parse()
+        .with_context(|| format!("{url:?} is not a URL"))?;
     let tls = match uri.scheme_str() {
         Some("http") => false,
         Some("https") => true,
         _ => bail!("only http:// and https:// are read (a controller's metrics on loopback)"),
     };
     let host = uri.host().unwrap_or("127.0.0.1").to_string();
-    let host = host.trim_start_matches('[').trim_end_matches(']').to_string();
+    let host = host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_string();
     if tls && !is_loopback(&host) {
         bail!("https:// is read from a loopback address only (its certificate is not checked)");
     }
@@ -47,7 +52,12 @@ pub async fn get(url: &str, within: Duration) -> Result<String> {
     Ok(body)
 }
 
-async fn fetch<S>(stream: S, host: &str, port: u16, path: &str) -> Result<(http::StatusCode, String)>
+async fn fetch<S>(
+    stream: S,
+    host: &str,
+    port: u16,
+    path: &str,
+) -> Result<(http::StatusCode, String)>
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
@@ -149,7 +159,10 @@ mod tests {
         let port = l.local_addr().unwrap().port();
         tokio::spawn(async move {
             let (c, _) = l.accept().await.unwrap();
-            let mut c = tokio_rustls::TlsAcceptor::from(tls).accept(c).await.unwrap();
+            let mut c = tokio_rustls::TlsAcceptor::from(tls)
+                .accept(c)
+                .await
+                .unwrap();
             let mut buf = [0u8; 1024];
             let _ = c.read(&mut buf).await;
             let body = "workqueue_depth{name=\"a\"} 0\n";
