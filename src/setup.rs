@@ -269,6 +269,41 @@ async fn apply_one(client: &kube::Client, kinds: &mut Kinds, m: &Manifest) -> Re
     })
 }
 
+/// Start the storage of every CRD among `manifests` (applied and served), and wait until
+/// it is ready. kube-apiserver creates a custom resource's storage — and its watch cache
+/// — on the first request for it, and until the cache has its initial list, a watch or a
+/// list from the cache is answered 429 "storage is (re)initializing" with a Retry-After
+/// of 1 s (`apiextensions-apiserver/pkg/apiserver/customresource_handler.go`
+/// `getOrCreateServingInfoFor`; the cacher's readiness, `storage/cacher/ready.go`): a
+/// controller starting on a fresh control plane lost 1–2 s to it, each retry a second.
+/// Done ahead (on a spare control plane), the controller finds them ready.
+pub async fn warm(client: &kube::Client, manifests: &[Manifest]) -> Result<()> {
+    for m in manifests.iter().filter(|m| m.is_crd()) {
+        let spec = &m.object["spec"];
+        let group = spec["group"].as_str().unwrap_or("");
+        let plural = spec["names"]["plural"].as_str().unwrap_or("");
+        let Some(version) = spec["versions"]
+            .as_array()
+            .and_then(|v| v.iter().find(|v| v["served"] == true))
+            .and_then(|v| v["name"].as_str())
+        else {
+            continue;
+        };
+        let path = format!("/apis/{group}/{version}/{plural}?resourceVersion=0&limit=1");
+        for _ in 0..100 {
+            let req = http::Request::get(&path).body(Vec::new())?;
+            match client.request_text(req).await {
+                Ok(_) => break,
+                Err(kube::Error::Api(e)) if e.code == 429 => {
+                    tokio::time::sleep(Duration::from_millis(100)).await
+                }
+                Err(e) => return Err(e).with_context(|| format!("listing {plural}.{group}")),
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Wait until the CRD's resource is served (its `Established` condition, as a client
 /// sees it: discovery lists it).
 async fn wait_served(client: &kube::Client, m: &Manifest) -> Result<()> {

@@ -15,7 +15,10 @@
 //! - **Definitions ahead** (explore): a setup's CustomResourceDefinitions took a trial
 //!   ~2 s on 2 cores before they were served (the apiserver establishes a CRD, then
 //!   serves its discovery). A spare gets them while it waits: the trial's own apply finds
-//!   them there (a create answered 409, a merge patch that changes nothing) and served.
+//!   them there (a create answered 409, a merge patch that changes nothing) and served,
+//!   and their storage started (`setup::warm`: a controller's first watches of a custom
+//!   resource on a fresh apiserver were answered 429 "storage is (re)initializing", and
+//!   source-controller waited 2 s for its five kinds).
 //!   Nothing else of the setup is applied ahead: the objects a controller reconciles are
 //!   created by the trial, as a user would, in front of it.
 
@@ -147,7 +150,8 @@ impl Envtest {
                 // apply fails with a clear error, or does it itself.
                 let applied = async {
                     let client = crate::kubeconfig::client(&cp.admin_kubeconfig, None).await?;
-                    crate::setup::apply(&client, &definitions).await
+                    crate::setup::apply(&client, &definitions).await?;
+                    crate::setup::warm(&client, &definitions).await
                 };
                 if let Err(e) = applied.await {
                     tracing::debug!(error = %format!("{e:#}"), "definitions ahead");
