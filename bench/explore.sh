@@ -111,6 +111,7 @@ explore_one() { # upstream jobs round actions metrics flags...
             # anonymous GET of /metrics let through), read by --idle-url.
             # shellcheck disable=SC2016 # the controller's shell and stalemate expand them, per run
             controller=(sh -c "exec $PWD/examples/kube-controller-manager/kube-controller-manager.sh"' --secure-port=$STALEMATE_METRICS_PORT --bind-address=127.0.0.1 --authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics')
+            # shellcheck disable=SC2016 # stalemate expands it, per run
             setup+=(--idle-url 'https://127.0.0.1:$STALEMATE_METRICS_PORT/metrics')
         fi
     fi
