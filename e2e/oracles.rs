@@ -286,6 +286,26 @@ fn controller_process() {
     });
 }
 
+/// Flux F1's schedule (a 1.5 s freeze after the controller's first status patch) with
+/// the convergence oracle's `settle`, written in `dir`.
+fn f1_schedule(dir: &Path, settle: &str) -> std::path::PathBuf {
+    let schedule = dir.join("f1.json");
+    std::fs::write(
+        &schedule,
+        serde_json::json!({
+            "windows": [{
+                "name": "f1", "resources": [GR], "fault": {"freeze": {}},
+                "trigger": {"afterRequests": {"verb": "patch", "resource": GR, "subresource": "status", "count": 1}},
+                "duration": "1500ms"
+            }],
+            "oracles": {"convergence": {"resources": [GR], "settle": settle}}
+        })
+        .to_string(),
+    )
+    .unwrap();
+    schedule
+}
+
 /// A stuck controller that serves its workqueue metrics is judged once they say it has
 /// settled — queues empty, the retry its conflicts caused come back — not after the
 /// convergence oracle's 10 minutes of `settle` (which the run would otherwise wait out:
@@ -295,20 +315,7 @@ fn controller_process() {
 fn a_settled_controller_is_judged_without_waiting_out_settle() {
     let controller = std::env::current_exe().unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let schedule = dir.path().join("f1.json");
-    std::fs::write(
-        &schedule,
-        serde_json::json!({
-            "windows": [{
-                "name": "f1", "resources": [GR], "fault": {"freeze": {}},
-                "trigger": {"afterRequests": {"verb": "patch", "resource": GR, "subresource": "status", "count": 1}},
-                "duration": "1500ms"
-            }],
-            "oracles": {"convergence": {"resources": [GR], "settle": "10m"}}
-        })
-        .to_string(),
-    )
-    .unwrap();
+    let schedule = f1_schedule(dir.path(), "10m");
     let sim = sim_with_podinfo();
     let json = dir.path().join("run.json");
     let out = Command::new(BIN)
@@ -341,20 +348,7 @@ fn a_settled_controller_is_judged_without_waiting_out_settle() {
 fn run_returns_1_when_the_controller_is_stuck_and_0_when_fixed() {
     let controller = std::env::current_exe().unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let schedule = dir.path().join("f1.json");
-    std::fs::write(
-        &schedule,
-        serde_json::json!({
-            "windows": [{
-                "name": "f1", "resources": [GR], "fault": {"freeze": {}},
-                "trigger": {"afterRequests": {"verb": "patch", "resource": GR, "subresource": "status", "count": 1}},
-                "duration": "1500ms"
-            }],
-            "oracles": {"convergence": {"resources": [GR], "settle": "3s"}}
-        })
-        .to_string(),
-    )
-    .unwrap();
+    let schedule = f1_schedule(dir.path(), "3s");
     let go = |fixed: bool| {
         let sim = sim_with_podinfo();
         let json = dir.path().join(format!("run-{fixed}.json"));

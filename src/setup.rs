@@ -279,10 +279,8 @@ async fn apply_one(client: &kube::Client, kinds: &mut Kinds, m: &Manifest) -> Re
 /// Done ahead (on a spare control plane), the controller finds them ready.
 pub async fn warm(client: &kube::Client, manifests: &[Manifest]) -> Result<()> {
     for m in manifests.iter().filter(|m| m.is_crd()) {
-        let spec = &m.object["spec"];
-        let group = spec["group"].as_str().unwrap_or("");
-        let plural = spec["names"]["plural"].as_str().unwrap_or("");
-        let Some(version) = spec["versions"]
+        let (group, plural) = crd_resource(m);
+        let Some(version) = m.object["spec"]["versions"]
             .as_array()
             .and_then(|v| v.iter().find(|v| v["served"] == true))
             .and_then(|v| v["name"].as_str())
@@ -304,12 +302,19 @@ pub async fn warm(client: &kube::Client, manifests: &[Manifest]) -> Result<()> {
     Ok(())
 }
 
+/// A CRD's group and plural.
+fn crd_resource(m: &Manifest) -> (&str, &str) {
+    let spec = &m.object["spec"];
+    (
+        spec["group"].as_str().unwrap_or(""),
+        spec["names"]["plural"].as_str().unwrap_or(""),
+    )
+}
+
 /// Wait until the CRD's resource is served (its `Established` condition, as a client
 /// sees it: discovery lists it).
 async fn wait_served(client: &kube::Client, m: &Manifest) -> Result<()> {
-    let spec = &m.object["spec"];
-    let group = spec["group"].as_str().unwrap_or("");
-    let plural = spec["names"]["plural"].as_str().unwrap_or("");
+    let (group, plural) = crd_resource(m);
     for _ in 0..600 {
         if let Ok(g) = kube::discovery::group(client, group).await
             && g.recommended_resources()

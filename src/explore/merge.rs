@@ -240,15 +240,8 @@ pub fn merge(mut inputs: Vec<Input>, out: &Path) -> Result<Merged> {
     s.trials_run = inputs.iter().map(|i| i.summary.trials_run).sum();
     s.not_exercised = inputs.iter().map(|i| i.summary.not_exercised).sum();
     // The shards ran side by side: what they did together in the time the longest took.
-    s.trials_per_minute = if s.seconds > 0.0 {
-        s.trials_run as f64 * 60.0 / s.seconds
-    } else {
-        0.0
-    };
-    s.first_finding_seconds = findings
-        .iter()
-        .map(|f| f.first_seen)
-        .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.min(x))));
+    s.trials_per_minute = super::output::per_minute(s.trials_run, s.seconds);
+    s.first_finding_seconds = super::output::first_seen(&findings);
     fault_free(&mut s, &inputs, &mut copies);
     s.focus = {
         let all: std::collections::BTreeSet<String> = inputs

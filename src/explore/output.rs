@@ -340,15 +340,8 @@ impl Summary {
             .iter()
             .filter(|t| t.effect.as_ref().is_some_and(|e| !e.exercised()))
             .count();
-        s.trials_per_minute = if seconds > 0.0 {
-            trials.len() as f64 * 60.0 / seconds
-        } else {
-            0.0
-        };
-        s.first_finding_seconds = findings
-            .iter()
-            .map(|f| f.first_seen)
-            .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.min(x))));
+        s.trials_per_minute = per_minute(trials.len(), seconds);
+        s.first_finding_seconds = first_seen(findings);
         s.findings = findings.to_vec();
         s.trials = trials.to_vec();
         s
@@ -574,6 +567,23 @@ table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ddd;pad
     }
     h.push_str("</table></section></body></html>\n");
     h
+}
+
+/// Trials per minute over `seconds` (0 for none).
+pub(super) fn per_minute(trials: usize, seconds: f64) -> f64 {
+    if seconds > 0.0 {
+        trials as f64 * 60.0 / seconds
+    } else {
+        0.0
+    }
+}
+
+/// When the earliest of `findings` was first seen (None: no finding).
+pub(super) fn first_seen(findings: &[Finding]) -> Option<f64> {
+    findings
+        .iter()
+        .map(|f| f.first_seen)
+        .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.min(x))))
 }
 
 #[cfg(test)]
