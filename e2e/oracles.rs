@@ -344,6 +344,38 @@ fn a_settled_controller_is_judged_without_waiting_out_settle() {
     );
 }
 
+/// A run whose objects are right, with a controller whose workqueue metrics say it has
+/// settled, ends then: not after `--quiet` (10 minutes here, which the run would
+/// otherwise wait out), and it says so. Passes, exit 0.
+#[test]
+fn a_settled_controller_whose_objects_are_right_ends_without_waiting_out_quiet() {
+    let controller = std::env::current_exe().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let schedule = f1_schedule(dir.path(), "3s");
+    let sim = sim_with_podinfo();
+    let json = dir.path().join("run.json");
+    let out = Command::new(BIN)
+        .args(["run", "--schedule", schedule.to_str().unwrap()])
+        .args(["--quiet", "10m", "--max-run", "20m", "--report-json"])
+        .arg(&json)
+        .env("KUBECONFIG", &sim.kubeconfig)
+        .env("STALEMATE_E2E_CONTROLLER", "fixed")
+        .env("STALEMATE_E2E_METRICS", "1")
+        .arg("--")
+        .arg(&controller)
+        .args(["controller_process", "--exact", "--nocapture"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let report: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{err}\n{report}");
+    assert_eq!(report["verdict"], "pass", "{report}");
+    assert!(
+        err.contains("before --quiet: the controller's metrics said it had settled"),
+        "{err}"
+    );
+}
+
 #[test]
 fn run_returns_1_when_the_controller_is_stuck_and_0_when_fixed() {
     let controller = std::env::current_exe().unwrap();

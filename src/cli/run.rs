@@ -165,17 +165,19 @@ pub struct WorldArgs {
     /// The controller's Prometheus metrics, e.g.
     /// http://127.0.0.1:$STALEMATE_METRICS_PORT/metrics (each run gets a free port in
     /// STALEMATE_METRICS_PORT, STALEMATE_HEALTH_PORT and STALEMATE_PORT): a run is quiet
-    /// only when every workqueue there is empty and has no unfinished work too; and once
-    /// quiet with no retry pending (workqueue_retries_total), the controller has settled
-    /// and is judged at once, not after --settle. Without this flag that URL is probed:
+    /// only when every workqueue there is empty and has no unfinished work too. With no
+    /// retry pending either (workqueue_retries_total) the controller has settled: it is
+    /// judged at once, not after --settle, and a run whose objects are already right
+    /// (Current; explore: the reference runs' end state) ends without waiting out
+    /// --quiet. Without this flag that URL is probed:
     /// a controller serving its workqueues there (--metrics-bind-address=
     /// 127.0.0.1:$STALEMATE_METRICS_PORT) is read as if named. `none`: no metrics read.
     #[arg(long, value_name = "URL")]
     pub idle_url: Option<String>,
 
-    /// Wait out --settle (the convergence oracle's settle) even when the controller's
-    /// metrics say it has settled — for one that waits with a RequeueAfter, which its
-    /// metrics do not count as a retry, for something that is still to come.
+    /// Wait out --quiet and --settle (the convergence oracle's settle) even when the
+    /// controller's metrics say it has settled — for one that waits with a RequeueAfter,
+    /// which its metrics do not count as a retry, for something that is still to come.
     #[arg(long)]
     pub wait_settle: bool,
 
@@ -342,6 +344,12 @@ fn conclude(args: &RunArgs, outcome: &crate::session::Outcome) -> Result<ExitCod
     }
     if let Some(code) = outcome.workload_exit.filter(|c| *c != 0) {
         eprintln!("stalemate: the workload exited with status {code}");
+    }
+    if outcome.ended == Ended::Settled {
+        eprintln!(
+            "stalemate: ended after {:.1}s, before --quiet: the controller's metrics said it had settled (workqueues empty, no retry pending) and the oracles could judge",
+            outcome.seconds
+        );
     }
     if outcome.ended == Ended::MaxRun {
         eprintln!(

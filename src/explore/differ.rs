@@ -14,10 +14,43 @@ use crate::session::Snapshot;
 
 pub use crate::oracle::end_state::{Key, State, describe, differences, show};
 
-/// What is ignored: per object, the field paths the references disagree on.
+/// What is ignored: per object, the field paths the references disagree on; and names
+/// made per run.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Masks {
     pub fields: BTreeMap<Key, BTreeSet<String>>,
+    /// Names that differ between the references in their last part, as a hash of
+    /// something each control plane has of its own does (kube-controller-manager's
+    /// ClusterTrustBundle `kubernetes.io:kube-apiserver-serving:<hash of its CA>`): the
+    /// stem they share, `stem*`. Objects named so are counted, as generated names are.
+    pub per_run: BTreeSet<Key>,
+}
+
+impl Masks {
+    /// `state` with the objects whose names are made per run counted by their stem.
+    pub fn fold(&self, state: &State) -> State {
+        if self.per_run.is_empty() {
+            return state.clone();
+        }
+        let mut out = State {
+            named: BTreeMap::new(),
+            generated: state.generated.clone(),
+        };
+        for (k, v) in &state.named {
+            let stem = self.per_run.iter().find(|s| {
+                s.resource == k.resource
+                    && s.namespace == k.namespace
+                    && k.name.starts_with(s.name.trim_end_matches('*'))
+            });
+            match stem {
+                Some(s) => *out.generated.entry(s.clone()).or_default() += 1,
+                None => {
+                    out.named.insert(k.clone(), v.clone());
+                }
+            }
+        }
+        out
+    }
 }
 
 /// Why two fault-free runs cannot serve as a reference.
@@ -43,12 +76,20 @@ pub fn normalize(snapshot: &Snapshot) -> State {
 /// other lacks make them no reference at all — unless the other did not look there (its
 /// clients never touched that resource in that namespace): `covered(run, key)` says
 /// whether run 0 (`a`) or 1 (`b`) read that object's place.
+///
+/// Objects each reference has and the other lacks, as many in each of the same resource
+/// and namespace, whose names differ only after a stem they share (up to a `:`, `-`, `.`
+/// or `_`), are named per run: counted by that stem (`Masks::per_run`).
 pub fn masks(
     a: &State,
     b: &State,
     covered: impl Fn(usize, &Key) -> bool,
 ) -> Result<Masks, Disagreement> {
-    let mut m = Masks::default();
+    let mut m = Masks {
+        per_run: per_run(a, b, &covered),
+        ..Masks::default()
+    };
+    let (a, b) = (&m.fold(a), &m.fold(b));
     for k in a.named.keys().chain(b.named.keys()) {
         match (a.named.get(k), b.named.get(k)) {
             (Some(_), None) if !covered(1, k) => {}
@@ -86,8 +127,55 @@ pub fn masks(
     Ok(m)
 }
 
+/// The stems of the names each reference made of its own (see [`masks`]).
+fn per_run(a: &State, b: &State, covered: &impl Fn(usize, &Key) -> bool) -> BTreeSet<Key> {
+    // Per resource and namespace: the names only one reference has, each side sorted.
+    type Place = (String, String);
+    let mut only: BTreeMap<Place, [Vec<&str>; 2]> = BTreeMap::new();
+    for (side, (this, other)) in [(a, b), (b, a)].into_iter().enumerate() {
+        for k in this.named.keys() {
+            if !other.named.contains_key(k) && covered(1 - side, k) {
+                let place = (k.resource.clone(), k.namespace.clone());
+                only.entry(place).or_default()[side].push(&k.name);
+            }
+        }
+    }
+    let mut stems = BTreeSet::new();
+    for ((resource, namespace), [mut x, mut y]) in only {
+        if x.len() != y.len() {
+            continue;
+        }
+        x.sort_unstable();
+        y.sort_unstable();
+        for (p, q) in x.iter().zip(&y) {
+            if let Some(stem) = stem(p, q) {
+                stems.insert(Key {
+                    resource: resource.clone(),
+                    namespace: namespace.clone(),
+                    name: format!("{stem}*"),
+                });
+            }
+        }
+    }
+    stems
+}
+
+/// What two names share before the part that differs, cut back to just after a
+/// separator (`:`, `-`, `.`, `_`): `serving:3f2a` and `serving:9c1e` share `serving:`;
+/// names that share no such stem, none.
+fn stem<'a>(p: &'a str, q: &str) -> Option<&'a str> {
+    let common = p
+        .char_indices()
+        .zip(q.chars())
+        .find(|((_, x), y)| x != y)
+        .map_or(p.len().min(q.len()), |((i, _), _)| i);
+    let cut = p[..common].rfind([':', '-', '.', '_'])? + 1;
+    Some(&p[..cut])
+}
+
 /// A faulted run's state against the reference, masks applied.
 pub fn compare(reference: &State, masks: &Masks, run: &State) -> Vec<Difference> {
+    let (reference, run) = (&masks.fold(reference), &masks.fold(run));
     let mut out = Vec::new();
     for (k, want) in &reference.named {
         match run.named.get(k) {
@@ -285,6 +373,75 @@ mod tests {
         );
         // Unless the other run never looked there.
         assert!(masks(&a, &b, |run, _| run == 0).is_ok());
+    }
+
+    /// Each control plane has a CA of its own, and kube-controller-manager publishes it
+    /// as a ClusterTrustBundle named after its hash: the references each have one, named
+    /// differently. They are counted by the stem of their names — and so is a trial's,
+    /// named differently again; one too many is still a difference. Names that share no
+    /// stem are still no reference.
+    #[test]
+    fn names_made_per_run_are_counted_by_their_stem() {
+        let bundle = |hash: &str| {
+            let name = format!("kubernetes.io:kube-apiserver-serving:{hash}");
+            (
+                name.clone(),
+                json!({"metadata": {"name": name}, "spec": {"trustBundle": hash}}),
+            )
+        };
+        let state = |hashes: &[&str]| {
+            let objects: Vec<(String, Value)> = hashes.iter().map(|h| bundle(h)).collect();
+            let mut s = Snapshot::new();
+            for (name, v) in objects {
+                s.insert(
+                    ObjectRef {
+                        resource: "clustertrustbundles.certificates.k8s.io".into(),
+                        namespace: String::new(),
+                        name,
+                    },
+                    v,
+                );
+            }
+            s.insert(
+                key("configmaps", "keep"),
+                json!({"metadata": {"name": "keep"}}),
+            );
+            normalize(&s)
+        };
+        let (a, b) = (state(&["3f2a"]), state(&["9c1e"]));
+        let m = masks(&a, &b, |_, _| true).unwrap();
+        assert_eq!(
+            m.per_run
+                .iter()
+                .map(|k| k.name.as_str())
+                .collect::<Vec<_>>(),
+            ["kubernetes.io:kube-apiserver-serving:*"]
+        );
+        assert!(compare(&a, &m, &b).is_empty());
+        assert!(compare(&a, &m, &state(&["77d0"])).is_empty());
+        let d = compare(&a, &m, &state(&["77d0", "5b5b"]));
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert_eq!(
+            d[0].message,
+            "objects named clustertrustbundles.certificates.k8s.io kubernetes.io:kube-apiserver-serving:*: 1 in reference, 2 here"
+        );
+        let gone = compare(&a, &m, &state(&[]));
+        assert_eq!(gone.len(), 1, "{gone:?}");
+
+        let other = normalize(&snapshot(&[(
+            "configmaps",
+            "y",
+            json!({"metadata": {"name": "y"}}),
+        )]));
+        let mine = normalize(&snapshot(&[(
+            "configmaps",
+            "x",
+            json!({"metadata": {"name": "x"}}),
+        )]));
+        assert!(masks(&mine, &other, |_, _| true).is_err());
+        assert_eq!(stem("web:1", "web:2"), Some("web:"));
+        assert_eq!(stem("serving:a1b2", "serving:a1c3"), Some("serving:"));
+        assert_eq!(stem("ab", "ac"), None);
     }
 
     #[test]

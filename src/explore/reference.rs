@@ -140,6 +140,7 @@ impl Search {
         let quiet = reference_quiet(sh.cfg.quiet);
         let options = |n: usize| -> Result<crate::session::Options> {
             let mut o = sh.options(base.clone(), &format!("{stem}-{n}"), quiet, workload)?;
+            o.whole_quiet = true;
             if let Some(b) = before_steps {
                 o.settle_before_workload = b;
             }

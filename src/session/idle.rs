@@ -117,10 +117,10 @@ impl IdleUrl {
 
     /// A sample taken while the run goes on, for the retries' history: what cannot be
     /// read now (a controller starting, or restarting) is no error.
-    pub async fn observe(&self) {
-        if let Ok(text) = get(&self.url, Duration::from_millis(500)).await {
-            self.take(&text);
-        }
+    /// What it said, when it could be read and named a workqueue.
+    pub async fn observe(&self) -> Option<Look> {
+        let text = get(&self.url, Duration::from_millis(500)).await.ok()?;
+        self.take(&text)
     }
 
     /// Whether every workqueue is empty with no unfinished work, and whether no retry is

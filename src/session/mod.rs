@@ -151,8 +151,13 @@ pub struct Options {
     /// The controller's Prometheus metrics (`$STALEMATE_METRICS_PORT` for the run's
     /// port): a quiet run ends only when its workqueues are idle too (`idle.rs`).
     pub idle_url: Option<String>,
-    /// Wait out `settle` even when the metrics say the controller has settled.
+    /// Wait out `settle` even when the metrics say the controller has settled — and
+    /// `quiet`, which the metrics may otherwise cut short (`Ended::Settled`).
     pub wait_settle: bool,
+    /// Wait out the whole `quiet` whatever the metrics say (explore's reference runs:
+    /// their rhythm, an interval requeue included, is what a trial's quiet is derived
+    /// from; `settle` may still be cut short).
+    pub whole_quiet: bool,
     pub end: End,
     pub trace: TraceTo,
     /// The controller's and the workload's stdout and stderr (default: stalemate's); each
@@ -205,6 +210,7 @@ impl Options {
             restart_crashed: None,
             idle_url: None,
             wait_settle: false,
+            whole_quiet: false,
             end: End::ControllerExit,
             trace: TraceTo::Off,
             output: None,
@@ -227,6 +233,9 @@ impl Options {
 pub enum Ended {
     ControllerExited,
     Quiet,
+    /// Idle for less than `quiet`, but the controller's metrics said it had settled (its
+    /// workqueues empty, no retry pending) and its end state was what it should be.
+    Settled,
     MaxRun,
     Duration,
     Interrupted,

@@ -28,6 +28,11 @@ const SAMPLE_EVERY: Duration = Duration::from_millis(50);
 /// How long one read of the end state may take before the run is judged as it is.
 const END_STATE_READ: Duration = Duration::from_secs(10);
 
+/// How long the controller must have been idle, by the proxy's account, before its
+/// metrics may end a run that has not been quiet for `quiet` yet: the watch events of its
+/// own last writes (what would wake it again) reach it well within this.
+const SETTLED_AFTER: Duration = Duration::from_millis(250);
+
 /// Another controller to start beside the first (`Options::others`).
 pub(super) struct OtherStart {
     pub name: String,
@@ -73,6 +78,8 @@ struct Watching {
     quiet: bool,
     /// When the controllers' metrics said they had settled, while quiet since.
     settled: Option<SystemTime>,
+    /// What the metrics said at this look's sample (None: not sampled at this look).
+    sample: Option<super::idle::Look>,
     /// When the metrics were last sampled for their retries' history, and how long
     /// until the next sample.
     sampled: Option<(Instant, Duration)>,
@@ -190,6 +197,7 @@ impl Supervised {
             end_checked: None,
             quiet: false,
             settled: None,
+            sample: None,
             sampled: None,
             ready_at: None,
             idle: Duration::ZERO,
@@ -236,6 +244,9 @@ impl Supervised {
                 }
                 Some(ended) => break (ended, None),
                 None if st.quiet => self.settle_by_metrics(o, running, &mut st).await?,
+                None if self.settled_early(o, running, &mut st).await => {
+                    break (Ended::Settled, None);
+                }
                 None => {}
             }
         };
@@ -431,13 +442,53 @@ impl Supervised {
     /// (51 queues and much else), which it renders for each read — the controller under
     /// test is not to spend more than a twentieth of its time on being watched.
     async fn sample_queues(&self, st: &mut Watching) {
+        st.sample = None;
         let Some(url) = &self.idle_url else { return };
         if st.sampled.is_some_and(|(at, every)| at.elapsed() < every) {
             return;
         }
         let at = Instant::now();
-        url.observe().await;
+        st.sample = url.observe().await;
         st.sampled = Some((at, SAMPLE_EVERY.max(at.elapsed() * 20)));
+    }
+
+    /// Idle for less than `quiet`, but done: the controller's metrics, sampled
+    /// [`SETTLED_AFTER`] or more after its last write or window, say it has settled
+    /// (queues empty, no retry pending), the convergence oracle can judge (every object
+    /// it judges Current, or `settle` past), and the end state is already what `end_state` wants (read at most once
+    /// every [`END_STATE_EVERY`]). What `quiet` waits for — the controller's next move —
+    /// is then only what something outside it asks, or an interval timer (a
+    /// `RequeueAfter`, which controller-runtime counts as a success), and an interval
+    /// would only find a right end state right again. An end state not right yet, or
+    /// unread, waits for `quiet` as before (`--wait-settle` always does).
+    async fn settled_early(
+        &self,
+        o: &Options,
+        running: &crate::server::Running,
+        st: &mut Watching,
+    ) -> bool {
+        let workload_done = self.workload.is_none() || st.workload_done_at.is_some();
+        let settled = st.sample.is_some_and(|l| l.settled);
+        if !matches!(o.end, End::Quiet { .. })
+            || o.wait_settle
+            || o.whole_quiet
+            || !settled
+            || !workload_done
+            || st.idle < SETTLED_AFTER
+            || !st.activity.no_window_open()
+            || st
+                .end_checked
+                .is_some_and(|t| t.elapsed() < END_STATE_EVERY)
+            || !running.oracles.can_judge(SystemTime::now())
+        {
+            return false;
+        }
+        let Some(check) = &o.end_state else {
+            return true;
+        };
+        st.end_checked = Some(Instant::now());
+        let read = super::snapshot::take(&self.upstream, &o.extent_hint);
+        matches!(tokio::time::timeout(END_STATE_READ, read).await, Ok(Ok(s)) if (check.ok)(&s))
     }
 
     /// Quiet, but not judged yet (an object not right, inside `settle`): when the
