@@ -8,8 +8,8 @@
 # kube-controller-manager (examples/kube-controller-manager/: a Deployment on kwok's
 # node, a workload that scales it).
 # Seconds to the first finding, trials per minute, seconds per trial, trials whose
-# window never opened. A benchmark, not a test: the figures go in README "Find bugs you
-# don't know about", "Flux's source-controller" and bench/README.md.
+# window never opened. A benchmark, not a test: the figures go in bench/README.md
+# ("explore") and docs/flux.md.
 #
 #   bash bench/explore.sh [--rounds N] [--budget N] [--upstreams "sim envtest cluster flux kcm"]
 #                         [--actions "none generated"] [--jobs "1 2"] [--metrics "off on"]

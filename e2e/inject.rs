@@ -544,7 +544,7 @@ fn dashboard_uses_the_documented_metrics() {
         &std::fs::read_to_string(root.join("deploy/grafana/stalemate-dashboard.json")).unwrap(),
     )
     .unwrap();
-    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let documented = std::fs::read_to_string(root.join("docs/metrics.md")).unwrap();
     let panels = dash["panels"].as_array().unwrap();
     let titles: Vec<&str> = panels.iter().filter_map(|p| p["title"].as_str()).collect();
     for want in [
@@ -564,9 +564,9 @@ fn dashboard_uses_the_documented_metrics() {
         for c in re.captures_iter(expr) {
             let metric = &c[1];
             assert!(
-                readme.contains(&format!("| `{metric}`"))
-                    || readme.contains(&format!("`{metric}`,")),
-                "{metric} (panel {:?}) is not in the README's metrics table",
+                documented.contains(&format!("| `{metric}`"))
+                    || documented.contains(&format!("`{metric}`,")),
+                "{metric} (panel {:?}) is not in docs/metrics.md's metrics table",
                 p["title"]
             );
         }

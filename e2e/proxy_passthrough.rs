@@ -157,7 +157,7 @@ fn raw_bodies_are_byte_identical_through_the_proxy() {
     }
 }
 
-/// DESIGN.md "Credentials": a client's identity through the proxy is the identity it
+/// docs/DESIGN.md "Credentials": a client's identity through the proxy is the identity it
 /// has direct. With a certificate upstream kubeconfig (what kind and kubeadm write), a
 /// connection that presented the certificate would answer every request as the
 /// certificate's user, whatever token it carried — so requests with their own

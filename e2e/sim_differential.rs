@@ -93,18 +93,18 @@ fn the_simulator_answers_as_the_real_apiserver() {
          them whole.)",
         report(names, real.len(), &divergences)
     );
-    // What the README says the simulator does not do must still be so: a gap that
-    // closed belongs in the script's comparison, and out of the README's list.
+    // What docs/simulator.md says the simulator does not do must still be so: a gap
+    // that closed belongs in the script's comparison, and out of that list.
     for (step, why) in NOT_SIMULATED {
         assert!(
             gaps.iter().any(|d| d.step == *step),
-            "step {step:?} no longer diverges ({why}): take it off NOT_SIMULATED and the README's 'Not simulated'"
+            "step {step:?} no longer diverges ({why}): take it off NOT_SIMULATED and docs/simulator.md's 'Not simulated'"
         );
     }
 }
 
-/// Steps whose divergence the README's "Not simulated" documents: each must still
-/// diverge (so the README stays true), and nothing else may.
+/// Steps whose divergence docs/simulator.md's "Not simulated" documents: each must
+/// still diverge (so that list stays true), and nothing else may.
 const NOT_SIMULATED: &[(&str, &str)] = &[
     (
         "server-side apply by another manager",
@@ -385,8 +385,8 @@ const ALLOWED: &[Allowed] = &[
                reduced to what the protobuf decoder here reads (kind, metadata's names, \
                uid, resourceVersion, generation, timestamps, labels, annotations, \
                finalizers; a Status's reason, code, message)",
-        why: "the simulator serves no protobuf (README, 'Not simulated'); a client that \
-              also accepts JSON gets JSON from it, and the same object",
+        why: "the simulator serves no protobuf (docs/simulator.md, 'Not simulated'); a \
+              client that also accepts JSON gets JSON from it, and the same object",
         apply: Some(protobuf_or_json),
     },
     Allowed {
@@ -440,10 +440,10 @@ const ALLOWED: &[Allowed] = &[
     },
     Allowed {
         what: "managedFields (whether there is one, and its entries)",
-        why: "README, 'Not simulated': managedFields are approximated (one entry per \
-              manager and operation, lists tracked whole, an entry even where the real \
-              one records none); no controller reads them — what ownership decides, a \
-              server-side apply's conflicts, is compared by its answers",
+        why: "docs/simulator.md, 'Not simulated': managedFields are approximated (one \
+              entry per manager and operation, lists tracked whole, an entry even where \
+              the real one records none); no controller reads them — what ownership \
+              decides, a server-side apply's conflicts, is compared by its answers",
         apply: Some(field_sets),
     },
     Allowed {

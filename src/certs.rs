@@ -4,7 +4,7 @@
 //! thing: a CA a client can trust (`certificate-authority-data` in a kubeconfig, `ca.crt` in
 //! a pod's service-account volume) and a serving certificate whose SANs cover the address
 //! the client dials. client-go's in-cluster config dials `https://$KUBERNETES_SERVICE_HOST`,
-//! so an IP SAN for 127.0.0.1 is required, not just `localhost` (PROTOCOL.md §F).
+//! so an IP SAN for 127.0.0.1 is required, not just `localhost` (docs/PROTOCOL.md §F).
 
 use std::net::IpAddr;
 use std::path::Path;

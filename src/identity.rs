@@ -3,7 +3,7 @@
 //! bearer token — or `other`.
 //!
 //! The token is read without verifying it (the upstream verifies; the proxy only needs a
-//! name to match windows by) and is never logged (DESIGN.md "Vocabulary").
+//! name to match windows by) and is never logged (docs/DESIGN.md "Vocabulary").
 
 use std::collections::BTreeMap;
 

@@ -2,12 +2,13 @@
 //!
 //! In a pod, client-go and kube-rs find the apiserver from `KUBERNETES_SERVICE_HOST/PORT`
 //! and trust it with `/var/run/secrets/kubernetes.io/serviceaccount/ca.crt`
-//! (PROTOCOL.md §F). So the controller containers get `KUBERNETES_SERVICE_HOST=127.0.0.1`,
-//! the proxy's port, and, at that path, a projected volume holding their own
-//! service-account token, stalemate's CA as `ca.crt`, and the namespace. The `stalemate`
-//! sidecar keeps the real mount (the kubelet adds it to every container that does not
-//! mount that path itself) and serves in in-cluster mode. The controller's requests carry
-//! its own token, which the proxy forwards unchanged: RBAC and audit see the controller.
+//! (docs/PROTOCOL.md §F). So the controller containers get
+//! `KUBERNETES_SERVICE_HOST=127.0.0.1`, the proxy's port, and, at that path, a projected
+//! volume holding their own service-account token, stalemate's CA as `ca.crt`, and the
+//! namespace. The `stalemate` sidecar keeps the real mount (the kubelet adds it to every
+//! container that does not mount that path itself) and serves in in-cluster mode. The
+//! controller's requests carry its own token, which the proxy forwards unchanged: RBAC and
+//! audit see the controller.
 //!
 //! Everything added is recorded in the pod template's `stalemate.dev/injection`
 //! annotation, so injecting twice equals injecting once and `--uninject` restores the

@@ -54,7 +54,8 @@ struct ClusterInner {
     server: String,
     #[serde(rename = "certificate-authority-data")]
     ca_data: String,
-    /// Go clients would otherwise add `Accept-Encoding: gzip` on their own (PROTOCOL.md §A.6).
+    /// Go clients would otherwise add `Accept-Encoding: gzip` on their own
+    /// (docs/PROTOCOL.md §A.6).
     #[serde(rename = "disable-compression")]
     disable_compression: bool,
 }

@@ -1,4 +1,4 @@
-//! Prometheus metrics (names and labels from DESIGN.md "Interfaces"). Label sets are
+//! Prometheus metrics (names and labels from docs/DESIGN.md "Interfaces"). Label sets are
 //! bounded: `client` is a schedule client name or `other`, `resource` a served resource.
 
 use prometheus::{

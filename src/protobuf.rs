@@ -1,10 +1,10 @@
 //! The protobuf wire format, as much as stalemate needs: a reader that walks fields
 //! without a schema, and a small writer.
 //!
-//! Kubernetes objects travel as `k8s\0` + `runtime.Unknown{typeMeta, raw}` (PROTOCOL.md
-//! §B). No protobuf code generator is involved: the simulator decodes request bodies from
-//! a field table, the proxy's codecs only need a few metadata fields, and the OpenAPI v2
-//! document kubectl 1.28 requires is a handful of nested messages.
+//! Kubernetes objects travel as `k8s\0` + `runtime.Unknown{typeMeta, raw}`
+//! (docs/PROTOCOL.md §B). No protobuf code generator is involved: the simulator decodes
+//! request bodies from a field table, the proxy's codecs only need a few metadata fields,
+//! and the OpenAPI v2 document kubectl 1.28 requires is a handful of nested messages.
 
 /// The 4-byte prefix of every Kubernetes protobuf object.
 pub const MAGIC: &[u8] = b"k8s\0";
@@ -145,7 +145,7 @@ pub fn unwrap_unknown(body: &[u8]) -> Result<(String, String, &[u8]), WireError>
 }
 
 /// Wrap a typed object in the `k8s\0` + `runtime.Unknown` envelope the apiserver puts
-/// around every protobuf body (PROTOCOL.md §B): the one writer of it.
+/// around every protobuf body (docs/PROTOCOL.md §B): the one writer of it.
 pub fn envelope(api_version: &str, kind: &str, raw: &[u8]) -> Vec<u8> {
     let mut u = Writer::default();
     u.message(1, |tm| {

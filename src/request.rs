@@ -75,7 +75,7 @@ impl Verb {
     }
 }
 
-/// How a read asked for freshness (KEP-2340's matrix; PROTOCOL.md §A.2).
+/// How a read asked for freshness (KEP-2340's matrix; docs/PROTOCOL.md §A.2).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RvSemantics {
     /// `resourceVersion` absent or empty: most recent (a consistent read).

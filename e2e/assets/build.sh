@@ -11,7 +11,7 @@
 #
 # Cached outside the clone: ${STALEMATE_CACHE:-~/.cache/stalemate}/kube/<version>/. A
 # binary already there at its pinned version is not built again, so a second call costs
-# a second. A cold build takes several minutes on 2 cores (README, "Set up").
+# a second. A cold build takes several minutes on 2 cores (docs/testing.md).
 #
 # Why a generated go.mod: k8s.io/kubernetes cannot be `go install`ed — its go.mod points
 # the k8s.io/* staging modules at ./staging, which a module download does not have — so

@@ -106,7 +106,7 @@ impl Stream {
     }
 }
 
-// Protobuf, read independently of the proxy's own codec (../shared/PROTOCOL.md B).
+// Protobuf, read independently of the proxy's own codec (docs/PROTOCOL.md §B).
 
 pub fn varint(b: &[u8], i: &mut usize) -> u64 {
     let (mut v, mut shift) = (0, 0);

@@ -1,5 +1,5 @@
 //! A small GitRepository controller with Flux source-controller's patch pattern — the
-//! pattern behind fluxcd/source-controller#2012 (`../shared/seeds/000_…`):
+//! pattern behind fluxcd/source-controller#2012:
 //!
 //! 1. the artifact is written with a plain merge patch on `status` (no version check);
 //! 2. the conditions are written with an optimistic-lock merge patch (the cached object's

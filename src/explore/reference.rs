@@ -396,7 +396,7 @@ pub(super) fn expect_ends(
 /// `leaderelection` times leases by its own clock), and the dead one never released it.
 /// So unless `--recover-within` was given, the recovery oracle allows `settle` plus the
 /// longest lease duration among the controllers under test: the lease doing its job is
-/// not a finding (the README's Flux section measures it).
+/// not a finding (docs/flux.md measures it).
 pub(super) fn allow_for_leases(schedule: &mut crate::schedule::Schedule, refs: &References) {
     let longest = std::iter::once(&refs.reference)
         .chain(&refs.others)

@@ -40,7 +40,7 @@ use crate::request::Verb;
 use crate::status::ApiError;
 pub use crate::watch::gate::HoldMode;
 
-/// The faults (DESIGN.md "Faults"). Each window has exactly one.
+/// The faults (docs/DESIGN.md "Faults"). Each window has exactly one.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub enum Fault {

@@ -10,7 +10,7 @@
 //!
 //! The abrupt path exists for the simulator's misbehaviour endpoints: a dropped TCP
 //! connection is what a client sees when an apiserver restarts, and its reflector must
-//! resume (PROTOCOL.md §C).
+//! resume (docs/PROTOCOL.md §C).
 
 pub mod body;
 mod kill;

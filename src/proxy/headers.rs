@@ -1,5 +1,5 @@
 //! Headers on their way through: hop-by-hop ones dropped (RFC 9110 §7.6.1), `X-Remote-*`
-//! dropped (a front proxy's client could otherwise claim any identity, PROTOCOL.md
+//! dropped (a front proxy's client could otherwise claim any identity, docs/PROTOCOL.md
 //! §A.11), the proxy-kubeconfig placeholder token removed, and a watch's `Accept`
 //! narrowed to what the gate can frame.
 

@@ -52,7 +52,8 @@ pub struct Proxy {
     /// Time allowed for the upstream's response headers (not for streaming bodies).
     pub header_timeout: Duration,
     /// Becomes `true` when the proxy shuts down: watch streams then end cleanly at their
-    /// next frame boundary, so clients resume (PROTOCOL.md §C) instead of seeing a reset.
+    /// next frame boundary, so clients resume (docs/PROTOCOL.md §C) instead of seeing a
+    /// reset.
     pub shutdown: tokio::sync::watch::Receiver<bool>,
     /// The schedule's windows, views, trace and held-bytes budget; watch streams that
     /// windows target go through a gate.
@@ -338,7 +339,7 @@ fn prepare(
     req: &mut Request<Body>,
 ) -> Option<(crate::watch::view::ViewKey, bool)> {
     if call.labels.watch {
-        // The gate reads frames: ask for a plain stream (PROTOCOL.md §A.6; one that
+        // The gate reads frames: ask for a plain stream (docs/PROTOCOL.md §A.6; one that
         // comes gzipped anyway is decoded) in a framing it knows.
         req.headers_mut().remove(header::ACCEPT_ENCODING);
         if let Some(a) = headers::gateable_accept(req.headers().get(header::ACCEPT)) {

@@ -1,5 +1,5 @@
 //! Reports: what the oracles concluded, for people (terminal, HTML) and for programs
-//! (JSON, a stable schema documented in the README).
+//! (JSON, a stable schema documented in docs/oracles.md).
 //!
 //! A report is built live from the oracles, or afterwards from a trace file
 //! (`stalemate report TRACE`): the trace holds the requests, the windows and the

@@ -1,8 +1,9 @@
 //! Schedules: which clients see which resources stale, how, and when.
 //!
-//! The JSON format is DESIGN.md's "Schedule file"; the same window objects are accepted by
-//! the control API. Unknown fields are rejected so a typo never silently disables a
-//! window, and every error names its field path (and, for files, line and column).
+//! The JSON format is docs/DESIGN.md's "Schedule file"; the same window objects are
+//! accepted by the control API. Unknown fields are rejected so a typo never silently
+//! disables a window, and every error names its field path (and, for files, line and
+//! column).
 
 pub mod engine;
 
@@ -358,7 +359,7 @@ impl Window {
     /// list and is held whole: holding only some of its events would reorder
     /// resourceVersions, and a client resuming from a later one would lose the held ones.
     /// Leases (leader election) are only touched when named: `*` does not cover them, or
-    /// every chaos run would also be a leader-election test (DESIGN.md "Faults").
+    /// every chaos run would also be a leader-election test (docs/DESIGN.md "Faults").
     pub fn targets(&self, resource: &str, namespace: Option<&str>) -> bool {
         let res = self
             .resources

@@ -12,7 +12,7 @@
 //! Anything else — a token it did not sign, an expired one, another scheme — is 401
 //! `Unauthorized`, the same `Status` a real server sends. That is what makes it possible
 //! to test, against the simulator, that a proxy never swaps a client's identity for its
-//! own (DESIGN.md "Credentials").
+//! own (docs/DESIGN.md "Credentials").
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

@@ -1,9 +1,9 @@
 //! GET and LIST, with resourceVersion semantics, selectors and paging.
 //!
 //! The simulator is always consistent, so most reads are served from the current state;
-//! what differs by RV (PROTOCOL.md §A.2) is validation and the cases that are not "now":
-//! an RV the server has not reached gets `504 Too large resource version`; an exact or
-//! continued LIST is served as of its RV, reconstructed from history, or `410 Expired`
+//! what differs by RV (docs/PROTOCOL.md §A.2) is validation and the cases that are not
+//! "now": an RV the server has not reached gets `504 Too large resource version`; an exact
+//! or continued LIST is served as of its RV, reconstructed from history, or `410 Expired`
 //! once that history is gone. `resourceVersion=0` LISTs ignore `limit`, as the watch
 //! cache does.
 

@@ -8,7 +8,7 @@
 //! History is a ring of events bounded by count and age. It serves watches that resume
 //! from an RV (`resourceVersion=X`) and exact/continued LISTs at an older RV; asking for
 //! anything older than what was dropped gets `410 Expired`, as the apiserver does after
-//! etcd compaction (PROTOCOL.md §D).
+//! etcd compaction (docs/PROTOCOL.md §D).
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, OnceLock};

@@ -1,5 +1,5 @@
 //! `meta.k8s.io` Table responses, which `kubectl get` asks for in human output
-//! (`Accept: application/json;as=Table;v=v1;g=meta.k8s.io,...`; PROTOCOL.md §G).
+//! (`Accept: application/json;as=Table;v=v1;g=meta.k8s.io,...`; docs/PROTOCOL.md §G).
 //!
 //! Columns: a CRD version's `additionalPrinterColumns` (evaluated with a JSONPath subset:
 //! `.a.b`, `[N]`, `[?(@.k=="v")]`), or the built-in printers' columns for the built-in

@@ -4,7 +4,8 @@
 //! containers, a Service's ports, a Secret's keys, a Role's verbs, the replica counts a
 //! status may report. Each answers 422 `Invalid` with the causes (field and reason) the
 //! real apiserver gives, checked against it by `e2e/sim_differential.rs`. Everything
-//! else kube-apiserver validates is not checked here (README, "Not simulated").
+//! else kube-apiserver validates is not checked here (docs/simulator.md,
+//! "Not simulated").
 
 use serde_json::Value;
 

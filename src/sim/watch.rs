@@ -1,4 +1,4 @@
-//! Watches: every form (PROTOCOL.md §A.1–A.3), served from the store's history and its
+//! Watches: every form (docs/PROTOCOL.md §A.1–A.3), served from the store's history and its
 //! broadcast of new events.
 //!
 //! ```text
@@ -15,7 +15,7 @@
 //!
 //! Bookmark RVs are never ahead of an event this watcher has not processed yet: every
 //! broadcast event, matching or not, advances `seen_rv` only when it is taken off the
-//! queue in order (PROTOCOL.md §A.8).
+//! queue in order (docs/PROTOCOL.md §A.8).
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;

@@ -35,7 +35,7 @@ pub enum WatchEnd {
     Reset,
     /// The connection went away under the stream (apiserver restarted or died: GOAWAY,
     /// EOF, an I/O error). Direct, a client sees its connection close and resumes
-    /// (client-go treats such ends as `IsProbableEOF`, PROTOCOL.md §C); through the
+    /// (client-go treats such ends as `IsProbableEOF`, docs/PROTOCOL.md §C); through the
     /// proxy its own connection is fine, so the proxy ends the stream cleanly to the
     /// same effect — a reset would be an ERROR event for client-go (`kubectl get -w`
     /// exits with "INTERNAL_ERROR").

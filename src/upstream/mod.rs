@@ -5,7 +5,7 @@
 //! client certificates, tokens, exec plugins and their refresh); the transport is a
 //! hyper-util client over hyper-rustls with the TLS config kube builds from it.
 //!
-//! Two kinds of upstream connection, never mixed (DESIGN.md "Credentials"):
+//! Two kinds of upstream connection, never mixed (docs/DESIGN.md "Credentials"):
 //! `passthrough` forwards a request as it is — with the client's own `Authorization`
 //! (e.g. a pod's rotating service-account token) — over connections that present **no
 //! client certificate**: kube-apiserver authenticates a TLS client certificate before any

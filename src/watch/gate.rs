@@ -14,7 +14,7 @@
 //!   Ended  — if events were held: ERROR 410 Expired, never a clean close (invariant 1)
 //! ```
 //!
-//! Invariant 2 (PROTOCOL.md §A.8): a BOOKMARK promises "you have everything up to RV";
+//! Invariant 2 (docs/PROTOCOL.md §A.8): a BOOKMARK promises "you have everything up to RV";
 //! delivering one past an event still held would let a reconnecting client skip that
 //! event forever. So while anything is held, ordinary bookmarks are dropped (a later one
 //! will come), and under `lag` they queue behind the events they follow. The WatchList

@@ -1,5 +1,5 @@
 //! Gzip-encoded watch streams (`Content-Encoding: gzip`; WatchList compression is on by
-//! default from 1.37, PROTOCOL.md §A.6): decoded incrementally, chunk by chunk, so the
+//! default from 1.37, docs/PROTOCOL.md §A.6): decoded incrementally, chunk by chunk, so the
 //! framers see the plain event stream as soon as each compressed block arrives.
 
 use std::io::Write;

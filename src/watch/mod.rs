@@ -8,7 +8,8 @@
 //! (`json.rs`), a small field walker for protobuf (`proto.rs`). Both accept chunks cut
 //! anywhere, and report malformed input as an error, never a panic.
 //!
-//! Wire formats: PROTOCOL.md §A.5 and §B; recorded streams in `fixtures/kube-apiserver-1.28/`.
+//! Wire formats: docs/PROTOCOL.md §A.5 and §B; recorded streams in
+//! `fixtures/kube-apiserver-1.28/`.
 
 pub mod gate;
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! Protobuf watch streams (`application/vnd.kubernetes.protobuf;stream=watch`): each event
 //! is a 4-byte big-endian length and a `WatchEvent{type = 1, object = 2 (RawExtension{raw =
-//! 1})}`, where `raw` is `k8s\0` + `runtime.Unknown` (PROTOCOL.md §B). ObjectMeta is field 1
-//! of every object; a Status (ERROR events) carries its code in field 6.
+//! 1})}`, where `raw` is `k8s\0` + `runtime.Unknown` (docs/PROTOCOL.md §B). ObjectMeta is
+//! field 1 of every object; a Status (ERROR events) carries its code in field 6.
 
 use bytes::{Buf, Bytes, BytesMut};
 

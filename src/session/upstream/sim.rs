@@ -1,6 +1,6 @@
 //! The simulator: a fresh one in this process for every run (`sim/local.rs`), gone when
-//! the run ends — instant, parallel, no binaries; not the real thing (README, "The
-//! simulator").
+//! the run ends — instant, parallel, no binaries; not the real thing
+//! (docs/simulator.md).
 
 use std::path::Path;
 

@@ -2,12 +2,12 @@
 //! its last full LIST plus every watch event the proxy delivered since.
 //!
 //! A `resourceVersion=0` read may legally be answered from any cache, however old
-//! (PROTOCOL.md §A.2): a real apiserver serves it from its watch cache. During a window a
-//! stale client must not escape its staleness through such a read, or it would notice
-//! what the window hides; so the proxy answers it from the view instead, with the view's
-//! resourceVersion as the list's (invariant 2: never newer than the items it returns).
-//! Consistent reads still go upstream, unless the window sets `staleConsistentReads` (a
-//! contract violation, counted as such).
+//! (docs/PROTOCOL.md §A.2): a real apiserver serves it from its watch cache. During a
+//! window a stale client must not escape its staleness through such a read, or it would
+//! notice what the window hides; so the proxy answers it from the view instead, with the
+//! view's resourceVersion as the list's (invariant 2: never newer than the items it
+//! returns). Consistent reads still go upstream, unless the window sets
+//! `staleConsistentReads` (a contract violation, counted as such).
 //!
 //! ```text
 //!  LIST response ──tee──► feed_list (commit when the last page arrives)
