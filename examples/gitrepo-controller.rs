@@ -2,8 +2,11 @@
 //! `KUBECONFIG` like any controller — for `stalemate run` (and its tests):
 //!
 //! ```sh
-//! stalemate run --schedule config/flux-f1.json --duration 20s -- target/debug/examples/gitrepo-controller [--fixed|--hot-loop] [--metrics-bind-address=ADDR]
+//! stalemate run --sim --setup examples/gitrepo/setup.yaml --quiet 2s --schedule f1.json -- target/debug/examples/gitrepo-controller [--fixed|--hot-loop] [--metrics-bind-address=ADDR]
 //! ```
+//!
+//! with `f1.json` the README's schedule (its client is everyone: `config/flux-f1.json`
+//! targets only a User-Agent of `source-controller/`, which this one does not send).
 //!
 //! `--metrics-bind-address=127.0.0.1:$STALEMATE_METRICS_PORT` serves its workqueue
 //! metrics as controller-runtime's manager would (`src/demo/metrics.rs`): a run then

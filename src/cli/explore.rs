@@ -132,7 +132,7 @@ pub struct ExploreFlags {
     #[arg(long, value_name = "FILE")]
     pub oracles: Option<PathBuf>,
 
-    /// The last round's freezes: longer than a controller's patience with its own writes
+    /// Round 2's freezes: longer than a controller's patience with its own writes
     /// (client-go's workload controllers wait 5 minutes to see what they created or
     /// deleted), after each of its creates and deletes, with the user's objects touched
     /// 20 s before the freeze ends. 0 leaves the round out.

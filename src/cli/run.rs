@@ -157,8 +157,9 @@ pub struct WorldArgs {
     /// Another controller under test beside CMD, repeated for more: NAME=COMMAND, a shell
     /// command run on a listener of its own (its requests are the client NAME, which
     /// windows can target; CMD's are `controller`), with its own KUBECONFIG, ports
-    /// (STALEMATE_*) and STALEMATE_DATA_DIR, restarted as CMD is. `restart` windows
-    /// restart CMD only; explore anchors its plans on CMD's requests.
+    /// (STALEMATE_*) and STALEMATE_DATA_DIR, restarted as CMD is. A `restart` window
+    /// restarts the controller its client names (`*`: every one; any other client: CMD);
+    /// explore plans for each, anchored on any controller's writes.
     #[arg(long = "controller", value_name = "NAME=COMMAND", value_parser = crate::session::Other::parse)]
     pub others: Vec<crate::session::Other>,
 

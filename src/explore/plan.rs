@@ -132,7 +132,7 @@ impl Plan {
 /// What the planner is asked for besides the reference.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
-    /// Round 4's freezes (`--long-window`); none: no round 4.
+    /// Round 2's freezes (`--long-window`); none: no round 2.
     pub long_window: Option<Duration>,
 }
 

@@ -7,7 +7,7 @@
 //! that gave up waiting for its own writes to show up (client-go's workload controllers
 //! wait five minutes: the expectations timeout) acts again only when something happens,
 //! and in a quiet cluster nothing does. Explore's long freezes (`explore/plan.rs`,
-//! round 4) end with a touch of the user's objects while the freeze still holds: the
+//! round 2) end with a touch of the user's objects while the freeze still holds: the
 //! moment an impatient controller acts on what it has been shown.
 //!
 //! It is a user's write, not the controller's: it goes to the upstream with the run's
