@@ -23,9 +23,13 @@
 //! inside one sample (50 ms) — and an add of one item while another's retry waits: both
 //! are taken as settled. A reconcile requeued *after an interval* (`RequeueAfter`: a
 //! resync, Flux's `spec.interval`) is no retry on client-go's queue and counts as
-//! settled — a controller-runtime priority queue counts it as one, which keeps such a
-//! controller on `settle`. A controller whose queues export no `workqueue_retries_total` never settles
-//! by its metrics.
+//! settled. controller-runtime's priority queue (`pkg/controller/priorityqueue`) counts
+//! it as one — source-controller v1.9.3, after one reconcile asking for a requeue and one
+//! returning `RequeueAfter: interval`, shows `workqueue_retries_total 2` for ever — so
+//! where a controller-runtime controller exports `controller_runtime_reconcile_total`,
+//! its queue's retries are its reconciles with `result` `error` or `requeue` (less its
+//! terminal errors, which are not retried), not the queue's own count. A controller whose
+//! queues export no retries never settles by its metrics.
 //!
 //! With no `--idle-url`, the run's metrics port is probed
 //! (`http://127.0.0.1:$STALEMATE_METRICS_PORT/metrics`): a controller that serves its
@@ -103,6 +107,10 @@ pub struct Look {
     /// Idle, and no retry pending: what the controller does next is only what something
     /// outside it asks (or an interval).
     pub settled: bool,
+    /// Some workqueue of this process has had an item added: its informers have synced
+    /// and handed it work. Before that, empty queues mean not started, not done (a
+    /// controller's queues are served before its caches sync and its workers start).
+    pub worked: bool,
 }
 
 impl IdleUrl {
@@ -135,10 +143,12 @@ impl IdleUrl {
             Ok(None) | Err(_) if !self.given && !seen => Ok(Look {
                 idle: true,
                 settled: false,
+                worked: false,
             }),
             Ok(None) | Err(_) if restarted || seen => Ok(Look {
                 idle: false,
                 settled: false,
+                worked: false,
             }),
             Ok(None) => bail!(
                 "{} exports no workqueue_depth or workqueue_unfinished_work_seconds",
@@ -168,6 +178,7 @@ impl IdleUrl {
         Some(Look {
             idle: !sample.busy,
             settled: !sample.busy && seen.retries_exported && !pending,
+            worked: seen.last.values().any(|c| c.adds > 0.0),
         })
     }
 }
@@ -202,6 +213,8 @@ impl Sample {
         let mut busy = false;
         let mut counters: BTreeMap<String, Counters> = BTreeMap::new();
         let mut with_retries = std::collections::BTreeSet::new();
+        // Per controller-runtime controller: the reconciles that asked for a retry.
+        let mut retried: BTreeMap<String, f64> = BTreeMap::new();
         for line in text.lines().filter(|l| !l.starts_with('#')) {
             let Some((name, value)) = sample(line) else {
                 continue;
@@ -222,7 +235,28 @@ impl Sample {
                     with_retries.insert(queue());
                 }
                 "workqueue_adds_total" => counters.entry(queue()).or_default().adds += value,
+                "controller_runtime_reconcile_total" => {
+                    let controller = label(line, "controller").unwrap_or_default();
+                    let retry = match label(line, "result") {
+                        Some("error" | "requeue") => value,
+                        _ => 0.0,
+                    };
+                    *retried.entry(controller.to_string()).or_default() += retry;
+                }
+                "controller_runtime_terminal_reconcile_errors_total" => {
+                    let controller = label(line, "controller").unwrap_or_default();
+                    *retried.entry(controller.to_string()).or_default() -= value;
+                }
                 _ => {}
+            }
+        }
+        // A controller-runtime controller's own count of the reconciles that asked for a
+        // retry stands for its queue's: a priority queue counts a `RequeueAfter` as a
+        // retry too, an interval that is no retry pending.
+        for (controller, n) in retried {
+            if let Some(c) = counters.get_mut(&controller) {
+                c.retries = n.max(0.0);
+                with_retries.insert(controller);
             }
         }
         (gauges > 0).then(|| Sample {
@@ -382,6 +416,53 @@ mod tests {
             !settled(&no_retries, "workqueue_depth{name=\"a\"} 0\n"),
             "no retries exported: never settled by metrics"
         );
+    }
+
+    /// source-controller v1.9.3 on a priority queue, as it served them: one reconcile that
+    /// asked for a requeue (it came back), then one that returned `RequeueAfter` — which
+    /// the queue counts as a retry, and which never comes back within a run. Its
+    /// reconciles' results say no retry is pending; an error is one until it comes back.
+    #[test]
+    fn controller_runtime_results_stand_for_a_priority_queues_retries() {
+        const FIRST: &str = r#"controller_runtime_reconcile_total{controller="gitrepository",result="error"} 0
+controller_runtime_reconcile_total{controller="gitrepository",result="requeue"} 1
+controller_runtime_reconcile_total{controller="gitrepository",result="requeue_after"} 0
+controller_runtime_reconcile_total{controller="gitrepository",result="success"} 0
+workqueue_adds_total{controller="gitrepository",name="gitrepository"} 1
+workqueue_depth{controller="gitrepository",name="gitrepository",priority="-100"} 0
+workqueue_retries_total{controller="gitrepository",name="gitrepository"} 1
+workqueue_unfinished_work_seconds{controller="gitrepository",name="gitrepository"} 0
+"#;
+        const INTERVAL: &str = r#"controller_runtime_reconcile_total{controller="gitrepository",result="error"} 0
+controller_runtime_reconcile_total{controller="gitrepository",result="requeue"} 1
+controller_runtime_reconcile_total{controller="gitrepository",result="requeue_after"} 1
+controller_runtime_reconcile_total{controller="gitrepository",result="success"} 0
+workqueue_adds_total{controller="gitrepository",name="gitrepository"} 2
+workqueue_depth{controller="gitrepository",name="gitrepository",priority="-100"} 0
+workqueue_retries_total{controller="gitrepository",name="gitrepository"} 2
+workqueue_unfinished_work_seconds{controller="gitrepository",name="gitrepository"} 0
+"#;
+        let u = IdleUrl::new(String::new(), true);
+        assert!(!settled(&u, FIRST), "the requeue: pending");
+        assert!(
+            settled(&u, INTERVAL),
+            "it came back; the interval is no retry"
+        );
+        assert!(u.take(INTERVAL).unwrap().worked);
+        let failed = INTERVAL.replace(r#"result="error"} 0"#, r#"result="error"} 1"#);
+        assert!(!settled(&u, &failed), "an error: a retry pending");
+        let back = failed.replace(r#"name="gitrepository"} 2"#, r#"name="gitrepository"} 3"#);
+        assert!(settled(&u, &back), "it came back");
+        let terminal = format!(
+            "{}controller_runtime_terminal_reconcile_errors_total{{controller=\"gitrepository\"}} 1\n",
+            back.replace(r#"result="error"} 1"#, r#"result="error"} 2"#)
+        );
+        assert!(settled(&u, &terminal), "a terminal error is not retried");
+        // Only queue-less counters: the queue's own retries are read as before.
+        let plain = IdleUrl::new(String::new(), true);
+        assert!(!settled(&plain, &queue(0, 1, 1)));
+        let starting = "workqueue_depth{name=\"a\"} 0\nworkqueue_retries_total{name=\"a\"} 0\nworkqueue_adds_total{name=\"a\"} 0\n";
+        assert!(!plain.take(starting).unwrap().worked, "nothing added yet");
     }
 
     #[test]

@@ -454,7 +454,8 @@ impl Supervised {
 
     /// Idle for less than `quiet`, but done: the controller's metrics, sampled
     /// [`SETTLED_AFTER`] or more after its last write or window, say it has settled
-    /// (queues empty, no retry pending), the convergence oracle can judge (every object
+    /// (queues empty, no retry pending) after work (an item added to a queue of this
+    /// process: empty queues before its caches sync say nothing), the convergence oracle can judge (every object
     /// it judges Current, or `settle` past), and the end state is already what `end_state` wants (read at most once
     /// every [`END_STATE_EVERY`]). What `quiet` waits for — the controller's next move —
     /// is then only what something outside it asks, or an interval timer (a
@@ -468,7 +469,7 @@ impl Supervised {
         st: &mut Watching,
     ) -> bool {
         let workload_done = self.workload.is_none() || st.workload_done_at.is_some();
-        let settled = st.sample.is_some_and(|l| l.settled);
+        let settled = st.sample.is_some_and(|l| l.settled && l.worked);
         if !matches!(o.end, End::Quiet { .. })
             || o.wait_settle
             || o.whole_quiet
