@@ -10,7 +10,7 @@ use std::sync::LazyLock;
 
 use serde::Deserialize;
 
-use super::registry::{Printer, ResourceType, Subresource};
+use super::resource_type::{Printer, ResourceType, Subresource};
 
 const TABLE: &str = include_str!("builtin-resources.json");
 

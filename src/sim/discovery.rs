@@ -5,7 +5,8 @@
 use serde_json::{Map, Value, json};
 
 use super::negotiate::media_ranges;
-use super::registry::{Registry, ResourceType};
+use super::registry::Registry;
+use super::resource_type::ResourceType;
 
 pub fn version(minor: u32) -> Value {
     // The table's own patch release when reporting its minor (v1.37.2), else `.0`.

@@ -12,37 +12,15 @@ use hyper::{Method, Request, Response};
 use serde_json::{Value, json};
 
 use super::auth::{self, UserInfo};
-use super::negotiate::{Output, Reply, negotiate, wants_pretty};
-use super::registry::{Answer, ResourceType};
-use super::table::IncludeObject;
-use super::{
-    CloseMode, Sim, delete, discovery, openapi, pods, proto_body, read, scale, watch, write,
-};
+use super::ctx::Ctx;
+use super::instance::{CloseMode, Sim};
+use super::negotiate::{Reply, negotiate, wants_pretty};
+use super::resource_type::{Answer, ResourceType};
+use super::verbs::{delete, pods, read, scale, watch, write};
+use super::{discovery, openapi, proto_body};
 use crate::listen::{Body, Peer};
 use crate::request::{self, RequestInfo, ResourceRequest, Verb};
 use crate::status::ApiError;
-
-/// Everything a verb handler needs about one resource request.
-pub struct Ctx {
-    pub sim: Arc<Sim>,
-    pub rt: Arc<ResourceType>,
-    pub req: ResourceRequest,
-    pub reply: Reply,
-    pub output: Output,
-    pub user_agent: Option<String>,
-    pub user: UserInfo,
-    query: HashMap<String, String>,
-}
-
-impl Ctx {
-    pub fn query(&self, k: &str) -> Option<&str> {
-        self.query.get(k).map(String::as_str)
-    }
-
-    pub fn include_object(&self) -> IncludeObject {
-        IncludeObject::parse(self.query("includeObject"))
-    }
-}
 
 fn header<'a>(req: &'a Request<Incoming>, name: &str) -> Option<&'a str> {
     req.headers().get(name).and_then(|v| v.to_str().ok())
@@ -143,36 +121,14 @@ async fn route(
     let info = request::classify(req.method(), req.uri().path(), req.uri().query());
     let accept = header(&req, "accept").map(str::to_string);
     let user_agent = header(&req, "user-agent").map(str::to_string);
-    let groups: Vec<&str> = req
-        .headers()
-        .get_all("impersonate-group")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .collect();
-    let user = auth::impersonate(user, header(&req, "impersonate-user"), &groups);
+    let user = impersonated(&req, user);
     let r = match info {
         RequestInfo::NonResource { path, .. } => {
             return non_resource(sim, &path, accept.as_deref(), peer, &reply);
         }
         RequestInfo::Resource(r) => *r,
     };
-    let rt = sim
-        .lock()
-        .registry
-        .find(&r.group, &r.version, &r.resource)
-        .cloned()
-        .ok_or_else(ApiError::page_not_found)?;
-    if r.namespace.is_some() && !rt.namespaced {
-        return Err(ApiError::page_not_found());
-    }
-    let answer = match r.subresource.as_deref() {
-        None => None,
-        Some(s) => match rt.subresource(s) {
-            None => return Err(ApiError::page_not_found()),
-            Some(sub) => Some(sub.answer(&rt.plural)),
-        },
-    };
-    check_verb(&rt, &r)?;
+    let (rt, answer) = resolve(sim, &r)?;
     match answer {
         Some(Answer::Token) => {
             let manager = super::meta::manager_name(
@@ -184,32 +140,20 @@ async fn route(
             let body = json_body(sim, &rt, &r, content_type.as_deref(), body)?;
             return token_request(sim, &r, &body, &manager, &reply);
         }
-        Some(Answer::Unsupported) => {
-            let what = format!(
-                "{} {}/{}",
-                r.verb,
-                rt.plural,
-                r.subresource.as_deref().unwrap_or_default()
-            );
-            sim.unanswerable(what.clone());
-            return Err(ApiError::not_implemented(&what));
-        }
+        Some(Answer::Unsupported) => return Err(unsupported(sim, &rt, &r)),
         _ => {}
     }
     let content_type = header(&req, "content-type").map(str::to_string);
     let method = req.method().clone();
-    let needs_body = matches!(
+    let body = if matches!(
         method,
         Method::POST | Method::PUT | Method::PATCH | Method::DELETE
-    );
-    let mut body = if needs_body {
-        read_body(req, sim.cfg.max_body_bytes).await?
+    ) {
+        let body = read_body(req, sim.cfg.max_body_bytes).await?;
+        json_body(sim, &rt, &r, content_type.as_deref(), body)?
     } else {
         Bytes::new()
     };
-    if needs_body {
-        body = json_body(sim, &rt, &r, content_type.as_deref(), body)?;
-    }
     if rt.virtual_create && rt.plural != "bindings" {
         return review(&rt, &r, &method, &body, &user, &reply);
     }
@@ -239,20 +183,30 @@ async fn route(
         user,
         query,
     };
+    dispatch(&ctx, answer, content_type.as_deref(), &body)
+}
+
+/// Hand a resource request to its verb (or its subresource's handler).
+fn dispatch(
+    ctx: &Ctx,
+    answer: Option<Answer>,
+    content_type: Option<&str>,
+    body: &[u8],
+) -> Result<Response<Body>, ApiError> {
     match (answer, ctx.req.verb) {
-        (Some(Answer::Scale), Verb::Get) => return Ok(ctx.reply.json(200, &scale::get(&ctx)?)),
+        (Some(Answer::Scale), Verb::Get) => return Ok(ctx.reply.json(200, &scale::get(ctx)?)),
         (Some(Answer::Scale), Verb::Update) => {
-            return Ok(ctx.reply.json(200, &scale::update(&ctx, &body)?));
+            return Ok(ctx.reply.json(200, &scale::update(ctx, body)?));
         }
         (Some(Answer::Scale), Verb::Patch) => {
-            let doc = scale::patch(&ctx, content_type.as_deref(), &body)?;
+            let doc = scale::patch(ctx, content_type, body)?;
             return Ok(ctx.reply.json(200, &doc));
         }
-        (Some(Answer::Binding), _) => return Ok(ctx.reply.json(201, &pods::bind(&ctx, &body)?)),
+        (Some(Answer::Binding), _) => return Ok(ctx.reply.json(201, &pods::bind(ctx, body)?)),
         (None, Verb::Create) if ctx.rt.plural == "bindings" && ctx.rt.group.is_empty() => {
-            return Ok(ctx.reply.json(201, &pods::bind(&ctx, &body)?));
+            return Ok(ctx.reply.json(201, &pods::bind(ctx, body)?));
         }
-        (Some(Answer::Eviction), _) => return Ok(ctx.reply.json(201, &pods::evict(&ctx)?)),
+        (Some(Answer::Eviction), _) => return Ok(ctx.reply.json(201, &pods::evict(ctx)?)),
         _ => {}
     }
     let obj_reply = |code: u16, obj: &super::store::Stored| -> Response<Body> {
@@ -260,26 +214,74 @@ async fn route(
             .json_bytes(code, obj.json_at(&ctx.rt.api_version()))
     };
     match ctx.req.verb {
-        Verb::Get => read::get(&ctx),
-        Verb::List => read::list(&ctx),
-        Verb::Watch => watch::watch(&ctx),
-        Verb::Create => write::create(&ctx, &body).map(|(c, o)| obj_reply(c, &o)),
-        Verb::Update => write::update(&ctx, &body).map(|(c, o)| obj_reply(c, &o)),
-        Verb::Patch => {
-            write::patch(&ctx, content_type.as_deref(), &body).map(|(c, o)| obj_reply(c, &o))
-        }
-        Verb::Delete => match delete::delete(&ctx, &body)? {
+        Verb::Get => read::get(ctx),
+        Verb::List => read::list(ctx),
+        Verb::Watch => watch::watch(ctx),
+        Verb::Create => write::create(ctx, body).map(|(c, o)| obj_reply(c, &o)),
+        Verb::Update => write::update(ctx, body).map(|(c, o)| obj_reply(c, &o)),
+        Verb::Patch => write::patch(ctx, content_type, body).map(|(c, o)| obj_reply(c, &o)),
+        Verb::Delete => match delete::delete(ctx, body)? {
             delete::Deleted::Object(o) => Ok(obj_reply(200, &o)),
             delete::Deleted::Status(s) => Ok(ctx.reply.json(200, &s)),
         },
         Verb::DeleteCollection => {
-            let filter = read::Filter::from_request(&ctx)?;
-            let gone = delete::delete_collection(&ctx, &filter)?;
+            let filter = read::Filter::from_request(ctx)?;
+            let gone = delete::delete_collection(ctx, &filter)?;
             let rv = ctx.sim.lock().rv;
             Ok(ctx.reply.json(200, &delete::list_body(&ctx.rt, rv, &gone)))
         }
         Verb::Connect => Err(ApiError::page_not_found()),
     }
+}
+
+/// Who the request acts as: `user`, or whom it impersonates.
+fn impersonated(req: &Request<Incoming>, user: UserInfo) -> UserInfo {
+    let groups: Vec<&str> = req
+        .headers()
+        .get_all("impersonate-group")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect();
+    auth::impersonate(user, header(req, "impersonate-user"), &groups)
+}
+
+/// The served type a resource request names, and how its subresource (if any) is
+/// answered: 404 for what is not served, 405 for a verb it does not allow.
+fn resolve(
+    sim: &Sim,
+    r: &ResourceRequest,
+) -> Result<(Arc<ResourceType>, Option<Answer>), ApiError> {
+    let rt = sim
+        .lock()
+        .registry
+        .find(&r.group, &r.version, &r.resource)
+        .cloned()
+        .ok_or_else(ApiError::page_not_found)?;
+    if r.namespace.is_some() && !rt.namespaced {
+        return Err(ApiError::page_not_found());
+    }
+    let answer = match r.subresource.as_deref() {
+        None => None,
+        Some(s) => match rt.subresource(s) {
+            None => return Err(ApiError::page_not_found()),
+            Some(sub) => Some(sub.answer(&rt.plural)),
+        },
+    };
+    check_verb(&rt, r)?;
+    Ok((rt, answer))
+}
+
+/// A subresource the simulator does not do (logs, exec, proxies, ...): 501, and recorded
+/// so that `run` and `explore` stop and say so.
+fn unsupported(sim: &Sim, rt: &ResourceType, r: &ResourceRequest) -> ApiError {
+    let what = format!(
+        "{} {}/{}",
+        r.verb,
+        rt.plural,
+        r.subresource.as_deref().unwrap_or_default()
+    );
+    sim.unanswerable(what.clone());
+    ApiError::not_implemented(&what)
 }
 
 /// A verb discovery does not list for the resource (or the subresource) is 405, as

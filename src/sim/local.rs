@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 
-use super::{KubeconfigAuth, Sim, SimConfig};
+use super::instance::{Sim, SimConfig};
+use super::kubeconfig::{KubeconfigAuth, write_kubeconfig};
+use super::serve::serve;
 
 /// A running in-process simulator.
 pub struct Local {
@@ -29,9 +31,9 @@ impl Local {
         let url = crate::listen::https_url(listener.local_addr()?);
         let sim = Sim::new(config, certs);
         let kubeconfig = dir.join("sim.kubeconfig");
-        super::write_kubeconfig(&kubeconfig, &sim, &url, KubeconfigAuth::Token)?;
+        write_kubeconfig(&kubeconfig, &sim, &url, KubeconfigAuth::Token)?;
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(super::serve(sim.clone(), listener, async move {
+        let task = tokio::spawn(serve(sim.clone(), listener, async move {
             let _ = stopped.await;
         }));
         Ok(Local {

@@ -7,7 +7,7 @@
 
 use serde_json::{Map, Value};
 
-use super::registry::ResourceType;
+use super::resource_type::ResourceType;
 
 /// ObjectMeta fields in Go struct order (`k8s.io/apimachinery/pkg/apis/meta/v1/types.go`).
 pub const META_ORDER: &[&str] = &[
@@ -165,7 +165,8 @@ pub fn name_problem(name: &str, label: bool) -> Option<String> {
 
 /// Whether anything the generation tracks differs: everything outside `metadata`, and
 /// outside `status` when status is a subresource
-/// (`apiextensions registry/customresource/strategy.go PrepareForUpdate`).
+/// (`apiextensions registry/customresource/strategy.go PrepareForUpdate`). A kind may
+/// track more (`Strategy::spec_changed`: a Deployment's annotations).
 pub fn spec_changed(rt: &ResourceType, old: &Value, new: &Value) -> bool {
     let (Some(o), Some(n)) = (old.as_object(), new.as_object()) else {
         return old != new;
@@ -173,17 +174,33 @@ pub fn spec_changed(rt: &ResourceType, old: &Value, new: &Value) -> bool {
     let ignored = |k: &str| {
         matches!(k, "metadata" | "apiVersion" | "kind") || (rt.status_subresource && k == "status")
     };
-    let keys = o.keys().chain(n.keys()).filter(|k| !ignored(k));
-    for k in keys {
-        if o.get(k) != n.get(k) {
-            return true;
+    let mut keys = o.keys().chain(n.keys()).filter(|k| !ignored(k));
+    keys.any(|k| o.get(k) != n.get(k))
+}
+
+/// `new`'s `metadata[key]` as `old` has it (absent when it is absent there): what a
+/// status write may not change.
+pub fn keep_old(old: &Value, new: &mut Value, key: &str) {
+    match old["metadata"].get(key) {
+        Some(v) => new["metadata"][key] = v.clone(),
+        None => {
+            if let Some(m) = new["metadata"].as_object_mut() {
+                m.shift_remove(key);
+            }
         }
     }
-    // A Deployment's annotations count too (the rollback annotation of old;
-    // `deploymentStrategy.PrepareForUpdate`).
-    rt.kind == "Deployment"
-        && rt.group == "apps"
-        && old["metadata"].get("annotations") != new["metadata"].get("annotations")
+}
+
+/// Add the finalizer `f` to `obj`, unless it has it.
+pub fn add_finalizer(obj: &mut Value, f: &str) {
+    match obj["metadata"]
+        .get_mut("finalizers")
+        .and_then(Value::as_array_mut)
+    {
+        Some(fs) if fs.iter().any(|x| x == f) => {}
+        Some(fs) => fs.push(f.into()),
+        None => obj["metadata"]["finalizers"] = serde_json::json!([f]),
+    }
 }
 
 /// Objects equal apart from what the server alone maintains on a write

@@ -127,7 +127,7 @@ pub fn columns(kind: &str) -> Vec<Col> {
             wide(
                 "Selector",
                 "Label selector for pods. Existing ReplicaSets whose pods are selected by this will be the ones affected by this deployment. It must match the pod template's labels.",
-                Cell::Compute(|o| json!(super::scale::selector(&o["spec"]["selector"]))),
+                Cell::Compute(|o| json!(super::selector::string_form(&o["spec"]["selector"]))),
             ),
         ],
         "Pod" => vec![
@@ -195,7 +195,9 @@ pub fn columns(kind: &str) -> Vec<Col> {
             wide(
                 "Selector",
                 "Route service traffic to pods with label keys and values matching this selector. If empty or not present, the service is assumed to have an external process managing its endpoints, which Kubernetes will not modify. Only applies to types ClusterIP, NodePort, and LoadBalancer. Ignored if type is ExternalName. More info: https://kubernetes.io/docs/concepts/services-networking/service/",
-                Cell::Compute(|o| none_if_empty(super::scale::selector(&o["spec"]["selector"]))),
+                Cell::Compute(|o| {
+                    none_if_empty(super::selector::string_form(&o["spec"]["selector"]))
+                }),
             ),
         ],
         "Job" => vec![
@@ -221,7 +223,7 @@ pub fn columns(kind: &str) -> Vec<Col> {
             wide(
                 "Selector",
                 "A label query over pods that should match the pod count. Normally, the system sets this field for you. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors",
-                Cell::Compute(|o| json!(super::scale::selector(&o["spec"]["selector"]))),
+                Cell::Compute(|o| json!(super::selector::string_form(&o["spec"]["selector"]))),
             ),
         ],
         "RoleBinding" | "ClusterRoleBinding" => vec![
@@ -462,7 +464,7 @@ fn job_duration(o: &Value) -> Value {
     };
     let end = time("status.completionTime").unwrap_or_else(std::time::SystemTime::now);
     let secs = end.duration_since(start).map_or(0, |d| d.as_secs() as i64);
-    json!(super::table::human_duration(secs))
+    json!(super::age::human_duration(secs))
 }
 
 fn subjects(o: &Value, kind: &str) -> Value {

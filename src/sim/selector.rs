@@ -228,6 +228,36 @@ impl FieldSelector {
     }
 }
 
+/// A label selector object (`matchLabels`, `matchExpressions`) as its string form
+/// (`app=web,tier in (a,b)`), as a Scale carries it and the printers show it;
+/// ReplicationControllers' selectors are plain maps.
+pub fn string_form(s: &Value) -> String {
+    let labels = s.get("matchLabels").unwrap_or(s);
+    let mut parts: Vec<String> = labels
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter_map(|(k, v)| v.as_str().map(|v| format!("{k}={v}")))
+        .collect();
+    for e in s["matchExpressions"].as_array().into_iter().flatten() {
+        let key = e["key"].as_str().unwrap_or_default();
+        let values: Vec<&str> = e["values"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        parts.push(match e["operator"].as_str().unwrap_or_default() {
+            "In" => format!("{key} in ({})", values.join(",")),
+            "NotIn" => format!("{key} notin ({})", values.join(",")),
+            "Exists" => key.to_string(),
+            _ => format!("!{key}"),
+        });
+    }
+    parts.sort();
+    parts.join(",")
+}
+
 /// The field labels each kind supports (`pkg/registry/*/strategy.go GetAttrs`).
 pub fn supported_fields(kind: &str) -> &'static [&'static str] {
     match kind {
@@ -256,6 +286,21 @@ pub fn supported_fields(kind: &str) -> &'static [&'static str] {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn selectors_as_strings() {
+        assert_eq!(
+            string_form(&json!({"matchLabels": {"b": "2", "a": "1"}})),
+            "a=1,b=2"
+        );
+        assert_eq!(string_form(&json!({"app": "rc"})), "app=rc");
+        assert_eq!(
+            string_form(
+                &json!({"matchExpressions": [{"key": "t", "operator": "In", "values": ["x", "y"]}]})
+            ),
+            "t in (x,y)"
+        );
+    }
 
     #[test]
     fn every_operator() {

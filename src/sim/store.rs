@@ -119,7 +119,7 @@ impl EventType {
 #[derive(Debug)]
 pub struct Event {
     pub rv: u64,
-    /// [`ResourceType::storage_key`](super::registry::ResourceType::storage_key).
+    /// [`ResourceType::storage_key`](super::resource_type::ResourceType::storage_key).
     pub resource: Arc<str>,
     pub type_: EventType,
     /// The object after the change (for DELETED: its last state, at the deletion RV).

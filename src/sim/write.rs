@@ -1,7 +1,7 @@
-//! Writes: create, update (PUT) and patch, with the rules the real registry strategies
-//! apply (delete and deletecollection: `delete.rs`). A new object goes through [`create_in`]: its
-//! metadata set, defaults (`defaults.rs`), admission (`pods.rs`, `services.rs`, the
-//! protection finalizers, `namespaces.rs`), validation (`validate.rs`, `crds.rs`).
+//! The generic write rules, below the HTTP verbs (`verbs/write.rs`) and the in-line
+//! controllers (`kinds/namespaces.rs`, `bootstrap.rs`) alike. A new object goes through
+//! [`create_in`]: its metadata set, then its kind's strategy (`strategy.rs`, `kinds/`)
+//! prepares, defaults, admits and validates it.
 //!
 //! Every other write goes through [`commit`], which owns the generic rules: server-owned
 //! metadata is kept, `status` is split off when it is a subresource, `generation` moves
@@ -13,15 +13,13 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::delete::{finish_delete_as, has_finalizers};
-use super::http::Ctx;
+use super::delete::finish_delete_as;
 use super::meta::{self, Scope, Write};
-use super::patch::{self, PatchError, PatchType};
-use super::registry::ResourceType;
+use super::namespace_lifecycle;
+use super::resource_type::ResourceType;
 use super::store::{EventType, State, Stored};
+use super::strategy::{Strategies, Strategy};
 use crate::status::{ApiError, FieldError};
-
-use super::crds::KEY as CRD_KEY;
 
 /// Who is writing, and how the write is recorded.
 pub struct Writer<'a> {
@@ -45,20 +43,8 @@ pub(super) fn invalid(rt: &ResourceType, name: &str, errs: &[FieldError]) -> Api
     ApiError::invalid(&what, &rt.group, &rt.kind, name, errs)
 }
 
-pub(super) fn decode_body(body: &[u8]) -> Result<Value, ApiError> {
-    let v: Value = serde_json::from_slice(body).map_err(|e| {
-        ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
-    })?;
-    if !v.is_object() {
-        return Err(ApiError::bad_request(
-            "couldn't get version/kind; json parse error: the object must be a JSON object",
-        ));
-    }
-    Ok(v)
-}
-
 /// `kind`/`apiVersion` in a body must name the resource's type (missing ones are filled).
-fn check_type(rt: &ResourceType, obj: &mut Value) -> Result<(), ApiError> {
+pub(super) fn check_type(rt: &ResourceType, obj: &mut Value) -> Result<(), ApiError> {
     let api_version = rt.api_version();
     match obj["apiVersion"].as_str() {
         None | Some("") => obj["apiVersion"] = api_version.clone().into(),
@@ -85,25 +71,69 @@ fn check_type(rt: &ResourceType, obj: &mut Value) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// Metadata the strategies set before field management sees the object (so the writer
-/// owns it, as `fixtures/.../ns-create.body` shows for the namespace name label).
-fn prepare_meta(rt: &ResourceType, obj: &mut Value) {
-    if rt.kind == "Namespace" && rt.group.is_empty() {
-        let name = obj["metadata"]["name"].clone();
-        obj["metadata"]["labels"]["kubernetes.io/metadata.name"] = name;
-    }
-}
-
-/// Create `obj` in the state (HTTP POST and internal bootstrap alike).
+/// Create `obj` in the state (HTTP POST and internal writes alike).
 pub fn create_in(
     st: &mut State,
+    kinds: Strategies,
     rt: &ResourceType,
     ns: Option<&str>,
     mut obj: Value,
     w: &Writer<'_>,
 ) -> Result<Arc<Stored>, ApiError> {
+    let s = kinds(rt);
     check_type(rt, &mut obj)?;
-    let m = &mut obj["metadata"];
+    place_in_namespace(&mut obj["metadata"], ns)?;
+    let name = new_name(rt, s, &mut obj["metadata"])?;
+    let ns_s = ns.unwrap_or_default();
+    namespace_lifecycle::admit(st, rt, ns_s, &name)?;
+    let key = rt.storage_key();
+    if st.get(&key, ns_s, &name).is_some() {
+        return Err(ApiError::already_exists(rt.group_resource(), &name));
+    }
+    set_server_metadata(rt, &mut obj["metadata"]);
+    if rt.status_subresource
+        && rt.custom
+        && let Some(o) = obj.as_object_mut()
+    {
+        // "create cannot set status" (apiextensions customResourceStrategy.PrepareForCreate)
+        o.shift_remove("status");
+    }
+    s.prepare_for_create(&mut obj);
+    meta::update_managed_fields(
+        None,
+        &mut obj,
+        &Write {
+            manager: &w.manager,
+            operation: w.operation,
+            scope: Scope::Main {
+                status_subresource: rt.status_subresource,
+            },
+            api_version: &rt.api_version(),
+            applied: w.applied.as_ref(),
+        },
+    );
+    s.defaults(&mut obj, true);
+    s.admit(st, ns_s, &mut obj)?;
+    let errs = s.validate_create(&obj);
+    if !errs.is_empty() {
+        return Err(invalid(rt, &name, &errs));
+    }
+    meta::canonicalize(rt, &mut obj);
+    if w.dry_run {
+        // Nothing was stored: a dry-run create answers without a resourceVersion.
+        if let Some(m) = obj["metadata"].as_object_mut() {
+            m.shift_remove("resourceVersion");
+        }
+        return Ok(Stored::new(obj, st.rv));
+    }
+    let stored = st.put(&key, obj, EventType::Added);
+    s.after_create(st, kinds, &stored);
+    Ok(stored)
+}
+
+/// A namespaced object takes the request's namespace (a different one in the body is a
+/// 400); a cluster-scoped one has none.
+fn place_in_namespace(m: &mut Value, ns: Option<&str>) -> Result<(), ApiError> {
     if let Some(ns) = ns {
         match m["namespace"].as_str() {
             None | Some("") => m["namespace"] = ns.into(),
@@ -117,6 +147,11 @@ pub fn create_in(
     } else if let Some(meta) = m.as_object_mut() {
         meta.shift_remove("namespace");
     }
+    Ok(())
+}
+
+/// The new object's name — given, or generated from `generateName` — if its kind takes it.
+fn new_name(rt: &ResourceType, s: &dyn Strategy, m: &mut Value) -> Result<String, ApiError> {
     let name = match (m["name"].as_str(), m["generateName"].as_str()) {
         (Some(n), _) if !n.is_empty() => n.to_string(),
         (_, Some(g)) if !g.is_empty() => {
@@ -135,7 +170,7 @@ pub fn create_in(
             ));
         }
     };
-    if let Some(why) = meta::name_problem(&name, rt.kind == "Namespace") {
+    if let Some(why) = s.name_problem(&name) {
         return Err(invalid(
             rt,
             &name,
@@ -146,12 +181,11 @@ pub fn create_in(
             )],
         ));
     }
-    let ns_s = ns.unwrap_or_default();
-    super::namespaces::check(st, rt, ns_s, &name)?;
-    let key = rt.storage_key();
-    if st.get(&key, ns_s, &name).is_some() {
-        return Err(ApiError::already_exists(rt.group_resource(), &name));
-    }
+    Ok(name)
+}
+
+/// What the server alone sets on a new object, whatever the request said.
+fn set_server_metadata(rt: &ResourceType, m: &mut Value) {
     if let Some(meta) = m.as_object_mut() {
         for k in [
             "uid",
@@ -173,104 +207,12 @@ pub fn create_in(
     if rt.generation {
         m["generation"] = 1.into();
     }
-    if rt.status_subresource
-        && rt.custom
-        && let Some(o) = obj.as_object_mut()
-    {
-        // "create cannot set status" (apiextensions customResourceStrategy.PrepareForCreate)
-        o.shift_remove("status");
-    }
-    prepare_meta(rt, &mut obj);
-    meta::update_managed_fields(
-        None,
-        &mut obj,
-        &Write {
-            manager: &w.manager,
-            operation: w.operation,
-            scope: Scope::Main {
-                status_subresource: rt.status_subresource,
-            },
-            api_version: &rt.api_version(),
-            applied: w.applied.as_ref(),
-        },
-    );
-    super::defaults::apply(rt, &mut obj, true);
-    admit(st, rt, ns_s, &mut obj)?;
-    let errs = super::validate::create(rt, &obj);
-    if !errs.is_empty() {
-        return Err(invalid(rt, &name, &errs));
-    }
-    super::crds::validate(rt, &obj)?;
-    if key == CRD_KEY {
-        super::crds::prepare(&mut obj);
-    }
-    meta::canonicalize(rt, &mut obj);
-    if w.dry_run {
-        // Nothing was stored: a dry-run create answers without a resourceVersion.
-        if let Some(m) = obj["metadata"].as_object_mut() {
-            m.shift_remove("resourceVersion");
-        }
-        return Ok(Stored::new(obj, st.rv));
-    }
-    let stored = st.put(&key, obj, EventType::Added);
-    if key == CRD_KEY {
-        // Answered as created; its names accepted and established by the next write, as
-        // the apiextensions controllers do at once (a watch sees ADDED, then MODIFIED).
-        let mut established = stored.value.clone();
-        super::crds::establish(&mut established);
-        st.put(&key, established, EventType::Modified);
-        super::crds::rebuild_registry(st);
-    }
-    if rt.kind == "Namespace" && rt.group.is_empty() {
-        super::namespaces::populate(st, &name);
-    }
-    Ok(stored)
 }
 
-/// What admission and the REST storage add to a new built-in object: pods their service
-/// account, tolerations and priority (`pods.rs`); Services their cluster IP (and node
-/// ports).
-fn admit(st: &State, rt: &ResourceType, ns: &str, obj: &mut Value) -> Result<(), ApiError> {
-    if rt.custom || !rt.group.is_empty() {
-        return Ok(());
-    }
-    match rt.kind.as_str() {
-        "Pod" => super::pods::admit(st, ns, obj),
-        "Service" => {
-            super::services::allocate(st, obj);
-            Ok(())
-        }
-        // StorageObjectInUseProtection: a claim or volume in use is not removed under
-        // its pod (the protection controllers take the finalizer off).
-        "PersistentVolumeClaim" => {
-            add_finalizer(obj, "kubernetes.io/pvc-protection");
-            Ok(())
-        }
-        "PersistentVolume" => {
-            add_finalizer(obj, "kubernetes.io/pv-protection");
-            Ok(())
-        }
-        _ => Ok(()),
-    }
-}
-
-fn add_finalizer(obj: &mut Value, f: &str) {
-    match obj["metadata"]
-        .get_mut("finalizers")
-        .and_then(Value::as_array_mut)
-    {
-        Some(fs) if fs.iter().any(|x| x == f) => {}
-        Some(fs) => fs.push(f.into()),
-        None => obj["metadata"]["finalizers"] = json!([f]),
-    }
-}
-
-/// A built-in's `/status` write: the request's object with the old spec — and, as the
-/// status strategies have it, the old labels for a Deployment and the old owner
-/// references for a Pod; the rest of the metadata is the request's
-/// (`deploymentStatusStrategy.PrepareForUpdate` and its kin). Custom resources keep the
-/// whole old object but its status.
-fn status_write(rt: &ResourceType, old: &Value, mut new: Value) -> Value {
+/// A built-in's `/status` write: the request's object with the old spec, and what its
+/// strategy keeps besides (`deploymentStatusStrategy.PrepareForUpdate` and its kin); the
+/// rest of the metadata is the request's.
+fn status_write(s: &dyn Strategy, old: &Value, mut new: Value) -> Value {
     let keep = |k: &str| !matches!(k, "metadata" | "status" | "apiVersion" | "kind");
     if let Some(n) = new.as_object_mut() {
         n.retain(|k, _| !keep(k));
@@ -280,52 +222,25 @@ fn status_write(rt: &ResourceType, old: &Value, mut new: Value) -> Value {
             }
         }
     }
-    let restore: &[&str] = match (rt.group.as_str(), rt.kind.as_str()) {
-        ("apps", "Deployment") => &["labels"],
-        ("", "Pod") => &["ownerReferences"],
-        _ => &[],
-    };
-    for k in restore {
-        match old["metadata"].get(*k) {
-            Some(v) => new["metadata"][*k] = v.clone(),
-            None => {
-                if let Some(m) = new["metadata"].as_object_mut() {
-                    m.shift_remove(*k);
-                }
-            }
-        }
-    }
-    // podStatusStrategy: the QoS class is set at creation; a status write without one
-    // (old kubelets dropped it) keeps it.
-    let qos = &old["status"]["qosClass"];
-    if rt.group.is_empty() && rt.kind == "Pod" && !qos.is_null() {
-        let status = &mut new["status"];
-        if status["qosClass"].as_str().is_none_or(str::is_empty) {
-            status["qosClass"] = qos.clone();
-        }
-    }
+    s.prepare_for_status_update(old, &mut new);
     new
 }
 
-/// Apply `new` as the next version of `old`: the generic update rules, then store.
-/// Returns the object as written (or as it was, for a no-op).
-pub fn commit(
-    st: &mut State,
+/// The object a write produces: for /status, the old object with the new status
+/// (`statusStrategy.PrepareForUpdate`; custom resources keep the whole old object but its
+/// status); for the main resource, the new object with the old status when status is a
+/// subresource.
+fn next_object(
     rt: &ResourceType,
-    old: &Arc<Stored>,
+    s: &dyn Strategy,
+    old: &Value,
     mut new: Value,
     scope: Scope,
-    w: &Writer<'_>,
-) -> Result<Arc<Stored>, ApiError> {
-    let name = old.name().to_string();
-    let om = &old.value["metadata"];
-    // The object the write produces: for /status, the old object with the new status
-    // (`statusStrategy.PrepareForUpdate`); for the main resource, the new object with the
-    // old status when status is a subresource.
-    let mut obj = match scope {
-        Scope::Status if !rt.custom => status_write(rt, &old.value, new),
+) -> Value {
+    match scope {
+        Scope::Status if !rt.custom => status_write(s, old, new),
         Scope::Status => {
-            let mut o = old.value.clone();
+            let mut o = old.clone();
             match new.as_object_mut().and_then(|m| m.shift_remove("status")) {
                 Some(s) => o["status"] = s,
                 None => {
@@ -338,7 +253,7 @@ pub fn commit(
         }
         Scope::Main { status_subresource } => {
             if status_subresource {
-                match old.value.get("status") {
+                match old.get("status") {
                     Some(s) => new["status"] = s.clone(),
                     None => {
                         if let Some(m) = new.as_object_mut() {
@@ -349,7 +264,14 @@ pub fn commit(
             }
             new
         }
-    };
+    }
+}
+
+/// Type, name and server-owned metadata as the old object has them: a write cannot
+/// change them (a different name is a 400).
+fn keep_server_metadata(obj: &mut Value, old: &Stored) -> Result<(), ApiError> {
+    let name = old.name();
+    let om = &old.value["metadata"];
     obj["apiVersion"] = old.value["apiVersion"].clone();
     obj["kind"] = old.value["kind"].clone();
     if !obj["metadata"].is_object() {
@@ -362,7 +284,6 @@ pub fn commit(
             m["name"].as_str().unwrap_or_default()
         )));
     }
-    // Server-owned metadata cannot be changed by a write.
     for k in [
         "name",
         "namespace",
@@ -382,24 +303,38 @@ pub fn commit(
         }
     }
     m["resourceVersion"] = om["resourceVersion"].clone();
-    if rt.kind == "Service" && rt.group.is_empty() {
-        super::services::keep_allocated(&old.value, &mut obj);
-    }
-    super::defaults::apply(rt, &mut obj, false);
+    Ok(())
+}
+
+/// Apply `new` as the next version of `old`: the generic update rules, then store.
+/// Returns the object as written (or as it was, for a no-op).
+pub fn commit(
+    st: &mut State,
+    kinds: Strategies,
+    rt: &ResourceType,
+    old: &Arc<Stored>,
+    new: Value,
+    scope: Scope,
+    w: &Writer<'_>,
+) -> Result<Arc<Stored>, ApiError> {
+    let s = kinds(rt);
+    let name = old.name().to_string();
+    let mut obj = next_object(rt, s, &old.value, new, scope);
+    keep_server_metadata(&mut obj, old)?;
+    s.prepare_for_update(&old.value, &mut obj);
+    s.defaults(&mut obj, false);
     let errs = match scope {
         _ if w.internal => vec![],
-        Scope::Main { .. } => super::validate::update(rt, &old.value, &obj),
-        Scope::Status => super::validate::status(rt, &obj),
+        Scope::Main { .. } => s.validate_update(&old.value, &obj),
+        Scope::Status => s.validate_status(&obj),
     };
     if !errs.is_empty() {
         return Err(invalid(rt, &name, &errs));
     }
-    super::crds::validate(rt, &obj)?;
-    if matches!(scope, Scope::Main { .. })
-        && rt.generation
-        && meta::spec_changed(rt, &old.value, &obj)
+    if matches!(scope, Scope::Main { .. }) && rt.generation && s.spec_changed(rt, &old.value, &obj)
     {
-        obj["metadata"]["generation"] = (om["generation"].as_i64().unwrap_or(0) + 1).into();
+        let generation = old.value["metadata"]["generation"].as_i64().unwrap_or(0);
+        obj["metadata"]["generation"] = (generation + 1).into();
     }
     meta::canonicalize(rt, &mut obj);
     if meta::same_content(&old.value, &obj) && w.applied.is_none() {
@@ -423,22 +358,31 @@ pub fn commit(
     if w.dry_run {
         return Ok(Stored::new(obj, old.rv));
     }
-    let key = rt.storage_key();
-    if obj["metadata"].get("deletionTimestamp").is_some() && !has_finalizers(rt, &obj) {
-        // The last finalizer went: the object is removed in this update, one DELETED. The
-        // answer is the object as written, at the resourceVersion it had: the update
-        // itself was never stored (`store.go` `Update` → `deleteWithoutFinalizers`).
+    Ok(store_update(st, kinds, rt, old, obj))
+}
+
+/// Store an update, or — when the last finalizer of an object being deleted went —
+/// remove the object in it, with one DELETED. Then the answer is the object as written,
+/// at the resourceVersion it had: the update itself was never stored (`store.go`
+/// `Update` → `deleteWithoutFinalizers`).
+fn store_update(
+    st: &mut State,
+    kinds: Strategies,
+    rt: &ResourceType,
+    old: &Stored,
+    obj: Value,
+) -> Arc<Stored> {
+    let s = kinds(rt);
+    if obj["metadata"].get("deletionTimestamp").is_some() && !s.has_finalizers(&obj) {
         let k = old.key();
         let mut answer = obj.clone();
         answer["metadata"]["resourceVersion"] = old.rv.to_string().into();
-        finish_delete_as(st, rt, &k, Some(obj));
-        return Ok(Stored::new(answer, old.rv));
+        finish_delete_as(st, kinds, rt, &k, Some(obj));
+        return Stored::new(answer, old.rv);
     }
-    let stored = st.put(&key, obj, EventType::Modified);
-    if key == CRD_KEY {
-        super::crds::rebuild_registry(st);
-    }
-    Ok(stored)
+    let stored = st.put(&rt.storage_key(), obj, EventType::Modified);
+    s.after_update(st);
+    stored
 }
 
 fn meta_fields_same(a: &Value, b: &Value) -> bool {
@@ -452,201 +396,4 @@ fn meta_fields_same(a: &Value, b: &Value) -> bool {
         mf
     };
     strip(a) == strip(b)
-}
-
-// ---- HTTP verbs ----------------------------------------------------------------------
-
-pub(super) fn writer<'a>(
-    ctx: &Ctx,
-    operation: &'a str,
-    applied: Option<Value>,
-) -> Result<Writer<'a>, ApiError> {
-    let dry_run = match ctx.query("dryRun") {
-        None => false,
-        Some("All") => true,
-        Some(other) => {
-            return Err(invalid(
-                &ctx.rt,
-                "",
-                &[FieldError {
-                    reason: "FieldValueNotSupported",
-                    field: "dryRun".into(),
-                    message: format!("Unsupported value: {other:?}: supported values: \"All\""),
-                }],
-            ));
-        }
-    };
-    Ok(Writer {
-        manager: meta::manager_name(ctx.query("fieldManager"), ctx.user_agent.as_deref()),
-        dry_run,
-        operation,
-        applied,
-        internal: false,
-    })
-}
-
-fn scope_of(ctx: &Ctx) -> Scope {
-    match ctx.req.subresource.as_deref() {
-        Some("status") => Scope::Status,
-        _ => Scope::Main {
-            status_subresource: ctx.rt.status_subresource,
-        },
-    }
-}
-
-pub fn create(ctx: &Ctx, body: &[u8]) -> Result<(u16, Arc<Stored>), ApiError> {
-    if ctx.req.name.is_some() {
-        return Err(ApiError::method_not_allowed(
-            "the server does not allow this method on the requested resource",
-        ));
-    }
-    let obj = decode_body(body)?;
-    let w = writer(ctx, "Update", None)?;
-    let mut st = ctx.sim.lock();
-    let created = create_in(&mut st, &ctx.rt, ctx.req.namespace.as_deref(), obj, &w)?;
-    Ok((201, created))
-}
-
-pub(super) fn existing(st: &State, ctx: &Ctx) -> Result<Arc<Stored>, ApiError> {
-    let name = ctx.req.name.as_deref().unwrap_or_default();
-    st.get(
-        &ctx.rt.storage_key(),
-        ctx.req.namespace.as_deref().unwrap_or_default(),
-        name,
-    )
-    .cloned()
-    .ok_or_else(|| ApiError::not_found(ctx.rt.group_resource(), name))
-}
-
-pub fn update(ctx: &Ctx, body: &[u8]) -> Result<(u16, Arc<Stored>), ApiError> {
-    let mut obj = decode_body(body)?;
-    let name = ctx.req.name.clone().unwrap_or_default();
-    check_type(&ctx.rt, &mut obj)?;
-    if obj["metadata"]["name"].as_str().is_some_and(|n| n != name) {
-        return Err(ApiError::bad_request(format!(
-            "the name of the object ({}) does not match the name on the URL ({name})",
-            obj["metadata"]["name"].as_str().unwrap_or_default()
-        )));
-    }
-    let w = writer(ctx, "Update", None)?;
-    let mut st = ctx.sim.lock();
-    let old = existing(&st, ctx)?;
-    let rv = obj["metadata"]["resourceVersion"]
-        .as_str()
-        .unwrap_or_default();
-    if rv.is_empty() {
-        // Custom resources never allow unconditional updates
-        // (`customResourceStrategy.AllowUnconditionalUpdate`); the built-ins here do.
-        if ctx.rt.custom {
-            return Err(invalid(
-                &ctx.rt,
-                &name,
-                &[FieldError::invalid(
-                    "metadata.resourceVersion",
-                    "0x0",
-                    "must be specified for an update",
-                )],
-            ));
-        }
-    } else if rv != old.rv.to_string() {
-        return Err(ApiError::conflict_modified(ctx.rt.group_resource(), &name));
-    }
-    if ctx.req.subresource.as_deref() == Some("finalize") {
-        let mut o = old.value.clone();
-        o["spec"]["finalizers"] = obj["spec"]["finalizers"].clone();
-        obj = o;
-    }
-    let out = commit(&mut st, &ctx.rt, &old, obj, scope_of(ctx), &w)?;
-    Ok((200, out))
-}
-
-pub fn patch(
-    ctx: &Ctx,
-    content_type: Option<&str>,
-    body: &[u8],
-) -> Result<(u16, Arc<Stored>), ApiError> {
-    let accepted = patch::accepted_patch_types(ctx.rt.custom);
-    let pt = content_type
-        .and_then(PatchType::from_content_type)
-        .filter(|pt| !(ctx.rt.custom && *pt == PatchType::Strategic))
-        .ok_or_else(|| ApiError::unsupported_media_type(accepted))?;
-    let name = ctx.req.name.clone().unwrap_or_default();
-    let applied = if pt == PatchType::Apply {
-        if ctx.query("fieldManager").is_none_or(str::is_empty) {
-            return Err(ApiError::new(
-                422,
-                "Invalid",
-                "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch",
-            )
-            .with_details(json!({"group": "meta.k8s.io", "kind": "PatchOptions",
-                "causes": [{"reason": "FieldValueRequired",
-                    "message": "Required value: is required for apply patch", "field": "fieldManager"}]})));
-        }
-        let mut a = patch::parse_apply_body(body).map_err(patch_error)?;
-        check_type(&ctx.rt, &mut a)?;
-        Some(a)
-    } else {
-        None
-    };
-    let w = writer(
-        ctx,
-        if pt == PatchType::Apply {
-            "Apply"
-        } else {
-            "Update"
-        },
-        applied.clone(),
-    )?;
-    let mut st = ctx.sim.lock();
-    let old = match existing(&st, ctx) {
-        Ok(o) => o,
-        Err(e) if pt == PatchType::Apply && e.code == 404 && ctx.req.subresource.is_none() => {
-            // Apply creates what does not exist yet.
-            let mut obj = applied.unwrap_or_default();
-            obj["metadata"]["name"] = name.clone().into();
-            let created = create_in(&mut st, &ctx.rt, ctx.req.namespace.as_deref(), obj, &w)?;
-            return Ok((201, created));
-        }
-        Err(e) => return Err(e),
-    };
-    let mut doc = old.value_at(&ctx.rt.api_version());
-    patch::apply(&mut doc, pt, body).map_err(patch_error)?;
-    // A resourceVersion inside the patch is a precondition (`MergeFromWithOptimisticLock`).
-    let patched_rv = doc["metadata"]["resourceVersion"]
-        .as_str()
-        .unwrap_or_default();
-    if !patched_rv.is_empty() && patched_rv != old.rv.to_string() {
-        return Err(ApiError::conflict_modified(ctx.rt.group_resource(), &name));
-    }
-    if doc["metadata"]["uid"] != old.value["metadata"]["uid"] && !doc["metadata"]["uid"].is_null() {
-        return Err(ApiError::conflict(
-            ctx.rt.group_resource(),
-            &name,
-            &format!(
-                "Precondition failed: UID in precondition: {}, UID in object meta: {}",
-                doc["metadata"]["uid"].as_str().unwrap_or_default(),
-                old.uid()
-            ),
-        ));
-    }
-    let out = commit(&mut st, &ctx.rt, &old, doc, scope_of(ctx), &w)?;
-    Ok((200, out))
-}
-
-pub(super) fn patch_error(e: PatchError) -> ApiError {
-    match e {
-        PatchError::Malformed(m) => ApiError::bad_request(m),
-        // kube-apiserver answers a JSON patch that cannot be applied (a failed `test`, a
-        // path that is not there) with a generic 422: its message and empty details,
-        // whatever the patch library said (`NewGenericServerResponse`).
-        PatchError::Unprocessable(why) => {
-            tracing::debug!(%why, "a JSON patch could not be applied");
-            ApiError::new(
-                422,
-                "Invalid",
-                "the server rejected our request due to an error in our request",
-            )
-            .with_details(json!({}))
-        }
-    }
 }

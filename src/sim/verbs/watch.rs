@@ -26,15 +26,16 @@ use hyper::Response;
 use serde_json::json;
 use tokio::sync::broadcast::error::RecvError;
 
-use super::http::Ctx;
-use super::negotiate::Output;
 use super::read::{Filter, parse_rv, validate_list_options};
-use super::registry::ResourceType;
-use super::store::{Event, EventType, Stored};
-use super::{CloseMode, Sim, WatchEncoding, table};
 use crate::listen::Body;
 use crate::listen::body::ChannelBody;
 use crate::request::RvSemantics;
+use crate::sim::ctx::Ctx;
+use crate::sim::instance::{CloseMode, Sim, WatchEncoding};
+use crate::sim::negotiate::Output;
+use crate::sim::resource_type::ResourceType;
+use crate::sim::store::{Event, EventType, Stored};
+use crate::sim::table;
 use crate::status::ApiError;
 
 /// How a watch encodes each event's object.

@@ -1,22 +1,60 @@
-//! CustomResourceDefinitions: their structure checked on a write, their status settled
-//! as the apiextensions controllers settle it (names accepted, established), and the
-//! registry rebuilt so that their resources are served from then on.
+//! CustomResourceDefinitions: their structure checked on every write, their status
+//! settled as the apiextensions controllers settle it (names accepted, established), the
+//! registry rebuilt so that their resources are served from then on, and their custom
+//! resources deleted with them (the `customresourcecleanup` finalizer).
 
 use serde_json::{Value, json};
 
-use super::meta;
-use super::registry::{Registry, ResourceType};
-use super::store::State;
-use crate::status::{ApiError, FieldError};
+use crate::sim::meta;
+use crate::sim::registry::{self, Registry};
+use crate::sim::store::{EventType, State, Stored};
+use crate::sim::strategy::{Strategies, Strategy};
+use crate::status::FieldError;
 
 /// Where CRDs are stored.
 pub const KEY: &str = "apiextensions.k8s.io/customresourcedefinitions";
 
-/// Validation beyond names: CRD structure.
-pub fn validate(rt: &ResourceType, obj: &Value) -> Result<(), ApiError> {
-    if rt.storage_key() != KEY {
-        return Ok(());
+pub struct Crds;
+
+impl Strategy for Crds {
+    fn defaults(&self, obj: &mut Value, create: bool) {
+        if create {
+            prepare(obj);
+        }
     }
+
+    fn validate_create(&self, obj: &Value) -> Vec<FieldError> {
+        validate(obj)
+    }
+
+    fn validate_status(&self, obj: &Value) -> Vec<FieldError> {
+        validate(obj)
+    }
+
+    /// Answered as created; its names accepted and established by the next write, as
+    /// the apiextensions controllers do at once (a watch sees ADDED, then MODIFIED).
+    fn after_create(&self, st: &mut State, _kinds: Strategies, created: &Stored) {
+        let mut established = created.value.clone();
+        establish(&mut established);
+        st.put(KEY, established, EventType::Modified);
+        rebuild_registry(st);
+    }
+
+    fn after_update(&self, st: &mut State) {
+        rebuild_registry(st);
+    }
+
+    /// The CRD finalizer deletes every custom resource first (`customresourcecleanup`).
+    fn after_remove(&self, st: &mut State, gone: &Stored) {
+        for t in registry::from_crd(&gone.value) {
+            st.remove_all(&t.storage_key());
+        }
+        rebuild_registry(st);
+    }
+}
+
+/// Validation beyond names: CRD structure.
+fn validate(obj: &Value) -> Vec<FieldError> {
     let name = obj["metadata"]["name"].as_str().unwrap_or_default();
     let spec = &obj["spec"];
     let mut errs = Vec::new();
@@ -74,17 +112,13 @@ pub fn validate(rt: &ResourceType, obj: &Value) -> Result<(), ApiError> {
             "must have exactly one version marked as storage version",
         ));
     }
-    if errs.is_empty() {
-        Ok(())
-    } else {
-        Err(super::write::invalid(rt, name, &errs))
-    }
+    errs
 }
 
 /// A new CRD as its strategy stores it (`customResourceDefinitionStrategy.PrepareForCreate`
 /// and the v1 defaults): no conversion is `None`, its status holds only the stored
 /// version, no condition and no accepted name yet.
-pub fn prepare(obj: &mut Value) {
+fn prepare(obj: &mut Value) {
     if obj["spec"]["conversion"].is_null() {
         obj["spec"]["conversion"] = json!({"strategy": "None"});
     }
@@ -100,7 +134,7 @@ pub fn prepare(obj: &mut Value) {
 }
 
 /// CRD status as the apiextensions controllers settle it: names accepted, established.
-pub fn establish(obj: &mut Value) {
+fn establish(obj: &mut Value) {
     let now = meta::now_rfc3339();
     let names = obj["spec"]["names"].clone();
     let kind = names["kind"].as_str().unwrap_or_default().to_string();
@@ -129,7 +163,8 @@ pub fn establish(obj: &mut Value) {
     });
 }
 
-pub fn rebuild_registry(st: &mut State) {
+/// Serve the built-ins and every stored CRD's versions.
+fn rebuild_registry(st: &mut State) {
     let crds: Vec<Value> = st.iter(KEY, None).map(|c| c.value.clone()).collect();
     st.serve(Registry::new(&crds));
 }

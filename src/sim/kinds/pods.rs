@@ -1,28 +1,164 @@
-//! What kube-apiserver does for pods beyond storing them:
+//! Pods: what kube-apiserver does for them beyond storing them —
 //!
+//! - **defaults** — `SetDefaults_Pod` (the pod spec, `enableServiceLinks`, requests from
+//!   limits) and on create the strategy's status: `Pending`, and the QoS class;
 //! - **admission on create** — ServiceAccount (the pod runs as `default` unless it names
 //!   one, which must exist; its token, the cluster CA and the namespace are mounted at
 //!   `/var/run/secrets/kubernetes.io/serviceaccount` unless automounting is off),
 //!   DefaultTolerationSeconds (300 s on `not-ready` and `unreachable`), Priority (0 and
 //!   `PreemptLowerPriority` without a class);
-//! - **`pods/binding`** and the `bindings` resource — what kube-scheduler posts: the pod
-//!   assigned to a node (`spec.nodeName`), once;
-//! - **`pods/eviction`** — the pod deleted (PodDisruptionBudgets are not consulted).
+//! - **validation** — containers required; an update may change little but images;
+//! - **status writes** keep the owner references and the QoS class;
+//! - **delete** — graceful, with no kubelet to wait for: marked, then gone at once.
 //!
-//! A pod is deleted at once when asked (there is no kubelet to wait for).
+//! Binding and eviction, the pods' subresources, are answered in `verbs/pods.rs`.
 
 use serde_json::{Value, json};
 
-use super::http::Ctx;
-use super::meta::Scope;
-use super::store::State;
-use super::write;
-use crate::status::{self, ApiError};
+use crate::sim::defaults::{default, items, object, pod_spec};
+use crate::sim::meta;
+use crate::sim::store::State;
+use crate::sim::strategy::Strategy;
+use crate::sim::validate::required;
+use crate::status::{self, ApiError, FieldError};
+
+pub struct Pods;
+
+impl Strategy for Pods {
+    fn defaults(&self, obj: &mut Value, create: bool) {
+        pod(obj, create);
+    }
+
+    fn admit(&self, st: &State, ns: &str, obj: &mut Value) -> Result<(), ApiError> {
+        admit(st, ns, obj)
+    }
+
+    fn validate_create(&self, obj: &Value) -> Vec<FieldError> {
+        let mut errs = Vec::new();
+        if obj["spec"]["containers"]
+            .as_array()
+            .is_none_or(|c| c.is_empty())
+        {
+            errs.push(required("spec.containers"));
+        }
+        errs
+    }
+
+    fn validate_update(&self, old: &Value, new: &Value) -> Vec<FieldError> {
+        let mut errs = self.validate_create(new);
+        if spec_but_mutable(old) != spec_but_mutable(new) {
+            errs.push(FieldError::forbidden(
+                "spec",
+                "pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)",
+            ));
+        }
+        errs
+    }
+
+    /// podStatusStrategy: the owner references are not the status writer's; the QoS class
+    /// is set at creation, and a status write without one (old kubelets dropped it)
+    /// keeps it.
+    fn prepare_for_status_update(&self, old: &Value, new: &mut Value) {
+        meta::keep_old(old, new, "ownerReferences");
+        let qos = &old["status"]["qosClass"];
+        if !qos.is_null() {
+            let status = &mut new["status"];
+            if status["qosClass"].as_str().is_none_or(str::is_empty) {
+                status["qosClass"] = qos.clone();
+            }
+        }
+    }
+
+    /// `podStrategy.CheckGracefulDelete`, with a grace period of 0: there is no kubelet.
+    fn deleted_gracefully(&self) -> bool {
+        true
+    }
+}
+
+/// A pod's spec without what an update may change: images, the deadline, tolerations
+/// (added) and the grace period.
+fn spec_but_mutable(v: &Value) -> Value {
+    let mut s = v["spec"].clone();
+    for list in ["containers", "initContainers"] {
+        if let Some(cs) = s.get_mut(list).and_then(Value::as_array_mut) {
+            for c in cs.iter_mut().filter_map(Value::as_object_mut) {
+                c.shift_remove("image");
+            }
+        }
+    }
+    if let Some(m) = s.as_object_mut() {
+        for k in [
+            "activeDeadlineSeconds",
+            "tolerations",
+            "terminationGracePeriodSeconds",
+        ] {
+            m.shift_remove(k);
+        }
+    }
+    s
+}
+
+/// `SetDefaults_Pod` (the spec, `enableServiceLinks`, requests from limits) and, on
+/// create, the strategy's status: Pending, and the QoS class the resources give.
+fn pod(obj: &mut Value, create: bool) {
+    let spec = object(obj, "spec");
+    pod_spec(spec);
+    default(spec, "enableServiceLinks", json!(true));
+    for c in items(spec, "containers") {
+        if let Some(limits) = c["resources"]["limits"].as_object().cloned() {
+            let requests = object(object(c, "resources"), "requests");
+            for (k, v) in limits {
+                default(requests, &k, v);
+            }
+        }
+    }
+    if create {
+        let qos = qos_class(&obj["spec"]);
+        obj["status"] = json!({"phase": "Pending", "qosClass": qos});
+    }
+    // Go writes a condition's zero times as null.
+    if let Some(status) = obj.get_mut("status") {
+        for c in items(status, "conditions") {
+            default(c, "lastProbeTime", Value::Null);
+            default(c, "lastTransitionTime", Value::Null);
+        }
+    }
+}
+
+/// `qos.GetPodQOS`: Guaranteed when every container's cpu and memory requests equal
+/// its limits, BestEffort when none has any, Burstable otherwise.
+fn qos_class(spec: &Value) -> &'static str {
+    let containers: Vec<&Value> = ["initContainers", "containers"]
+        .iter()
+        .flat_map(|l| spec[*l].as_array().into_iter().flatten())
+        .collect();
+    let any = containers.iter().any(|c| {
+        ["requests", "limits"].iter().any(|k| {
+            c["resources"][*k]
+                .as_object()
+                .is_some_and(|m| m.contains_key("cpu") || m.contains_key("memory"))
+        })
+    });
+    if !any {
+        return "BestEffort";
+    }
+    let guaranteed = containers.iter().all(|c| {
+        ["cpu", "memory"].iter().all(|r| {
+            let l = &c["resources"]["limits"][*r];
+            !l.is_null() && *l == c["resources"]["requests"][*r]
+        })
+    });
+    if guaranteed {
+        "Guaranteed"
+    } else {
+        "Burstable"
+    }
+}
 
 const SA_MOUNT: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
 
 /// The admission plugins that change a new pod (in the order kube-apiserver runs them).
-pub fn admit(st: &State, ns: &str, pod: &mut Value) -> Result<(), ApiError> {
+fn admit(st: &State, ns: &str, pod: &mut Value) -> Result<(), ApiError> {
     service_account(st, ns, pod)?;
     tolerations(pod);
     priority(st, pod)
@@ -179,63 +315,19 @@ fn priority(st: &State, pod: &mut Value) -> Result<(), ApiError> {
     Ok(())
 }
 
-fn success(code: u16) -> Value {
-    json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": code})
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// `POST pods/NAME/binding` (or `POST bindings` naming the pod): `spec.nodeName` set to
-/// the target node's name, once — a second binding is a 409, as on a real apiserver.
-pub fn bind(ctx: &Ctx, body: &[u8]) -> Result<Value, ApiError> {
-    let binding = write::decode_body(body)?;
-    let pod_name = match &ctx.req.name {
-        Some(n) => n.clone(),
-        None => binding["metadata"]["name"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string(),
-    };
-    let node = binding["target"]["name"].as_str().unwrap_or_default();
-    if node.is_empty() {
-        return Err(ApiError::new(
-            422,
-            "Invalid",
-            format!("Binding \"{pod_name}\" is invalid: target.name: Required value"),
-        ));
+    #[test]
+    fn qos_classes() {
+        let spec = |r: Value| json!({"containers": [{"resources": r}]});
+        assert_eq!(qos_class(&spec(json!({}))), "BestEffort");
+        let g = json!({"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "1", "memory": "1Gi"}});
+        assert_eq!(qos_class(&spec(g)), "Guaranteed");
+        assert_eq!(
+            qos_class(&spec(json!({"requests": {"cpu": "1"}}))),
+            "Burstable"
+        );
     }
-    let mut w = write::writer(ctx, "Update", None)?;
-    w.internal = true;
-    let ns = ctx.req.namespace.clone().unwrap_or_default();
-    let mut st = ctx.sim.lock();
-    let reg = st.registry.clone();
-    let Some(pods) = reg.find("", "v1", "pods") else {
-        return Err(ApiError::page_not_found());
-    };
-    let pods_gr = pods.group_resource();
-    let old = st
-        .get("/pods", &ns, &pod_name)
-        .cloned()
-        .ok_or_else(|| ApiError::not_found(pods_gr, &pod_name))?;
-    if let Some(on) = old.value["spec"]["nodeName"]
-        .as_str()
-        .filter(|n| !n.is_empty())
-    {
-        return Err(ApiError::conflict(
-            pods_gr,
-            &pod_name,
-            &format!("pod {pod_name} is already assigned to node \"{on}\""),
-        ));
-    }
-    let mut pod = old.value.clone();
-    pod["spec"]["nodeName"] = node.into();
-    let scope = Scope::Main {
-        status_subresource: true,
-    };
-    write::commit(&mut st, pods, &old, pod, scope, &w)?;
-    Ok(success(201))
-}
-
-/// `POST pods/NAME/eviction`: the pod deleted.
-pub fn evict(ctx: &Ctx) -> Result<Value, ApiError> {
-    super::delete::delete(ctx, b"")?;
-    Ok(success(201))
 }

@@ -8,11 +8,14 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::http::Ctx;
-use super::meta::Scope;
-use super::patch::{self, PatchType};
-use super::store::Stored;
-use super::write;
+use super::write::{decode_body, existing, patch_error, writer};
+use crate::sim::ctx::Ctx;
+use crate::sim::kinds;
+use crate::sim::meta::Scope;
+use crate::sim::patch::{self, PatchType};
+use crate::sim::selector::string_form;
+use crate::sim::store::Stored;
+use crate::sim::write::commit;
 use crate::status::ApiError;
 
 /// The Scale of `obj`.
@@ -26,49 +29,20 @@ pub fn of(obj: &Stored) -> Value {
             "resourceVersion": obj.rv.to_string(), "creationTimestamp": m["creationTimestamp"]},
         "spec": {"replicas": v["spec"]["replicas"].as_i64().unwrap_or(0)},
         "status": {"replicas": v["status"]["replicas"].as_i64().unwrap_or(0),
-            "selector": selector(&v["spec"]["selector"])},
+            "selector": string_form(&v["spec"]["selector"])},
     })
-}
-
-/// A label selector as the string form Scale carries (`app=web,tier in (a,b)`);
-/// ReplicationControllers' selectors are plain maps.
-pub fn selector(s: &Value) -> String {
-    let labels = s.get("matchLabels").unwrap_or(s);
-    let mut parts: Vec<String> = labels
-        .as_object()
-        .into_iter()
-        .flatten()
-        .filter_map(|(k, v)| v.as_str().map(|v| format!("{k}={v}")))
-        .collect();
-    for e in s["matchExpressions"].as_array().into_iter().flatten() {
-        let key = e["key"].as_str().unwrap_or_default();
-        let values: Vec<&str> = e["values"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .collect();
-        parts.push(match e["operator"].as_str().unwrap_or_default() {
-            "In" => format!("{key} in ({})", values.join(",")),
-            "NotIn" => format!("{key} notin ({})", values.join(",")),
-            "Exists" => key.to_string(),
-            _ => format!("!{key}"),
-        });
-    }
-    parts.sort();
-    parts.join(",")
 }
 
 pub fn get(ctx: &Ctx) -> Result<Value, ApiError> {
     let st = ctx.sim.lock();
-    let obj = write::existing(&st, ctx)?;
+    let obj = existing(&st, ctx)?;
     Ok(of(&obj))
 }
 
 /// PUT a Scale: its `spec.replicas` becomes the object's (a `resourceVersion` in it is a
 /// precondition).
 pub fn update(ctx: &Ctx, body: &[u8]) -> Result<Value, ApiError> {
-    let scale = write::decode_body(body)?;
+    let scale = decode_body(body)?;
     set_replicas(ctx, |_| Ok(scale))
 }
 
@@ -80,7 +54,7 @@ pub fn patch(ctx: &Ctx, content_type: Option<&str>, body: &[u8]) -> Result<Value
         .ok_or_else(|| ApiError::unsupported_media_type(patch::accepted_patch_types(false)))?;
     set_replicas(ctx, |current| {
         let mut doc = current.clone();
-        patch::apply(&mut doc, pt, body).map_err(write::patch_error)?;
+        patch::apply(&mut doc, pt, body).map_err(patch_error)?;
         Ok(doc)
     })
 }
@@ -89,9 +63,9 @@ fn set_replicas(
     ctx: &Ctx,
     scale: impl FnOnce(&Value) -> Result<Value, ApiError>,
 ) -> Result<Value, ApiError> {
-    let w = write::writer(ctx, "Update", None)?;
+    let w = writer(ctx, "Update", None)?;
     let mut st = ctx.sim.lock();
-    let old: Arc<Stored> = write::existing(&st, ctx)?;
+    let old: Arc<Stored> = existing(&st, ctx)?;
     let name = old.name().to_string();
     let new = scale(&of(&old))?;
     let rv = new["metadata"]["resourceVersion"]
@@ -121,26 +95,6 @@ fn set_replicas(
     let scope = Scope::Main {
         status_subresource: ctx.rt.status_subresource,
     };
-    let out = write::commit(&mut st, &ctx.rt, &old, obj, scope, &w)?;
+    let out = commit(&mut st, kinds::strategy, &ctx.rt, &old, obj, scope, &w)?;
     Ok(of(&out))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn selectors_as_strings() {
-        assert_eq!(
-            selector(&json!({"matchLabels": {"b": "2", "a": "1"}})),
-            "a=1,b=2"
-        );
-        assert_eq!(selector(&json!({"app": "rc"})), "app=rc");
-        assert_eq!(
-            selector(
-                &json!({"matchExpressions": [{"key": "t", "operator": "In", "values": ["x", "y"]}]})
-            ),
-            "t in (x,y)"
-        );
-    }
 }

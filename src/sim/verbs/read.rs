@@ -14,13 +14,14 @@ use bytes::{BufMut, Bytes, BytesMut};
 use hyper::Response;
 use serde_json::{Value, json};
 
-use super::http::Ctx;
-use super::negotiate::Output;
-use super::selector::{FieldSelector, LabelSelector, supported_fields};
-use super::store::{ObjKey, Stored};
-use super::table;
 use crate::listen::Body;
 use crate::request::{ListParams, RvSemantics};
+use crate::sim::ctx::Ctx;
+use crate::sim::negotiate::Output;
+use crate::sim::resource_type::ResourceType;
+use crate::sim::selector::{FieldSelector, LabelSelector, supported_fields};
+use crate::sim::store::{ObjKey, Stored};
+use crate::sim::table;
 use crate::status::{ApiError, FieldError};
 
 /// Parse an RV given by a client; malformed ones are a 400 like the apiserver's.
@@ -383,7 +384,7 @@ pub fn list(ctx: &Ctx) -> Result<Response<Body>, ApiError> {
 
 /// Serialize a LIST by concatenating each item's cached JSON: no per-request re-encoding
 /// of objects, which is what makes the simulator fast enough to benchmark a proxy with.
-pub fn render_list(rt: &super::registry::ResourceType, api_version: &str, page: &Page) -> Bytes {
+pub fn render_list(rt: &ResourceType, api_version: &str, page: &Page) -> Bytes {
     let mut b =
         BytesMut::with_capacity(128 + page.items.iter().map(|o| o.json.len() + 1).sum::<usize>());
     let s = |v: &str| serde_json::to_string(v).unwrap_or_default();

@@ -1,15 +1,63 @@
-//! Services' addresses: a cluster IP from the service range for every Service but
-//! `ExternalName` and headless ones, and node ports for `NodePort` and `LoadBalancer`
-//! ones — what kube-apiserver's REST storage allocates on create. The simulator's
-//! service range is kind's and kubeadm's default, 10.96.0.0/12; `kubernetes` in
-//! `default` has its first address, as on a real cluster.
+//! Services: their defaults (`SetDefaults_Service`, the IP family and traffic policy
+//! defaults), their ports required and their cluster IP immutable, and their addresses:
+//! a cluster IP from the service range for every Service but `ExternalName` and headless
+//! ones, and node ports for `NodePort` and `LoadBalancer` ones — what kube-apiserver's
+//! REST storage allocates on create, and keeps on an update that leaves them out. The
+//! simulator's service range is kind's and kubeadm's default, 10.96.0.0/12; `kubernetes`
+//! in `default` has its first address, as on a real cluster.
 
 use std::collections::BTreeSet;
 use std::net::Ipv4Addr;
 
 use serde_json::{Value, json};
 
-use super::store::State;
+use crate::sim::defaults::{default, items, object};
+use crate::sim::store::State;
+use crate::sim::strategy::Strategy;
+use crate::sim::validate::required;
+use crate::status::{ApiError, FieldError};
+
+pub struct Services;
+
+impl Strategy for Services {
+    fn defaults(&self, obj: &mut Value, create: bool) {
+        service(obj, create);
+    }
+
+    /// The cluster IP (and node ports), allocated here rather than by the defaults: the
+    /// allocator needs the addresses in use.
+    fn admit(&self, st: &State, _ns: &str, obj: &mut Value) -> Result<(), ApiError> {
+        allocate(st, obj);
+        Ok(())
+    }
+
+    fn validate_create(&self, obj: &Value) -> Vec<FieldError> {
+        let mut errs = Vec::new();
+        let headless = obj["spec"]["clusterIP"] == "None";
+        let external = obj["spec"]["type"] == "ExternalName";
+        if !headless && !external && obj["spec"]["ports"].as_array().is_none_or(|p| p.is_empty()) {
+            errs.push(required("spec.ports"));
+        }
+        errs
+    }
+
+    fn validate_update(&self, old: &Value, new: &Value) -> Vec<FieldError> {
+        let mut errs = self.validate_create(new);
+        let (o, n) = (&old["spec"]["clusterIPs"], &new["spec"]["clusterIPs"]);
+        if o.as_array().is_some_and(|a| !a.is_empty()) && n.get(0) != o.get(0) {
+            errs.push(FieldError::invalid(
+                "spec.clusterIPs[0]",
+                &n.to_string(),
+                "may not change once set",
+            ));
+        }
+        errs
+    }
+
+    fn prepare_for_update(&self, old: &Value, new: &mut Value) {
+        keep_allocated(old, new);
+    }
+}
 
 /// The `kubernetes` Service's address (the range's first).
 pub const KUBERNETES_IP: Ipv4Addr = Ipv4Addr::new(10, 96, 0, 1);
@@ -33,7 +81,7 @@ fn used(st: &State) -> (BTreeSet<String>, BTreeSet<u64>) {
 }
 
 /// Fill in a new Service's cluster IP(s) and node ports, where it asks for none.
-pub fn allocate(st: &State, svc: &mut Value) {
+fn allocate(st: &State, svc: &mut Value) {
     let (ips, ports) = used(st);
     let spec = &mut svc["spec"];
     let kind = spec["type"].as_str().unwrap_or("ClusterIP").to_string();
@@ -72,7 +120,7 @@ pub fn allocate(st: &State, svc: &mut Value) {
 
 /// An update that leaves out a Service's addresses keeps the allocated ones (the REST
 /// storage's `patchAllocatedValues`): cluster IPs, IP families and policy, node ports.
-pub fn keep_allocated(old: &Value, new: &mut Value) {
+fn keep_allocated(old: &Value, new: &mut Value) {
     let (o, n) = (&old["spec"], &mut new["spec"]);
     if !n.is_object() {
         return;
@@ -106,5 +154,38 @@ pub fn keep_allocated(old: &Value, new: &mut Value) {
                 p["nodePort"] = op["nodePort"].clone();
             }
         }
+    }
+}
+
+/// Service defaults (`SetDefaults_Service`, the IP family and traffic policy defaults);
+/// the cluster IP itself is allocated by the caller, which owns the allocator.
+fn service(obj: &mut Value, create: bool) {
+    let spec = object(obj, "spec");
+    default(spec, "type", json!("ClusterIP"));
+    default(spec, "sessionAffinity", json!("None"));
+    let external_name = spec["type"] == "ExternalName";
+    for p in items(spec, "ports") {
+        default(p, "protocol", json!("TCP"));
+        let port = p["port"].clone();
+        default(p, "targetPort", port);
+    }
+    if !external_name {
+        default(spec, "internalTrafficPolicy", json!("Cluster"));
+        // A headless Service without a selector may have endpoints of both families.
+        let headless_any = spec["clusterIP"] == "None"
+            && spec["selector"].as_object().is_none_or(|s| s.is_empty());
+        if headless_any {
+            default(spec, "ipFamilyPolicy", json!("RequireDualStack"));
+            default(spec, "ipFamilies", json!(["IPv4", "IPv6"]));
+        } else {
+            default(spec, "ipFamilyPolicy", json!("SingleStack"));
+            default(spec, "ipFamilies", json!(["IPv4"]));
+        }
+    }
+    if matches!(spec["type"].as_str(), Some("NodePort" | "LoadBalancer")) {
+        default(spec, "externalTrafficPolicy", json!("Cluster"));
+    }
+    if create {
+        obj["status"] = json!({"loadBalancer": {}});
     }
 }
