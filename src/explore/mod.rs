@@ -109,6 +109,29 @@ pub enum Verdict {
     Found,
 }
 
+/// What one trial came to, as `summary.json` spells it (`pass`, `fail`, `error`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TrialVerdict {
+    /// Ran, and the oracles found nothing that counts.
+    Pass,
+    /// Ran, and the oracles found something: a finding's evidence.
+    Fail,
+    /// Could not run (the simulator, the setup): not a finding.
+    Error,
+}
+
+impl TrialVerdict {
+    /// The summary's spelling, also the report's CSS class and the progress line's word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TrialVerdict::Pass => "pass",
+            TrialVerdict::Fail => "fail",
+            TrialVerdict::Error => "error",
+        }
+    }
+}
+
 /// One trial as the summary lists it (read back by `explore merge`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -141,8 +164,7 @@ pub struct Trial {
     /// What its faults did (`effect.rs`); `None` when the trial could not run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub effect: Option<effect::Effect>,
-    /// pass | fail | error
-    pub verdict: String,
+    pub verdict: TrialVerdict,
     pub found: Vec<Found>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -505,11 +527,15 @@ impl Shared {
                 if !found.is_empty() {
                     files.extend(self.out.write_run(&name, &outcome)?);
                 }
-                let v = if found.is_empty() { "pass" } else { "fail" };
-                (v.to_string(), found, None, Some(outcome.ended))
+                let v = if found.is_empty() {
+                    TrialVerdict::Pass
+                } else {
+                    TrialVerdict::Fail
+                };
+                (v, found, None, Some(outcome.ended))
             }
             // A trial that cannot run (the simulator, the setup) is not a finding.
-            Err(e) => ("error".to_string(), vec![], Some(format!("{e:#}")), None),
+            Err(e) => (TrialVerdict::Error, vec![], Some(format!("{e:#}")), None),
         };
         Ok(Trial {
             id: job.id,
@@ -739,7 +765,7 @@ impl Search {
             .trials
             .iter()
             .chain(std::iter::once(t))
-            .filter(|t| t.verdict == "fail")
+            .filter(|t| t.verdict == TrialVerdict::Fail)
             .map(|t| judge::signatures(&t.found))
             .collect();
         sigs.sort();
@@ -750,7 +776,11 @@ impl Search {
     /// Failing trials with the same signatures are one finding; its plan is the simplest.
     fn group(&self) -> Vec<Finding> {
         let mut groups: Vec<(Vec<String>, Vec<&Trial>)> = Vec::new();
-        for t in self.trials.iter().filter(|t| t.verdict == "fail") {
+        for t in self
+            .trials
+            .iter()
+            .filter(|t| t.verdict == TrialVerdict::Fail)
+        {
             let sig = judge::signatures(&t.found);
             match groups.iter_mut().find(|(s, _)| *s == sig) {
                 Some((_, ts)) => ts.push(t),
