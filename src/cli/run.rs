@@ -296,28 +296,31 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
         let _ = upstream.finish().await;
         return Err(e).with_context(|| format!("creating {}", dir.display()));
     }
-    let mut o = Options::new(upstream.clone(), schedule, args.cmd.clone(), dir.clone());
-    o.setup = setup;
-    args.world.apply(&mut o);
-    o.restart_crashed = restart;
-    o.end = match (args.quiet, args.duration) {
-        (Some(quiet), cap) => End::Quiet {
-            quiet,
-            max_run: cap.unwrap_or(args.max_run),
+    let mut o = Options {
+        setup,
+        restart_crashed: restart,
+        end: match (args.quiet, args.duration) {
+            (Some(quiet), cap) => End::Quiet {
+                quiet,
+                max_run: cap.unwrap_or(args.max_run),
+            },
+            (None, Some(d)) => End::After(d),
+            (None, None) => End::ControllerExit,
         },
-        (None, Some(d)) => End::After(d),
-        (None, None) => End::ControllerExit,
+        trace: match &args.trace {
+            Some(p) => TraceTo::File(p.clone()),
+            None => TraceTo::Off,
+        },
+        admin_listen: args.admin_listen,
+        cancel: Some(stop.clone()),
+        announce: true,
+        ..Options::new(upstream.clone(), schedule, args.cmd.clone(), dir.clone())
     };
+    // The flags `explore` takes too, set as it sets them.
+    args.world.apply(&mut o);
     if let Some(q) = args.quiet {
         o.settle_before_workload = q;
     }
-    o.trace = match &args.trace {
-        Some(p) => TraceTo::File(p.clone()),
-        None => TraceTo::Off,
-    };
-    o.admin_listen = args.admin_listen;
-    o.cancel = Some(stop.clone());
-    o.announce = true;
     let outcome = crate::session::run(o).await;
     if let Err(e) = upstream.finish().await {
         tracing::warn!(error = %format!("{e:#}"), "stopping the upstream");

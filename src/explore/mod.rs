@@ -419,34 +419,35 @@ impl Shared {
             .as_ref()
             .and_then(|o| o.convergence.as_ref())
             .map_or(Duration::ZERO, |c| c.allowance() + quiet);
-        let mut o = session::Options::new(
-            self.cfg.upstream.clone(),
-            schedule,
-            self.cfg.controller.clone(),
-            dir,
-        );
-        o.setup = self.cfg.setup.clone();
-        o.workload = workload.to_vec();
-        o.start_timeout = self.cfg.start_timeout;
-        // As a Deployment would: an exit is followed by kubelet's back-off and a restart;
-        // only a crash loop (or a different end state) is a finding.
-        o.restart_crashed = Some(self.cfg.crash_policy);
-        o.others = self.cfg.others.clone();
-        o.idle_url = self.cfg.idle_url.clone();
-        o.wait_settle = self.cfg.wait_settle;
-        o.settle_before_workload = quiet;
-        o.first_step_after_a_write = self.waits_for_a_write(workload);
-        o.end = End::Quiet {
-            quiet,
-            max_run: self.max_run().max(recovery) + windows,
-        };
-        o.trace = TraceTo::Memory;
-        o.snapshot = true;
-        o.output = Some(self.out.root.join(format!("logs/{id}.log")));
-        o.threads = 1;
-        o.stop_early = Some(Box::new(|oracles| oracles.rate_violated()));
-        o.cancel = Some(self.stop.clone());
-        Ok(o)
+        Ok(session::Options {
+            setup: self.cfg.setup.clone(),
+            workload: workload.to_vec(),
+            start_timeout: self.cfg.start_timeout,
+            // As a Deployment would: an exit is followed by kubelet's back-off and a
+            // restart; only a crash loop (or a different end state) is a finding.
+            restart_crashed: Some(self.cfg.crash_policy),
+            others: self.cfg.others.clone(),
+            idle_url: self.cfg.idle_url.clone(),
+            wait_settle: self.cfg.wait_settle,
+            settle_before_workload: quiet,
+            first_step_after_a_write: self.waits_for_a_write(workload),
+            end: End::Quiet {
+                quiet,
+                max_run: self.max_run().max(recovery) + windows,
+            },
+            trace: TraceTo::Memory,
+            snapshot: true,
+            output: Some(self.out.root.join(format!("logs/{id}.log"))),
+            threads: 1,
+            stop_early: Some(Box::new(|oracles| oracles.rate_violated())),
+            cancel: Some(self.stop.clone()),
+            ..session::Options::new(
+                self.cfg.upstream.clone(),
+                schedule,
+                self.cfg.controller.clone(),
+                dir,
+            )
+        })
     }
 
     async fn one(&self, o: session::Options) -> Result<Outcome> {
