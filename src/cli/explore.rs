@@ -12,6 +12,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::Args;
 
+use super::upstream_args::UpstreamArgs;
 use crate::explore::{self, Config, Verdict};
 use crate::session::upstream::Choice;
 
@@ -56,6 +57,17 @@ pub struct ExploreArgs {
 
 /// What one explore is asked (`explore job` takes the same, for its pods).
 #[derive(Debug, Args)]
+#[command(
+    mut_arg("upstream_kubeconfig", |a| a
+        .help("Explore on this cluster instead of the embedded simulator (trials run one at a \
+               time; what they create is deleted between them)")
+        // A cluster or a control plane of its own, not both.
+        .conflicts_with("envtest")),
+    // A context is only of a kubeconfig given.
+    mut_arg("context", |a| a
+        .help("Context of --upstream-kubeconfig")
+        .requires("upstream_kubeconfig")),
+)]
 pub struct ExploreFlags {
     #[command(flatten)]
     pub world: super::run::WorldArgs,
@@ -63,14 +75,8 @@ pub struct ExploreFlags {
     #[command(flatten)]
     pub envtest: super::run::EnvtestArgs,
 
-    /// Explore on this cluster instead of the embedded simulator (trials run one at a
-    /// time; what they create is deleted between them).
-    #[arg(long, value_name = "FILE", conflicts_with = "envtest")]
-    pub upstream_kubeconfig: Option<PathBuf>,
-
-    /// Context of --upstream-kubeconfig.
-    #[arg(long, value_name = "NAME", requires = "upstream_kubeconfig")]
-    pub context: Option<String>,
+    #[command(flatten)]
+    pub upstream: UpstreamArgs,
 
     /// On a cluster: a shell command run before every run to put the cluster back.
     #[arg(long, value_name = "CMD", requires = "upstream_kubeconfig")]
@@ -246,11 +252,11 @@ async fn explore(args: ExploreFlags) -> Result<ExitCode> {
     // As a Deployment's pod: an exit is followed by kubelet's back-off and a restart;
     // five in a row are a crash loop, which ends the trial as a finding.
     let crash_policy = args.world.crash_policy(Some(5))?;
-    let choice = match (args.envtest.choice(), args.upstream_kubeconfig) {
+    let choice = match (args.envtest.choice(), args.upstream.upstream_kubeconfig) {
         (Some(c), _) => c,
         (None, Some(path)) => Choice::Cluster {
             kubeconfig: Some(path),
-            context: args.context,
+            context: args.upstream.context,
             reset: args.reset,
         },
         (None, None) => Choice::Sim,

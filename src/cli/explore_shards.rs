@@ -7,7 +7,8 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 use clap::{ArgAction, ArgMatches, Args, Subcommand, parser::ValueSource};
 
-use crate::explore::{job, merge, output::Summary, pack};
+use crate::explore::output::{Summary, SummaryVerdict};
+use crate::explore::{job, merge, pack};
 
 // Parsed once per process, as `Command` (cli/mod.rs).
 #[allow(clippy::large_enum_variant)]
@@ -181,7 +182,7 @@ fn merged(dirs: &[PathBuf], out: &Path) -> Result<ExitCode> {
         out.display(),
         summary.terminal(out)
     );
-    Ok(if summary.verdict == "clean" {
+    Ok(if summary.verdict == SummaryVerdict::Clean {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)

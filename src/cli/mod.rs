@@ -13,6 +13,7 @@ pub mod report;
 pub mod run;
 pub mod serve;
 pub mod sim;
+pub mod upstream_args;
 
 use std::process::ExitCode;
 

@@ -12,11 +12,15 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::Args;
 
+use super::upstream_args::UpstreamArgs;
 use crate::session::upstream::Choice;
 use crate::session::{End, Ended, Options, TraceTo};
 
 #[derive(Debug, Args)]
-#[command(after_help = "\
+#[command(
+    // A cluster or a control plane of its own, not both.
+    mut_arg("upstream_kubeconfig", |a| a.conflicts_with("envtest")),
+    after_help = "\
 Example:
   stalemate run --schedule config/flux-f1.json --duration 2m --report-html report.html -- ./bin/manager
 
@@ -26,7 +30,8 @@ kubeconfig's credentials. SIGINT/SIGTERM are forwarded to CMD. `restart` windows
 (SIGKILL) and start it again with the same arguments and environment; those kills do not
 end the run. The run ends at --duration or --quiet, or when CMD exits on its own (with
 --restart-policy always, CMD is started again after kubelet's back-off instead); then the
-report is printed, and the exit status is the oracles' verdict.")]
+report is printed, and the exit status is the oracles' verdict."
+)]
 pub struct RunArgs {
     /// Schedule file (JSON): clients, windows and oracles.
     #[arg(long, value_name = "FILE")]
@@ -64,13 +69,8 @@ pub struct RunArgs {
     #[command(flatten)]
     pub world: WorldArgs,
 
-    /// Upstream kubeconfig (default: $KUBECONFIG, then ~/.kube/config).
-    #[arg(long, value_name = "FILE", conflicts_with = "envtest")]
-    pub upstream_kubeconfig: Option<PathBuf>,
-
-    /// Context of the upstream kubeconfig (default: its current context).
-    #[arg(long, value_name = "NAME")]
-    pub context: Option<String>,
+    #[command(flatten)]
+    pub upstream: UpstreamArgs,
 
     /// Address of the admin listener (metrics, control API).
     #[arg(long, default_value = "127.0.0.1:0", value_name = "ADDR:PORT")]
@@ -279,8 +279,8 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
         Some(c) => c,
         None if args.sim => Choice::Sim,
         None => Choice::Cluster {
-            kubeconfig: args.upstream_kubeconfig.clone(),
-            context: args.context.clone(),
+            kubeconfig: args.upstream.upstream_kubeconfig.clone(),
+            context: args.upstream.context.clone(),
             reset: None,
         },
     };
@@ -296,28 +296,31 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
         let _ = upstream.finish().await;
         return Err(e).with_context(|| format!("creating {}", dir.display()));
     }
-    let mut o = Options::new(upstream.clone(), schedule, args.cmd.clone(), dir.clone());
-    o.setup = setup;
-    args.world.apply(&mut o);
-    o.restart_crashed = restart;
-    o.end = match (args.quiet, args.duration) {
-        (Some(quiet), cap) => End::Quiet {
-            quiet,
-            max_run: cap.unwrap_or(args.max_run),
+    let mut o = Options {
+        setup,
+        restart_crashed: restart,
+        end: match (args.quiet, args.duration) {
+            (Some(quiet), cap) => End::Quiet {
+                quiet,
+                max_run: cap.unwrap_or(args.max_run),
+            },
+            (None, Some(d)) => End::After(d),
+            (None, None) => End::ControllerExit,
         },
-        (None, Some(d)) => End::After(d),
-        (None, None) => End::ControllerExit,
+        trace: match &args.trace {
+            Some(p) => TraceTo::File(p.clone()),
+            None => TraceTo::Off,
+        },
+        admin_listen: args.admin_listen,
+        cancel: Some(stop.clone()),
+        announce: true,
+        ..Options::new(upstream.clone(), schedule, args.cmd.clone(), dir.clone())
     };
+    // The flags `explore` takes too, set as it sets them.
+    args.world.apply(&mut o);
     if let Some(q) = args.quiet {
         o.settle_before_workload = q;
     }
-    o.trace = match &args.trace {
-        Some(p) => TraceTo::File(p.clone()),
-        None => TraceTo::Off,
-    };
-    o.admin_listen = args.admin_listen;
-    o.cancel = Some(stop.clone());
-    o.announce = true;
     let outcome = crate::session::run(o).await;
     if let Err(e) = upstream.finish().await {
         tracing::warn!(error = %format!("{e:#}"), "stopping the upstream");

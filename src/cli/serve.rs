@@ -7,11 +7,19 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 
+use super::upstream_args::UpstreamArgs;
 use crate::certs;
 use crate::upstream::Source;
 
 #[derive(Debug, Args)]
-#[command(after_help = "\
+#[command(
+    // A kubeconfig is one of three ways to the upstream: --in-cluster and --upstream
+    // are the others.
+    mut_arg("upstream_kubeconfig", |a| a
+        .help("Upstream kubeconfig file")
+        .conflicts_with_all(["in_cluster", "upstream"])),
+    mut_arg("context", |a| a.conflicts_with_all(["in_cluster", "upstream"])),
+    after_help = "\
 Upstream: --upstream-kubeconfig FILE [--context NAME], --in-cluster, or --upstream URL
 --upstream-ca FILE; with none of them, the usual kubeconfig lookup ($KUBECONFIG, then
 ~/.kube/config). Upstream TLS is always verified unless --insecure-skip-upstream-verify.
@@ -20,7 +28,8 @@ Credentials: a request carrying Authorization is forwarded with it unchanged (a 
 service-account token), over upstream connections that present no client certificate, so
 the client stays who it is; a request without one gets the upstream kubeconfig's
 credentials (certificate, token or exec plugin). Whoever can reach the listener acts with
-those credentials: keep it on loopback.")]
+those credentials: keep it on loopback."
+)]
 pub struct ServeArgs {
     /// Address to serve HTTPS on.
     #[arg(long, default_value = "127.0.0.1:7443", value_name = "ADDR:PORT")]
@@ -44,13 +53,8 @@ pub struct ServeArgs {
     #[arg(long = "san", value_name = "NAME")]
     pub sans: Vec<String>,
 
-    /// Upstream kubeconfig file.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["in_cluster", "upstream"])]
-    pub upstream_kubeconfig: Option<PathBuf>,
-
-    /// Context of the upstream kubeconfig (default: its current context).
-    #[arg(long, value_name = "NAME", conflicts_with_all = ["in_cluster", "upstream"])]
-    pub context: Option<String>,
+    #[command(flatten)]
+    pub kubeconfig: UpstreamArgs,
 
     /// Use the pod's service account to reach the apiserver (sidecar mode).
     #[arg(long, conflicts_with = "upstream")]
@@ -227,8 +231,8 @@ fn source(args: &ServeArgs) -> Result<Source> {
         }
     } else {
         Source::Kubeconfig {
-            path: args.upstream_kubeconfig.clone(),
-            context: args.context.clone(),
+            path: args.kubeconfig.upstream_kubeconfig.clone(),
+            context: args.kubeconfig.context.clone(),
         }
     })
 }

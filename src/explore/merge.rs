@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-use super::output::{Out, SCHEMA, Summary};
+use super::output::{Out, SCHEMA, Summary, SummaryVerdict};
 use super::{Finding, Trial};
 
 /// One explore's output, read back.
@@ -254,13 +254,12 @@ pub fn merge(mut inputs: Vec<Input>, out: &Path) -> Result<Merged> {
     s.findings = findings;
     s.trials = trials;
     s.verdict = if !s.findings.is_empty() {
-        "findings"
+        SummaryVerdict::Findings
     } else if !s.without_faults.is_empty() {
-        "fails-without-faults"
+        SummaryVerdict::FailsWithoutFaults
     } else {
-        "clean"
-    }
-    .into();
+        SummaryVerdict::Clean
+    };
     Ok(Merged {
         summary: s,
         copies,

@@ -91,7 +91,7 @@ fn findings_with_the_same_signatures_are_one_with_the_best_reproducer() {
     let m = merge(vec![s1, s0], Path::new("/merged")).unwrap();
     let s = &m.summary;
     assert!(m.notes.is_empty(), "{:?}", m.notes);
-    assert_eq!(s.verdict, "findings");
+    assert_eq!(s.verdict, SummaryVerdict::Findings);
     assert_eq!(s.trials_run, 6);
     assert_eq!(s.not_exercised, 2);
     assert_eq!(s.seconds, 120.0);
@@ -192,7 +192,7 @@ fn best_is_the_simplest_reproducer_that_came_back() {
 fn shards_that_do_not_belong_together_are_refused_and_gaps_said() {
     let clean = |i: usize| shard(i, vec![trial(1, "pass", None)], vec![], vec![], 10.0);
     let m = merge(vec![clean(1)], Path::new("/m")).unwrap();
-    assert_eq!(m.summary.verdict, "clean");
+    assert_eq!(m.summary.verdict, SummaryVerdict::Clean);
     assert!(m.notes[0].contains("shard 0 of 2 missing"), "{:?}", m.notes);
     let e = merge(vec![clean(1), clean(1)], Path::new("/m")).unwrap_err();
     assert!(e.to_string().contains("shard 1 is given twice"), "{e}");
@@ -230,7 +230,7 @@ fn fault_free_findings_are_reported_once() {
         s
     };
     let m = merge(vec![with(0), with(1)], Path::new("/m")).unwrap();
-    assert_eq!(m.summary.verdict, "fails-without-faults");
+    assert_eq!(m.summary.verdict, SummaryVerdict::FailsWithoutFaults);
     assert_eq!(m.summary.without_faults.len(), 1);
     assert_eq!(
         m.summary.reference_files,

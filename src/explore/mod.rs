@@ -109,6 +109,29 @@ pub enum Verdict {
     Found,
 }
 
+/// What one trial came to, as `summary.json` spells it (`pass`, `fail`, `error`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TrialVerdict {
+    /// Ran, and the oracles found nothing that counts.
+    Pass,
+    /// Ran, and the oracles found something: a finding's evidence.
+    Fail,
+    /// Could not run (the simulator, the setup): not a finding.
+    Error,
+}
+
+impl TrialVerdict {
+    /// The summary's spelling, also the report's CSS class and the progress line's word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TrialVerdict::Pass => "pass",
+            TrialVerdict::Fail => "fail",
+            TrialVerdict::Error => "error",
+        }
+    }
+}
+
 /// One trial as the summary lists it (read back by `explore merge`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -141,8 +164,7 @@ pub struct Trial {
     /// What its faults did (`effect.rs`); `None` when the trial could not run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub effect: Option<effect::Effect>,
-    /// pass | fail | error
-    pub verdict: String,
+    pub verdict: TrialVerdict,
     pub found: Vec<Found>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -397,34 +419,35 @@ impl Shared {
             .as_ref()
             .and_then(|o| o.convergence.as_ref())
             .map_or(Duration::ZERO, |c| c.allowance() + quiet);
-        let mut o = session::Options::new(
-            self.cfg.upstream.clone(),
-            schedule,
-            self.cfg.controller.clone(),
-            dir,
-        );
-        o.setup = self.cfg.setup.clone();
-        o.workload = workload.to_vec();
-        o.start_timeout = self.cfg.start_timeout;
-        // As a Deployment would: an exit is followed by kubelet's back-off and a restart;
-        // only a crash loop (or a different end state) is a finding.
-        o.restart_crashed = Some(self.cfg.crash_policy);
-        o.others = self.cfg.others.clone();
-        o.idle_url = self.cfg.idle_url.clone();
-        o.wait_settle = self.cfg.wait_settle;
-        o.settle_before_workload = quiet;
-        o.first_step_after_a_write = self.waits_for_a_write(workload);
-        o.end = End::Quiet {
-            quiet,
-            max_run: self.max_run().max(recovery) + windows,
-        };
-        o.trace = TraceTo::Memory;
-        o.snapshot = true;
-        o.output = Some(self.out.root.join(format!("logs/{id}.log")));
-        o.threads = 1;
-        o.stop_early = Some(Box::new(|oracles| oracles.rate_violated()));
-        o.cancel = Some(self.stop.clone());
-        Ok(o)
+        Ok(session::Options {
+            setup: self.cfg.setup.clone(),
+            workload: workload.to_vec(),
+            start_timeout: self.cfg.start_timeout,
+            // As a Deployment would: an exit is followed by kubelet's back-off and a
+            // restart; only a crash loop (or a different end state) is a finding.
+            restart_crashed: Some(self.cfg.crash_policy),
+            others: self.cfg.others.clone(),
+            idle_url: self.cfg.idle_url.clone(),
+            wait_settle: self.cfg.wait_settle,
+            settle_before_workload: quiet,
+            first_step_after_a_write: self.waits_for_a_write(workload),
+            end: End::Quiet {
+                quiet,
+                max_run: self.max_run().max(recovery) + windows,
+            },
+            trace: TraceTo::Memory,
+            snapshot: true,
+            output: Some(self.out.root.join(format!("logs/{id}.log"))),
+            threads: 1,
+            stop_early: Some(Box::new(|oracles| oracles.rate_violated())),
+            cancel: Some(self.stop.clone()),
+            ..session::Options::new(
+                self.cfg.upstream.clone(),
+                schedule,
+                self.cfg.controller.clone(),
+                dir,
+            )
+        })
     }
 
     async fn one(&self, o: session::Options) -> Result<Outcome> {
@@ -505,11 +528,15 @@ impl Shared {
                 if !found.is_empty() {
                     files.extend(self.out.write_run(&name, &outcome)?);
                 }
-                let v = if found.is_empty() { "pass" } else { "fail" };
-                (v.to_string(), found, None, Some(outcome.ended))
+                let v = if found.is_empty() {
+                    TrialVerdict::Pass
+                } else {
+                    TrialVerdict::Fail
+                };
+                (v, found, None, Some(outcome.ended))
             }
             // A trial that cannot run (the simulator, the setup) is not a finding.
-            Err(e) => ("error".to_string(), vec![], Some(format!("{e:#}")), None),
+            Err(e) => (TrialVerdict::Error, vec![], Some(format!("{e:#}")), None),
         };
         Ok(Trial {
             id: job.id,
@@ -739,7 +766,7 @@ impl Search {
             .trials
             .iter()
             .chain(std::iter::once(t))
-            .filter(|t| t.verdict == "fail")
+            .filter(|t| t.verdict == TrialVerdict::Fail)
             .map(|t| judge::signatures(&t.found))
             .collect();
         sigs.sort();
@@ -750,7 +777,11 @@ impl Search {
     /// Failing trials with the same signatures are one finding; its plan is the simplest.
     fn group(&self) -> Vec<Finding> {
         let mut groups: Vec<(Vec<String>, Vec<&Trial>)> = Vec::new();
-        for t in self.trials.iter().filter(|t| t.verdict == "fail") {
+        for t in self
+            .trials
+            .iter()
+            .filter(|t| t.verdict == TrialVerdict::Fail)
+        {
             let sig = judge::signatures(&t.found);
             match groups.iter_mut().find(|(s, _)| *s == sig) {
                 Some((_, ts)) => ts.push(t),

@@ -242,13 +242,36 @@ pub fn reproduce(
     argv
 }
 
+/// What an explore (or a merge of its shards) came to, as `summary.json` spells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SummaryVerdict {
+    /// No finding, and nothing wrong without faults.
+    Clean,
+    /// At least one finding.
+    Findings,
+    /// No finding, but the controller fails a fault-free reference run: the trials'
+    /// failures say nothing about staleness.
+    FailsWithoutFaults,
+}
+
+impl SummaryVerdict {
+    /// The summary's spelling, also the HTML report's heading.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SummaryVerdict::Clean => "clean",
+            SummaryVerdict::Findings => "findings",
+            SummaryVerdict::FailsWithoutFaults => "fails-without-faults",
+        }
+    }
+}
+
 /// `summary.json` (read back by `explore merge`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Summary {
     pub schema: String,
-    /// clean | findings | fails-without-faults
-    pub verdict: String,
+    pub verdict: SummaryVerdict,
     pub controller: Vec<String>,
     pub setup: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -293,7 +316,7 @@ impl Summary {
     fn base(cfg: &Config, seconds: f64) -> Summary {
         Summary {
             schema: SCHEMA.into(),
-            verdict: "clean".into(),
+            verdict: SummaryVerdict::Clean,
             controller: cfg.controller.clone(),
             setup: cfg
                 .setup_paths
@@ -329,11 +352,10 @@ impl Summary {
     ) -> Summary {
         let mut s = Summary::base(cfg, seconds);
         s.verdict = if findings.is_empty() {
-            "clean"
+            SummaryVerdict::Clean
         } else {
-            "findings"
-        }
-        .into();
+            SummaryVerdict::Findings
+        };
         s.reference_seconds = reference_seconds;
         s.trials_run = trials.len();
         s.not_exercised = trials
@@ -354,7 +376,7 @@ impl Summary {
         seconds: f64,
     ) -> Summary {
         let mut s = Summary::base(cfg, seconds);
-        s.verdict = "fails-without-faults".into();
+        s.verdict = SummaryVerdict::FailsWithoutFaults;
         s.without_faults = found;
         s.reference_files = files;
         s
@@ -366,7 +388,7 @@ impl Summary {
         self.without_faults = found.to_vec();
         self.reference_files = files.to_vec();
         if self.findings.is_empty() && !found.is_empty() {
-            self.verdict = "fails-without-faults".into();
+            self.verdict = SummaryVerdict::FailsWithoutFaults;
         }
     }
 
@@ -475,7 +497,7 @@ table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ddd;pad
     );
     h.push_str(&format!(
         "<h1>stalemate explore: {}</h1><p><code>{}</code> — {} trials in {:.0}s ({:.1}/min{}){}</p>",
-        esc(&s.verdict),
+        esc(s.verdict.as_str()),
         esc(&s.controller.join(" ")),
         s.trials_run,
         s.seconds,
@@ -547,8 +569,8 @@ table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ddd;pad
             t.id,
             esc(t.actions.as_deref().unwrap_or("—")),
             esc(&t.plan),
-            esc(&t.verdict),
-            esc(&t.verdict),
+            esc(t.verdict.as_str()),
+            esc(t.verdict.as_str()),
             t.seconds,
             esc(&t
                 .found

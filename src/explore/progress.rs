@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::Trial;
+use super::{Trial, TrialVerdict};
 
 /// Progress: a bar on a terminal, a line per trial otherwise.
 pub(super) struct Progress {
@@ -48,13 +48,13 @@ impl Progress {
     }
 
     pub(super) fn trial(&self, t: &Trial, findings: usize) {
-        let what = match t.verdict.as_str() {
-            "fail" => format!(
+        let what = match t.verdict {
+            TrialVerdict::Fail => format!(
                 "FAIL: {}",
                 t.found.first().map(|f| f.message.as_str()).unwrap_or("")
             ),
-            "error" => format!("error: {}", t.error.as_deref().unwrap_or("")),
-            v => v.to_string(),
+            TrialVerdict::Error => format!("error: {}", t.error.as_deref().unwrap_or("")),
+            TrialVerdict::Pass => "pass".to_string(),
         };
         // What the faults did: a pass whose window never opened says nothing.
         let what = match &t.effect {
@@ -80,7 +80,7 @@ impl Progress {
                     if findings == 1 { "" } else { "s" }
                 ));
                 let unexercised = t.effect.as_ref().is_some_and(|e| !e.exercised());
-                if t.verdict != "pass" || !t.exits.is_empty() || unexercised {
+                if t.verdict != TrialVerdict::Pass || !t.exits.is_empty() || unexercised {
                     b.println(format!(
                         "trial {}: {}{} → {what}",
                         t.id,

@@ -13,14 +13,15 @@ fn setup() -> Vec<crate::setup::Manifest> {
 
 /// A run of `controller` on a fresh simulator with the `demo` namespace as its setup.
 fn on_sim(dir: &Path, controller: Vec<String>) -> Options {
-    let mut o = Options::new(
-        std::sync::Arc::new(upstream::sim::Sim),
-        Default::default(),
-        controller,
-        dir.to_path_buf(),
-    );
-    o.setup = setup();
-    o
+    Options {
+        setup: setup(),
+        ..Options::new(
+            std::sync::Arc::new(upstream::sim::Sim),
+            Default::default(),
+            controller,
+            dir.to_path_buf(),
+        )
+    }
 }
 
 /// `sh -c SCRIPT` with every kubectl it runs given a discovery cache of its own, not the
