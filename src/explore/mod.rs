@@ -27,6 +27,7 @@ pub mod output;
 pub mod pack;
 pub mod plan;
 mod progress;
+mod record;
 mod reference;
 pub mod shard;
 mod shrink;
@@ -36,23 +37,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
-use serde::{Deserialize, Serialize};
-
 use crate::oracle::OracleConfig;
 use crate::schedule::Schedule;
-use crate::session::{self, End, Ended, Outcome, TraceTo};
+use crate::session::{self, End, Outcome, TraceTo};
+use anyhow::{Context, Result};
 use judge::{Baseline, Found};
 use plan::Plan;
 use progress::Progress;
-
-/// Where a trial's time went: the session's phases and explore's judging.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
-pub struct TrialPhases {
-    #[serde(flatten)]
-    pub session: session::Phases,
-    pub judge: f64,
-}
+pub use record::{Finding, Replayed, Trial, TrialPhases, TrialVerdict};
 
 /// Everything `explore` was asked.
 #[derive(Debug, Clone)]
@@ -107,126 +99,6 @@ pub enum Verdict {
     Clean,
     /// Findings (or the controller fails without any fault).
     Found,
-}
-
-/// What one trial came to, as `summary.json` spells it (`pass`, `fail`, `error`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum TrialVerdict {
-    /// Ran, and the oracles found nothing that counts.
-    Pass,
-    /// Ran, and the oracles found something: a finding's evidence.
-    Fail,
-    /// Could not run (the simulator, the setup): not a finding.
-    Error,
-}
-
-impl TrialVerdict {
-    /// The summary's spelling, also the report's CSS class and the progress line's word.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TrialVerdict::Pass => "pass",
-            TrialVerdict::Fail => "fail",
-            TrialVerdict::Error => "error",
-        }
-    }
-}
-
-/// One trial as the summary lists it (read back by `explore merge`).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Trial {
-    pub id: usize,
-    pub plan: String,
-    pub slug: String,
-    pub round: u8,
-    /// Its plan's focus rank (`focus.rs`: 1 on the user's objects, 3 elsewhere).
-    pub rank: u8,
-    /// The user's actions it ran (`actions/`; none: the setup and `--workload` alone).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub actions: Option<String>,
-    /// Which sequence of actions (0: none), and the workload steps it ran.
-    #[serde(skip)]
-    pub track: usize,
-    #[serde(skip)]
-    pub workload: Vec<String>,
-    /// How long it had to be quiet before it was judged.
-    #[serde(skip)]
-    pub quiet: Duration,
-    /// The controller's exits on its own, each followed by a restart (`exit status: 1
-    /// after 3.2s`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub exits: Vec<String>,
-    /// Which finding's plan this trial shrinks.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub shrinking: Option<usize>,
-    pub schedule: Schedule,
-    /// What its faults did (`effect.rs`); `None` when the trial could not run.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub effect: Option<effect::Effect>,
-    pub verdict: TrialVerdict,
-    pub found: Vec<Found>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    pub seconds: f64,
-    /// Where those seconds went (`session::Phases`; `judge` is explore's own: the
-    /// verdict and the files written); `None` when the trial could not run.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub phases: Option<TrialPhases>,
-    pub ended: Option<Ended>,
-    /// Seconds since explore started when the trial ended.
-    pub at: f64,
-    /// Files written for it (trace, reports, controller output), relative to --out.
-    pub files: Vec<String>,
-}
-
-/// One finding: a group of failing trials with the same signatures, and its reproducer.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Finding {
-    pub number: usize,
-    pub title: String,
-    pub signatures: Vec<String>,
-    pub found: Vec<Found>,
-    /// The plan it was found with, and the trial that shows the reproducer failing.
-    pub plan: String,
-    /// The user's actions it needs (none: the setup and `--workload` alone); its
-    /// reproducer runs them as `--workload` steps.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub actions: Option<String>,
-    pub trial: usize,
-    pub trials: Vec<usize>,
-    /// The reproducer schedule (relative to --out).
-    pub schedule_file: String,
-    /// The workload steps its reproducer runs (`--workload` and its actions').
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub workload: Vec<String>,
-    /// A command that runs it again.
-    pub reproduce: Vec<String>,
-    /// Whether `stalemate run` judges it by itself (its oracles, not the differential
-    /// one, see it).
-    pub run_exits_1: bool,
-    pub files: Vec<String>,
-    /// Seconds since explore started when it was first seen.
-    pub first_seen: f64,
-    /// Its reproducer run again before it was reported (`--replay`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub replayed: Option<Replayed>,
-}
-
-/// How often a finding's reproducer came back when run again.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Replayed {
-    pub came_back: usize,
-    pub of: usize,
-}
-
-impl Replayed {
-    /// It never came back.
-    pub fn flaky(&self) -> bool {
-        self.came_back == 0
-    }
 }
 
 /// Whether a client of an explore run is a controller under test: the one after `--`
