@@ -13,6 +13,7 @@
 #
 #   bash bench/explore.sh [--rounds N] [--budget N] [--upstreams "sim envtest cluster flux kcm"]
 #                         [--actions "none generated"] [--jobs "1 2"] [--metrics "off on"]
+#                         [--planes "fresh reused"]
 #
 # --actions: each explore once per value (explore's --actions: the setup alone, or with
 # the user actions it generates from the setup's objects), side by side in one run.
@@ -21,6 +22,9 @@
 # serves none); `on`: the demo controller serves its workqueue metrics on the run's
 # port (--metrics-bind-address) and a quiet trial is judged as soon as they say it has
 # settled (no retry pending) instead of after --settle.
+# --planes (envtest and flux; kcm's --with components always get fresh ones): `fresh`:
+# a control plane started for every trial (--fresh-control-planes); `reused`: one put
+# back between trials, as explore does by default.
 # Below each row: where a trial's seconds went, on average (explore's trial phases:
 # start = the upstream, proxy and setup; ready = the controller's first requests and
 # lists; work = until its last write or window; quiet = the idle stretch that ended it;
@@ -30,12 +34,13 @@
 # unset); flux needs git and Go (build-flux.sh, ~3 min the first time).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-rounds=1 budget="" upstreams="sim envtest cluster" actions_list="none generated" jobs_list="1 2" metrics_list="off on"
+rounds=1 budget="" upstreams="sim envtest cluster" actions_list="none generated" jobs_list="1 2" metrics_list="off on" planes_list="fresh reused"
 while [ $# -gt 0 ]; do
     case $1 in
         --actions) actions_list=$2; shift 2 ;;
         --jobs) jobs_list=$2; shift 2 ;;
         --metrics) metrics_list=$2; shift 2 ;;
+        --planes) planes_list=$2; shift 2 ;;
         --rounds) rounds=$2; shift 2 ;;
         --budget) budget="--budget $2"; shift 2 ;;
         --upstreams) upstreams=$2; shift 2 ;;
@@ -87,16 +92,19 @@ start_flux() {
 explore() { # upstream jobs round flags...
     local upstream=$1 jobs=$2 round=$3
     shift 3
-    local actions metrics
+    local actions metrics planes planes_for=-
+    case $upstream in envtest | flux) planes_for=$planes_list ;; esac
     for metrics in $metrics_list; do
-        for actions in $actions_list; do explore_one "$upstream" "$jobs" "$round" "$actions" "$metrics" "$@"; done
+        for actions in $actions_list; do
+            for planes in $planes_for; do explore_one "$upstream" "$jobs" "$round" "$actions" "$metrics" "$planes" "$@"; done
+        done
     done
 }
 
-explore_one() { # upstream jobs round actions metrics flags...
-    local upstream=$1 jobs=$2 round=$3 actions=$4 metrics=$5
-    shift 5
-    local dir="$out/$upstream-j$jobs-r$round-$actions-$metrics"
+explore_one() { # upstream jobs round actions metrics planes flags...
+    local upstream=$1 jobs=$2 round=$3 actions=$4 metrics=$5 planes=$6
+    shift 6
+    local dir="$out/$upstream-j$jobs-r$round-$actions-$metrics-$planes"
     local setup=(--setup examples/gitrepo/setup.yaml) controller=(target/release/examples/gitrepo-controller)
     if [ "$metrics" = on ]; then
         # shellcheck disable=SC2016 # the controller's shell expands it, per run
@@ -117,10 +125,11 @@ explore_one() { # upstream jobs round actions metrics flags...
     fi
     local judged=()
     [ "$metrics" = on ] || judged=(--wait-settle)
+    if [ "$planes" = fresh ]; then judged+=(--fresh-control-planes); fi
     # shellcheck disable=SC2086 # $budget is a flag and its value, or nothing
     target/release/stalemate explore "${setup[@]}" --jobs "$jobs" $budget --actions "$actions" "${judged[@]}" "$@" \
         --out "$dir" -- "${controller[@]}" >/dev/null 2>&1 || true
-    python3 - "$dir/summary.json" "$upstream" "$jobs" "$round" "$actions" "$metrics" <<'PY'
+    python3 - "$dir/summary.json" "$upstream" "$jobs" "$round" "$actions" "$metrics" "$planes" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))
 first = s.get("firstFindingSeconds")
@@ -129,7 +138,7 @@ per = sum(trials) / len(trials) if trials else 0.0
 seqs = s.get("sequences", [])
 reached = sum(1 for q in seqs if q["status"] != "not reached")
 dropped = sum(1 for q in seqs if q["status"].startswith("dropped"))
-print(f"{sys.argv[2]:<8} {sys.argv[3]:<5} {sys.argv[4]:<5} {sys.argv[5]:<9} {sys.argv[6]:<7} {f'{reached}/{len(seqs)}' if seqs else '-':>7} {s['trialsRun']:>6} {s['seconds']:>8.1f} {s['trialsPerMinute']:>10.1f} "
+print(f"{sys.argv[2]:<8} {sys.argv[3]:<5} {sys.argv[4]:<5} {sys.argv[5]:<9} {sys.argv[6]:<7} {sys.argv[7]:<7} {f'{reached}/{len(seqs)}' if seqs else '-':>7} {s['trialsRun']:>6} {s['seconds']:>8.1f} {s['trialsPerMinute']:>10.1f} "
       f"{per:>9.1f}s {s['referenceSeconds']:>9.1f}s {(f'{first:.1f}s' if first is not None else 'none'):>8}  "
       f"({len(s['findings'])} findings, {len(s.get('withoutFaults', []))} without faults, {s.get('notExercised', 0)} not exercised, {dropped} sequences dropped)")
 phased = [t["phases"] for t in s["trials"] if t.get("phases")]
@@ -144,7 +153,7 @@ for f in s.get("withoutFaults", []):
 PY
 }
 
-printf '%-8s %-5s %-5s %-9s %-7s %7s %6s %8s %10s %10s %10s %8s\n' upstream jobs round actions metrics reached trials seconds trials/min per-trial reference first
+printf '%-8s %-5s %-5s %-9s %-7s %-7s %7s %6s %8s %10s %10s %10s %8s\n' upstream jobs round actions metrics planes reached trials seconds trials/min per-trial reference first
 for round in $(seq "$rounds"); do
     for upstream in $upstreams; do
         case $upstream in

@@ -82,6 +82,13 @@ pub struct ExploreFlags {
     #[arg(long, value_name = "CMD", requires = "upstream_kubeconfig")]
     pub reset: Option<String>,
 
+    /// With --envtest: start a control plane for every trial, instead of putting one back
+    /// between trials (what a trial created deleted, checked to be as it was when ready;
+    /// one that cannot be is replaced). Always so with --with: its components hold
+    /// state no delete puts back.
+    #[arg(long, requires = "envtest")]
+    pub fresh_control_planes: bool,
+
     /// Trials run side by side on the simulator or --envtest (default: one per CPU).
     #[arg(long, value_name = "N")]
     pub jobs: Option<usize>,
@@ -262,7 +269,9 @@ async fn explore(args: ExploreFlags) -> Result<ExitCode> {
         (None, None) => Choice::Sim,
     };
     let jobs = args.jobs.unwrap_or_else(crate::server::default_threads);
-    let upstream = choice.for_explore(jobs, &setup).await?;
+    let upstream = choice
+        .for_explore(jobs, &setup, args.fresh_control_planes)
+        .await?;
     let cfg = Config {
         controller: args.cmd,
         setup_paths: args.world.setup,

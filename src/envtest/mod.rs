@@ -24,6 +24,7 @@ pub mod daemon;
 pub mod etcd;
 pub mod leftovers;
 pub mod pki;
+pub mod reset;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

@@ -24,6 +24,10 @@ use super::{Config, Job, Search};
 use crate::schedule::Schedule;
 use crate::session::{Ended, Outcome};
 
+/// The trials running, each on a task of its own.
+type Running =
+    futures_util::stream::FuturesUnordered<tokio::task::JoinHandle<Result<super::Trial>>>;
+
 /// Where a track is.
 #[derive(Clone)]
 pub(super) enum State {
@@ -161,6 +165,12 @@ impl Search {
 
     /// Every track's plans, breadth first (module docs), up to `--budget`; returns the
     /// next trial id.
+    ///
+    /// One stream of trials, `jobs` at a time, across rounds and ranks: the next batch's
+    /// first trial starts as soon as a job is free, not once the last trial of the batch
+    /// before has ended (nothing a batch decides waits on the one before; with trials of
+    /// ~5 s, that wait idled a job for half a trial at every batch). Only a sequence's
+    /// references wait for the trials running: they are two runs side by side of their own.
     pub(super) async fn run_tracks(
         &mut self,
         tracks: &mut [Track],
@@ -169,14 +179,16 @@ impl Search {
         let budget = self.shared.cfg.budget.unwrap_or(usize::MAX);
         self.progress
             .start(budget.min(tracks[0].plans.len()) as u64);
+        let mut running = Running::new();
         let mut next_id = 1;
-        for rank in 1..=3u8 {
+        'search: for rank in 1..=3u8 {
             for round in 1..=4u8 {
                 for t in tracks.iter_mut() {
                     if self.planned_trials >= budget || self.out_of_time() {
-                        return Ok(next_id);
+                        break 'search;
                     }
                     if matches!(t.state, State::Pending) {
+                        self.drain(&mut running).await?;
                         self.track_references(t, first).await?;
                         let left = budget.saturating_sub(self.planned_trials);
                         self.progress.more(t.plans.len().min(left) as u64);
@@ -187,19 +199,22 @@ impl Search {
                         .filter(|p| p.rank == rank && p.round == round)
                         .cloned()
                         .collect();
-                    next_id = self.run_batch(t, batch, next_id).await?;
+                    next_id = self.run_batch(t, batch, next_id, &mut running).await?;
                 }
             }
         }
+        self.drain(&mut running).await?;
         Ok(next_id)
     }
 
-    /// Run `plans` of track `t`, `jobs` at a time, within the budget.
+    /// Start `plans` of track `t`, `jobs` trials at a time, within the budget; returns
+    /// once the last of them has started (they may still be running).
     async fn run_batch(
         &mut self,
         t: &mut Track,
         plans: Vec<Plan>,
         mut next_id: usize,
+        running: &mut Running,
     ) -> Result<usize> {
         let State::Ready(refs) = &t.state else {
             return Ok(next_id);
@@ -208,48 +223,60 @@ impl Search {
         let budget = self.shared.cfg.budget.unwrap_or(usize::MAX);
         let jobs = self.shared.jobs();
         let class = t.sequence.as_ref().map(Sequence::class);
-        let mut queue = plans.into_iter();
-        let mut running = futures_util::stream::FuturesUnordered::new();
-        loop {
-            while running.len() < jobs && !self.out_of_time() && self.planned_trials < budget {
-                let Some(plan) = queue.next() else { break };
-                if let Some(c) = &class
-                    && !self.tried.insert((c.clone(), plan.slug.clone()))
-                {
-                    continue;
-                }
-                let schedule = Schedule {
-                    windows: plan.windows.clone(),
-                    ..t.base.clone()
-                };
-                let job = Job {
-                    id: next_id,
-                    plan,
-                    track: t.number,
-                    actions: t.label(),
-                    workload: t.workload.clone(),
-                    shrinking: None,
-                    schedule,
-                    quiet: refs.trial_quiet,
-                };
-                next_id += 1;
-                self.planned_trials += 1;
-                t.trials += 1;
-                running.push(tokio::spawn(self.shared.clone().trial(
-                    job,
-                    refs.hint.clone(),
-                    refs.baseline.clone(),
-                )));
+        let mut queue = plans.into_iter().peekable();
+        while queue.peek().is_some() && !self.out_of_time() && self.planned_trials < budget {
+            if running.len() >= jobs {
+                self.record_next(running).await?;
+                continue;
             }
-            use futures_util::StreamExt;
-            let Some(done) = running.next().await else {
-                break;
+            let Some(plan) = queue.next() else { break };
+            if let Some(c) = &class
+                && !self.tried.insert((c.clone(), plan.slug.clone()))
+            {
+                continue;
+            }
+            let schedule = Schedule {
+                windows: plan.windows.clone(),
+                ..t.base.clone()
             };
-            let tr = done.context("a trial's task failed")??;
-            self.progress.trial(&tr, self.found_so_far(&tr));
-            self.trials.push(tr);
+            let job = Job {
+                id: next_id,
+                plan,
+                track: t.number,
+                actions: t.label(),
+                workload: t.workload.clone(),
+                shrinking: None,
+                schedule,
+                quiet: refs.trial_quiet,
+            };
+            next_id += 1;
+            self.planned_trials += 1;
+            t.trials += 1;
+            running.push(tokio::spawn(self.shared.clone().trial(
+                job,
+                refs.hint.clone(),
+                refs.baseline.clone(),
+            )));
         }
         Ok(next_id)
+    }
+
+    /// Wait for the next running trial to end, and record it.
+    async fn record_next(&mut self, running: &mut Running) -> Result<bool> {
+        use futures_util::StreamExt;
+        let Some(done) = running.next().await else {
+            return Ok(false);
+        };
+        let tr = done.context("a trial's task failed")??;
+        self.progress.trial(&tr, self.found_so_far(&tr));
+        self.trials.push(tr);
+        Ok(true)
+    }
+
+    /// Wait for every running trial to end, recording each.
+    async fn drain(&mut self, running: &mut Running) -> Result<()> {
+        while self.record_next(running).await? {}
+        Ok(())
     }
 
     /// Run a sequence's references and decide what its search is: plans anchored after

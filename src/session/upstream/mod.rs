@@ -4,7 +4,7 @@
 //! | kind | starts (per run) | puts back | side by side | costs per run (2 cores) |
 //! |---|---|---|---|---|
 //! | [`sim`] (default) | a fresh in-process simulator | nothing to: each run has its own | yes | ~1 ms, a few MiB |
-//! | [`envtest`] (`--envtest`) | a real kube-apiserver (and `--with`'s components) on loopback, one shared etcd; explore keeps the next ones started ahead | nothing to: each run has its own | yes | ~1.8 s of start and ~250 MiB per apiserver; +5 s with kube-controller-manager and kwok |
+//! | [`envtest`] (`--envtest`) | a real kube-apiserver (and `--with`'s components) on loopback, one shared etcd; explore keeps the next ones started ahead | explore: a bare apiserver put back to what it held when ready, checked (else a new one); `run`, `--with`, `--fresh-control-planes`: nothing to, each run has its own | yes | ~1.8 s of start and ~250 MiB per apiserver; +5 s with kube-controller-manager and kwok; a put back: two listings and the deletes |
 //! | [`cluster`] (`--upstream-kubeconfig`) | nothing: the kubeconfig's cluster | `--reset`, then what the last run created deleted | no | the reset and the deletes |
 //!
 //! ```text
@@ -112,7 +112,7 @@ impl Choice {
         Ok(match self {
             Choice::Sim => Arc::new(sim::Sim),
             Choice::Envtest { assets, with } => {
-                Arc::new(envtest::Envtest::prepare(assets, with, 0, Vec::new()).await?)
+                Arc::new(envtest::Envtest::prepare(assets, with, 0, Vec::new(), false).await?)
             }
             Choice::Cluster {
                 kubeconfig,
@@ -123,15 +123,18 @@ impl Choice {
     }
 
     /// The kind for `explore`: many runs, `jobs` at a time — control planes started ahead
-    /// for them with the `setup`'s definitions on, the cluster put back between them.
+    /// for them with the `setup`'s definitions on and put back between runs (unless
+    /// `fresh`: one started for every run), the cluster put back between them.
     pub async fn for_explore(
         self,
         jobs: usize,
         setup: &[crate::setup::Manifest],
+        fresh: bool,
     ) -> Result<Arc<dyn Kind>> {
         Ok(match self {
             Choice::Envtest { assets, with } => Arc::new(
-                envtest::Envtest::prepare(assets, with, jobs.max(1), setup.to_vec()).await?,
+                envtest::Envtest::prepare(assets, with, jobs.max(1), setup.to_vec(), !fresh)
+                    .await?,
             ),
             Choice::Cluster {
                 kubeconfig,
