@@ -138,7 +138,6 @@ const KNOWN_FOLDER_CIRCLES: &[&str] = &[
     "envtest",
     "explore",
     "explore/actions",
-    "fault",
     "listen",
     "oracle",
     "proxy",
