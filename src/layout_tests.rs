@@ -139,7 +139,6 @@ const KNOWN_FOLDER_CIRCLES: &[&str] = &[
     "explore",
     "explore/actions",
     "listen",
-    "oracle",
     "proxy",
     "session",
     "session/upstream",
