@@ -138,7 +138,6 @@ const KNOWN_FOLDER_CIRCLES: &[&str] = &[
     "envtest",
     "explore",
     "explore/actions",
-    "listen",
     "proxy",
     "session",
     "session/upstream",
