@@ -144,8 +144,6 @@ const KNOWN_FOLDER_CIRCLES: &[&str] = &[
     // decode ↔ special: protobuf decoding of special types recurses into the decoder.
     "sim/proto_body",
     "upstream",
-    "watch",
-    "watch/view",
 ];
 
 fn is_ident(c: char) -> bool {
