@@ -143,7 +143,6 @@ const KNOWN_FOLDER_CIRCLES: &[&str] = &[
     "session/upstream",
     // decode ↔ special: protobuf decoding of special types recurses into the decoder.
     "sim/proto_body",
-    "upstream",
 ];
 
 fn is_ident(c: char) -> bool {
