@@ -138,7 +138,6 @@ const KNOWN_FOLDER_CIRCLES: &[&str] = &[
     "envtest",
     "explore",
     "explore/actions",
-    "proxy",
     "session",
     "session/upstream",
     // decode ↔ special: protobuf decoding of special types recurses into the decoder.
