@@ -138,17 +138,10 @@ const KNOWN_FOLDER_CIRCLES: &[&str] = &[
     "envtest",
     "explore",
     "explore/actions",
-    "fault",
-    "listen",
-    "oracle",
-    "proxy",
     "session",
     "session/upstream",
     // decode ↔ special: protobuf decoding of special types recurses into the decoder.
     "sim/proto_body",
-    "upstream",
-    "watch",
-    "watch/view",
 ];
 
 fn is_ident(c: char) -> bool {

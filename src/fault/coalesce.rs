@@ -4,7 +4,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Behaviour, HoldMode, Random, Reads};
+use super::behaviour::Behaviour;
+use super::random::Random;
+use super::reads::Reads;
+use crate::watch::gate::HoldMode;
 
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -27,7 +30,7 @@ impl Behaviour for Coalesce {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fault::NoDraw;
+    use crate::fault::random::NoDraw;
 
     #[test]
     fn holds_to_replace_and_reads_from_the_view() {

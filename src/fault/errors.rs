@@ -22,7 +22,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Behaviour, Random, Request, RequestAction};
+use super::behaviour::{Behaviour, Request, RequestAction};
+use super::random::Random;
 use crate::duration::GoDuration;
 use crate::request::Verb;
 use crate::status::{ApiError, GroupResource};

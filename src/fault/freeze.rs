@@ -4,7 +4,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Behaviour, HoldMode, Random, Reads};
+use super::behaviour::Behaviour;
+use super::random::Random;
+use super::reads::Reads;
+use crate::watch::gate::HoldMode;
 
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -21,21 +24,5 @@ impl Behaviour for Freeze {
 
     fn reads(&self) -> Reads {
         Reads::View
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::fault::Fault;
-    use crate::fault::NoDraw;
-
-    #[test]
-    fn holds_everything_and_reads_from_the_view() {
-        let f: Fault = serde_json::from_str(r#"{"freeze": {}}"#).unwrap();
-        assert_eq!(f.behaviour().hold(&NoDraw), Some(HoldMode::Freeze));
-        assert_eq!(f.behaviour().reads(), Reads::View);
-        assert!(f.uses_views() && f.behaviour().ends_streams().is_none());
-        assert!(serde_json::from_str::<Freeze>(r#"{"for": "1s"}"#).is_err());
     }
 }

@@ -5,8 +5,11 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Behaviour, HoldMode, Random, Reads};
+use super::behaviour::Behaviour;
+use super::random::Random;
+use super::reads::Reads;
 use crate::duration::GoDuration;
+use crate::watch::gate::HoldMode;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

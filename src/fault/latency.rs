@@ -3,7 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Behaviour, Random, Request, RequestAction};
+use super::behaviour::{Behaviour, Request, RequestAction};
+use super::random::Random;
 use crate::duration::GoDuration;
 use crate::request::Verb;
 
@@ -33,7 +34,7 @@ impl Behaviour for Latency {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fault::NoDraw;
+    use crate::fault::random::NoDraw;
     use std::time::Duration;
 
     #[test]

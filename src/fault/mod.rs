@@ -21,24 +21,31 @@
 //! so a fault's decisions sit in its file and the proxy, the engine and the gated stream
 //! only ever call the trait. Adding a fault is adding a file and a variant.
 
+mod behaviour;
 pub mod coalesce;
 pub mod errors;
 pub mod freeze;
 pub mod lag;
 pub mod latency;
+mod object;
 pub mod partition;
+mod process;
+mod random;
+mod reads;
 pub mod relist;
 pub mod restart;
 pub mod rewind;
 pub mod touch;
 
-use std::time::Duration;
-
 use serde::{Deserialize, Serialize};
 
-use crate::request::Verb;
-use crate::status::ApiError;
 pub use crate::watch::gate::HoldMode;
+pub use behaviour::{Behaviour, Request, RequestAction, StreamEnd};
+pub use process::Process;
+#[cfg(test)]
+pub(crate) use random::NoDraw;
+pub use random::Random;
+pub use reads::Reads;
 
 /// The faults (docs/DESIGN.md "Faults"). Each window has exactly one.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -95,123 +102,6 @@ impl Fault {
     }
 }
 
-/// The random choices a fault may make (seeded by the schedule; the engine draws).
-pub trait Random {
-    /// A draw from `lo..=hi`.
-    fn uniform(&self, lo: f64, hi: f64) -> f64;
-    /// A coin with probability `p`.
-    fn chance(&self, p: f64) -> bool;
-}
-
-/// What a fault sees of a request of its target.
-#[derive(Debug, Clone, Copy)]
-pub struct Request<'a> {
-    pub verb: Verb,
-    pub group: &'a str,
-    pub resource: &'a str,
-    pub name: Option<&'a str>,
-    /// A write carrying a resourceVersion or uid precondition (`proxy/precondition.rs`).
-    pub precondition: bool,
-    /// The window the fault belongs to (named in synthetic answers).
-    pub window: &'a str,
-}
-
-/// What a fault does to a request before it is forwarded.
-#[derive(Debug, Clone)]
-pub enum RequestAction {
-    Pass,
-    /// Forward it after this long.
-    Delay(Duration),
-    /// Answer it with this `Status`, never forwarding it.
-    Answer(ApiError),
-    /// Hold it until the window closes, then forward it (a blackhole: what the client
-    /// still awaits then gets through).
-    UntilClosed,
-}
-
-/// How `resourceVersion=0` reads of the target are answered while the window is open.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Reads {
-    /// From the upstream.
-    Upstream,
-    /// From the client's view as it is (what the client has been shown).
-    View,
-    /// From the client's view as it was at a point in the past.
-    Rewound(rewind::To),
-}
-
-/// How a fault ends the target's watch streams that are open when its window opens.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StreamEnd {
-    /// ERROR 410 `Expired`: the client relists.
-    Expired,
-    /// A reset, as a failed apiserver's: client-go relists, kube-rs resumes.
-    Reset,
-}
-
-/// Effects outside the proxy, for faults that have them. `stalemate run` and `explore`
-/// own the controller process and act as the user; `serve` does neither.
-pub trait Process: Send + Sync {
-    /// Kill a controller (SIGKILL) now and start it again after `down`: the one the
-    /// window's `client` names when it names a controller under test, every one for `*`,
-    /// else the controller after `--`.
-    fn restart(&self, window: &str, client: &str, down: Duration);
-
-    /// Touch these objects as their user would (`touch.rs`).
-    fn touch(&self, window: &str, objects: &[touch::Object]) {
-        let _ = objects;
-        tracing::warn!(window, "nothing here can touch objects");
-    }
-}
-
-/// A fault's behaviour: every hook has a default that does nothing, so a fault
-/// implements only the ones it uses.
-pub trait Behaviour {
-    /// The fault's name as the schedule file spells it.
-    fn name(&self) -> &'static str;
-
-    /// Problems with its settings, as (field under the fault, message).
-    fn check(&self) -> Vec<(String, String)> {
-        Vec::new()
-    }
-
-    /// A request of the target, before it is forwarded.
-    fn on_request(&self, _r: &Request<'_>, _random: &dyn Random) -> RequestAction {
-        RequestAction::Pass
-    }
-
-    /// How the target's watch streams are held while the window is open. Drawn once
-    /// when the window opens (a lag's jitter), so every stream and every later look at
-    /// the window agree.
-    fn hold(&self, _random: &dyn Random) -> Option<HoldMode> {
-        None
-    }
-
-    /// What happens to the target's streams that are open when the window opens.
-    fn ends_streams(&self) -> Option<StreamEnd> {
-        None
-    }
-
-    /// How the target's `resourceVersion=0` reads are answered while it is open.
-    fn reads(&self) -> Reads {
-        Reads::Upstream
-    }
-
-    /// How long the window stays open when it gives no `duration` (`None`: until closed
-    /// over the control API).
-    fn default_duration(&self) -> Option<Duration> {
-        None
-    }
-
-    /// Whether the window needs a process stalemate owns ([`Process`]).
-    fn needs_process(&self) -> bool {
-        false
-    }
-
-    /// The window opened (after its holds took effect); `client` is the window's.
-    fn on_open(&self, _window: &str, _client: &str, _process: Option<&dyn Process>) {}
-}
-
 /// The hold a set of open windows puts on a stream: freeze wins over coalesce, which wins
 /// over lag (the stronger staleness); among lags, the newest.
 pub fn combined_hold(holds: impl IntoIterator<Item = HoldMode>) -> Option<HoldMode> {
@@ -227,22 +117,10 @@ pub fn combined_hold(holds: impl IntoIterator<Item = HoldMode>) -> Option<HoldMo
     mode
 }
 
-/// Tests' randomness that never draws: the low end, never by chance.
-#[cfg(test)]
-pub(crate) struct NoDraw;
-
-#[cfg(test)]
-impl Random for NoDraw {
-    fn uniform(&self, lo: f64, _hi: f64) -> f64 {
-        lo
-    }
-    fn chance(&self, _p: f64) -> bool {
-        false
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     #[test]
@@ -286,5 +164,14 @@ mod tests {
         }
         assert!(serde_json::from_str::<Fault>(r#"{"frieze":{}}"#).is_err());
         assert!(serde_json::from_str::<Fault>(r#"{"freeze":{"x":1}}"#).is_err());
+    }
+
+    #[test]
+    fn freeze_holds_everything_and_reads_from_the_view() {
+        let f: Fault = serde_json::from_str(r#"{"freeze": {}}"#).unwrap();
+        assert_eq!(f.behaviour().hold(&NoDraw), Some(HoldMode::Freeze));
+        assert_eq!(f.behaviour().reads(), Reads::View);
+        assert!(f.uses_views() && f.behaviour().ends_streams().is_none());
+        assert!(serde_json::from_str::<freeze::Freeze>(r#"{"for": "1s"}"#).is_err());
     }
 }

@@ -23,9 +23,11 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Behaviour, HoldMode, Random, Request, RequestAction};
+use super::behaviour::{Behaviour, Request, RequestAction};
+use super::random::Random;
 use crate::listen::network::Link;
 use crate::request::Verb;
+use crate::watch::gate::HoldMode;
 
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -103,7 +105,7 @@ impl Behaviour for Partition {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fault::{Fault, NoDraw};
+    use crate::fault::random::NoDraw;
 
     fn request(verb: Verb) -> Request<'static> {
         Request {
@@ -118,14 +120,13 @@ mod tests {
 
     #[test]
     fn a_blackhole_hangs_requests_and_holds_watches_a_refusal_does_neither() {
-        let f: Fault = serde_json::from_str(r#"{"partition": {}}"#).unwrap();
-        let b = f.behaviour();
+        let p: Partition = serde_json::from_str(r#"{}"#).unwrap();
+        let b: &dyn Behaviour = &p;
         assert!(matches!(
             b.on_request(&request(Verb::Get), &NoDraw),
             RequestAction::UntilClosed
         ));
         assert_eq!(b.hold(&NoDraw), Some(HoldMode::Freeze));
-        let Fault::Partition(p) = &f else { panic!() };
         assert_eq!(p.link(), Link::Blackhole);
 
         let r: Partition = serde_json::from_str(r#"{"mode": "refuse"}"#).unwrap();

@@ -9,7 +9,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Behaviour, Process};
+use super::behaviour::Behaviour;
+use super::process::Process;
 use crate::duration::GoDuration;
 
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]

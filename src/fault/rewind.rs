@@ -18,8 +18,12 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Behaviour, HoldMode, Random, Reads, StreamEnd};
+use super::behaviour::{Behaviour, StreamEnd};
+use super::random::Random;
+use super::reads::Reads;
+pub use super::reads::To;
 use crate::duration::GoDuration;
+use crate::watch::gate::HoldMode;
 
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -30,15 +34,6 @@ pub struct Rewind {
     /// Back to when the window of this name last opened.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub at: Option<String>,
-}
-
-/// Where a rewind goes back to.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum To {
-    /// This long before the read.
-    By(Duration),
-    /// When the named window last opened.
-    At(String),
 }
 
 impl Rewind {

@@ -17,7 +17,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Behaviour, Process};
+use super::behaviour::Behaviour;
+pub use super::object::Object;
+use super::process::Process;
 
 /// The annotation a touch writes, then removes.
 pub const ANNOTATION: &str = "stalemate.io/touched";
@@ -27,27 +29,6 @@ pub const ANNOTATION: &str = "stalemate.io/touched";
 pub struct Touch {
     /// The objects to touch.
     pub objects: Vec<Object>,
-}
-
-/// One object, as kubectl names it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Object {
-    /// `plural.group` (core: `plural`).
-    pub resource: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub namespace: String,
-    pub name: String,
-}
-
-impl std::fmt::Display for Object {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.namespace.is_empty() {
-            write!(f, "{} {}", self.resource, self.name)
-        } else {
-            write!(f, "{} {}/{}", self.resource, self.namespace, self.name)
-        }
-    }
 }
 
 impl Behaviour for Touch {

@@ -1,13 +1,19 @@
-//! A response body fed from a channel, for streams a task produces (watch events).
+//! Response bodies: the type every handler returns, one fed from a channel for streams a
+//! task produces (watch events), and the empty and whole ones.
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use http_body::Frame;
+use http_body_util::combinators::BoxBody;
 use tokio::sync::mpsc;
 
-use super::{Body, BodyError};
+/// Errors a response body can end with. An error aborts the stream (HTTP/1.1: the
+/// connection is closed; HTTP/2: RST_STREAM), which is how an apiserver crash looks.
+pub type BodyError = Box<dyn std::error::Error + Send + Sync>;
+/// The response body type every handler returns: bodies stay streams.
+pub type Body = BoxBody<Bytes, BodyError>;
 
 /// Frames sent into the channel are flushed to the client as they arrive; an `Err`
 /// aborts the stream; dropping the sender ends it cleanly.

@@ -25,8 +25,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use bytes::Bytes;
-use http_body_util::combinators::BoxBody;
 use hyper::body::Incoming;
 use hyper::{Request, Response};
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -35,11 +33,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio_rustls::TlsAcceptor;
 
-/// Errors a response body can end with. An error aborts the stream (HTTP/1.1: the
-/// connection is closed; HTTP/2: RST_STREAM), which is how an apiserver crash looks.
-pub type BodyError = Box<dyn std::error::Error + Send + Sync>;
-/// The response body type every handler returns: bodies stay streams.
-pub type Body = BoxBody<Bytes, BodyError>;
+pub use body::{Body, BodyError};
 
 /// How long a client may take to finish the TLS handshake before it is dropped.
 const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -459,8 +453,10 @@ pub fn https_url(addr: SocketAddr) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use bytes::Bytes;
     use http_body_util::BodyExt;
+
+    use super::*;
     use rustls::pki_types::pem::PemObject;
 
     type Sender = hyper::client::conn::http1::SendRequest<http_body_util::Empty<Bytes>>;

@@ -36,7 +36,7 @@ pub struct ConvergenceConfig {
     /// reject (`Stalled=True`): done when Failed, as the others are when Current.
     /// explore fills it with what ended Failed in both of its fault-free runs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub failed: Vec<super::ObjectRef>,
+    pub failed: Vec<super::object_ref::ObjectRef>,
     /// Condition types an object's controller writes when it is done: while one is
     /// absent (or describes an older generation) the object is not Current, whatever
     /// kstatus's fallback rule says. explore fills it with the types both of its
@@ -74,7 +74,7 @@ impl ConvergenceConfig {
     }
 
     /// Whether `status` is where the object is meant to end.
-    pub fn done(&self, k: &super::ObjectRef, status: super::kstatus::Status) -> bool {
+    pub fn done(&self, k: &super::object_ref::ObjectRef, status: super::kstatus::Status) -> bool {
         use super::kstatus::Status;
         status == Status::Current || (status == Status::Failed && self.failed.contains(k))
     }
@@ -82,7 +82,7 @@ impl ConvergenceConfig {
     /// The object's kstatus, held to the condition types it is expected to end with.
     pub fn verdict(
         &self,
-        k: &super::ObjectRef,
+        k: &super::object_ref::ObjectRef,
         obj: &serde_json::Value,
     ) -> super::kstatus::Verdict {
         match self

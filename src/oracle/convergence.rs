@@ -4,7 +4,13 @@
 
 use std::time::SystemTime;
 
-use super::{ConvergenceConfig, MAX_ENTRIES, Obj, ObjectRef, Recovery, State, Violation};
+use super::caps::MAX_ENTRIES;
+use super::config::ConvergenceConfig;
+use super::object_ref::ObjectRef;
+use super::oracles::Oracles;
+use super::state::State;
+use super::tracked::Obj;
+use super::verdicts::{Recovery, Violation};
 
 /// Whether the convergence oracle can judge yet, why not, and what it finds.
 pub(super) struct Judgement {
@@ -107,7 +113,7 @@ pub(super) fn judge(
     }
 }
 
-impl super::Oracles {
+impl Oracles {
     /// The controllers' metrics say they have settled (`at`): their workqueues empty, no
     /// retry pending (`session/idle.rs`) — or, `None`, they are at work again. Settled
     /// after the last window closed, the convergence oracle judges at once instead of

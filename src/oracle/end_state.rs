@@ -7,7 +7,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use super::{ObjectRef, segment};
+use super::object_ref::ObjectRef;
+use super::paths::segment;
 
 /// An object's key for comparison: generated names (`generateName`) fold into one group
 /// per prefix (`web-*`), counted rather than matched by name.

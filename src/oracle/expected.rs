@@ -32,7 +32,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::end_state::{self, State, describe, show};
-use super::{ObjectRef, Violation};
+use super::object_ref::ObjectRef;
+use super::verdicts::Violation;
 
 /// The `expected` section of a schedule's oracles.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -19,204 +19,54 @@
 //! All state is plain data updated by `on_*` calls with explicit times, so the rules are
 //! tested without a clock; [`Oracles::evaluate`] turns it into verdicts (`verdicts.rs`).
 
+mod caps;
 mod config;
 mod convergence;
 pub mod end_state;
 pub mod expected;
 pub mod kstatus;
+mod object_ref;
+mod oracles;
 mod paths;
 mod rates;
 mod recovery;
 pub mod staleness;
+mod state;
 mod time_format;
+mod tracked;
 pub mod truth;
 mod verdicts;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::sync::Mutex;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use serde_json::Value;
 
 use crate::request::Verb;
+pub use caps::MAX_ENTRIES;
+use caps::{cap, push_capped};
 pub use config::{
     ConflictsConfig, ConvergenceConfig, ExpectedConditions, HotLoopConfig, OracleConfig,
     ReadinessConfig,
 };
+pub use object_ref::ObjectRef;
+pub use oracles::Oracles;
 pub use paths::changed_paths;
-pub(crate) use paths::segment;
-pub(crate) use time_format::{millis as rfc3339, optional as rfc3339_opt};
+pub use rates::Peak;
+use rates::{Counted, hot_violation, storm_violation};
+use state::State;
+pub(crate) use time_format::millis as rfc3339;
+use tracked::Obj;
 pub use verdicts::{
-    Comeback, ExitMark, Mark, ObjectRef, ObjectStatus, Recovery, RestartMark, Verdicts, Violation,
-    WindowSpan,
+    Comeback, ExitMark, Mark, ObjectStatus, Recovery, RestartMark, Verdicts, Violation, WindowSpan,
 };
 
-const MINUTE: Duration = Duration::from_secs(60);
 /// Timeline marks kept for the report (the oldest are dropped past it).
 const MAX_MARKS: usize = 20_000;
-/// Objects, (client, object) rate counters, window spans and recoveries kept at most;
-/// past a cap the least recently active entry is dropped and counted
-/// (`stalemate_oracle_dropped_total`). A long chaos run over a churning cluster must not
-/// grow without bound.
-pub const MAX_ENTRIES: usize = 10_000;
 /// Successive-state diffs kept per object for the hot-loop oracle.
 const MAX_DIFFS: usize = 256;
 
-#[derive(Debug)]
-struct Obj {
-    /// When ground truth last saw it (for the cap).
-    seen: SystemTime,
-    verdict: Option<kstatus::Verdict>,
-    not_current_since: Option<SystemTime>,
-    deleted: bool,
-    last: Option<Value>,
-    /// (when, changed paths) for each successive state.
-    diffs: VecDeque<(SystemTime, BTreeSet<String>)>,
-    /// When kstatus first called it Current unobserved (the readiness race), and when
-    /// that ended (the controller wrote its status), if it has.
-    readiness: Option<(SystemTime, Option<SystemTime>)>,
-    /// No status at all yet (kstatus calls that Current): its controller has not
-    /// written to it, so it is no sign the controller is done.
-    statusless: bool,
-}
-
-/// A client's highest rates on one object: writes and 409s in one minute.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Peak {
-    pub writes: usize,
-    pub conflicts: usize,
-    last: Option<SystemTime>,
-}
-use rates::{Counted, hot_violation, storm_violation};
-
-#[derive(Debug, Default)]
-struct State {
-    objects: BTreeMap<ObjectRef, Obj>,
-    rates: rates::Rates,
-    windows: VecDeque<WindowSpan>,
-    restarts: VecDeque<RestartMark>,
-    exits: VecDeque<ExitMark>,
-    /// How exits are restarted (the supervisor's crash policy, described).
-    backoff: Option<String>,
-    /// Each client's first answered request since the last window closed or the
-    /// controller last started (`Comeback`).
-    answered: BTreeMap<String, SystemTime>,
-    /// When `answered` was last cleared.
-    answered_since: Option<SystemTime>,
-    recoveries: VecDeque<(Recovery, Option<SystemTime>)>,
-    marks: VecDeque<Mark>,
-    /// Violations of objects since deleted: judged when they went, their state pruned.
-    settled: Vec<Violation>,
-    /// What was true and what clients saw, per object (bounded by itself).
-    lanes: staleness::Record,
-    /// Entries dropped at a cap.
-    dropped: u64,
-    /// An object the convergence oracle judges has been seen (it may be deleted since).
-    convergence_seen: bool,
-    /// Creates and deletes of the resources the `expected` oracle counts, by its client.
-    writes: expected::WriteCounts,
-    /// When the controllers' metrics said they had settled (`Oracles::controller_settled`).
-    settled_at: Option<SystemTime>,
-}
-
-/// Append to a record kept within [`MAX_ENTRIES`], the oldest entry dropped at the cap;
-/// how many were dropped.
-fn push_capped<T>(q: &mut VecDeque<T>, item: T) -> u64 {
-    let dropped = q.len() >= MAX_ENTRIES;
-    if dropped {
-        q.pop_front();
-    }
-    q.push_back(item);
-    u64::from(dropped)
-}
-
-/// Keep `map` within [`MAX_ENTRIES`] by dropping the entry `last` says was active least
-/// recently; returns how many were dropped.
-fn cap<K: Ord + Clone, V>(map: &mut BTreeMap<K, V>, last: impl Fn(&V) -> SystemTime) -> u64 {
-    let mut n = 0;
-    while map.len() > MAX_ENTRIES {
-        let Some(k) = map
-            .iter()
-            .min_by_key(|(_, v)| last(v))
-            .map(|(k, _)| k.clone())
-        else {
-            break;
-        };
-        map.remove(&k);
-        n += 1;
-    }
-    n
-}
-
-/// The oracles of one run.
-pub struct Oracles {
-    pub config: OracleConfig,
-    pub started: SystemTime,
-    state: Mutex<State>,
-    pub violations_gauge: prometheus::IntGaugeVec,
-    /// Entries dropped at a cap (`stalemate_oracle_dropped_total`).
-    pub dropped_counter: prometheus::IntCounter,
-    /// The controller's exits on its own (`stalemate_controller_exits_total`).
-    pub exits_counter: prometheus::IntCounter,
-    /// The back-off being waited before the controller starts again (0 while it runs).
-    pub backoff_gauge: prometheus::Gauge,
-    /// Set once a window has closed or the controller exited: answered requests are then
-    /// looked at (the comeback); before that, not at all.
-    watching_answers: std::sync::atomic::AtomicBool,
-    /// When each client last wrote (successfully or not): how `explore` tells a quiet
-    /// controller.
-    last_writes: Mutex<std::collections::HashMap<String, SystemTime>>,
-    /// `config.watched_resources()`, asked at every watch stream's start.
-    watched: BTreeSet<String>,
-}
-
 impl Oracles {
-    pub fn new(config: OracleConfig, started: SystemTime) -> Oracles {
-        Oracles {
-            watched: config.watched_resources(),
-            config,
-            started,
-            state: Mutex::new(State::default()),
-            violations_gauge: prometheus::IntGaugeVec::new(
-                prometheus::Opts::new(
-                    "oracle_violations",
-                    "Violations the oracles have found so far, by oracle.",
-                ),
-                &["oracle"],
-            )
-            .expect("static metric definition"),
-            last_writes: Mutex::new(std::collections::HashMap::new()),
-            dropped_counter: prometheus::IntCounter::new(
-                "oracle_dropped_total",
-                "Objects, rate counters, window spans or recoveries the oracles stopped tracking at their cap (10,000 each).",
-            )
-            .expect("static metric definition"),
-            exits_counter: prometheus::IntCounter::new(
-                "controller_exits_total",
-                "Exits of the controller on its own (not by a restart window), each restarted after a back-off as kubelet would.",
-            )
-            .expect("static metric definition"),
-            backoff_gauge: prometheus::Gauge::new(
-                "controller_backoff_seconds",
-                "The back-off the controller is waiting out before it is started again (0 while it runs).",
-            )
-            .expect("static metric definition"),
-            watching_answers: std::sync::atomic::AtomicBool::new(false),
-        }
-    }
-
-    /// Count entries a cap dropped.
-    fn count_dropped(&self, s: &mut State, n: u64) {
-        if n > 0 {
-            s.dropped += n;
-            self.dropped_counter.inc_by(n);
-        }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
     /// A request the proxy answered. Writes and conflicts on named objects count.
     #[allow(clippy::too_many_arguments)]
     pub fn on_request(

@@ -13,10 +13,23 @@
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::{Duration, SystemTime};
 
-use super::{ConflictsConfig, HotLoopConfig};
-use super::{MINUTE, Obj, ObjectRef, Peak, Violation, WindowSpan, cap};
+use super::caps::cap;
+use super::config::{ConflictsConfig, HotLoopConfig};
+use super::object_ref::ObjectRef;
+use super::tracked::Obj;
+use super::verdicts::{Violation, WindowSpan};
+
+const MINUTE: Duration = Duration::from_secs(60);
 
 type Key = (String, ObjectRef);
+
+/// A client's highest rates on one object: writes and 409s in one minute.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Peak {
+    pub writes: usize,
+    pub conflicts: usize,
+    last: Option<SystemTime>,
+}
 
 /// What is counted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

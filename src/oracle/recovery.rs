@@ -12,7 +12,12 @@
 
 use std::time::{Duration, SystemTime};
 
-use super::{Comeback, ConvergenceConfig, ExitMark, ObjectRef, Oracles, State, Violation};
+use super::caps::push_capped;
+use super::config::ConvergenceConfig;
+use super::object_ref::ObjectRef;
+use super::oracles::Oracles;
+use super::state::State;
+use super::verdicts::{Comeback, ExitMark, TimeStamp, Violation};
 
 /// The late recoveries from the last window's close, as of `now`.
 pub(super) fn judge(
@@ -204,7 +209,7 @@ impl Oracles {
             ran_seconds: ran.as_secs_f64(),
             backoff_seconds: backoff.map(|b| b.as_secs_f64()),
         };
-        let dropped = super::push_capped(&mut s.exits, mark);
+        let dropped = push_capped(&mut s.exits, mark);
         self.count_dropped(&mut s, dropped);
         let back = backoff.map_or(at, |b| at + b);
         self.answers_from(&mut s, back);
@@ -237,7 +242,7 @@ pub(super) fn comeback(s: &State, c: Option<&ConvergenceConfig>) -> Option<Comeb
     let answered = s
         .answered
         .iter()
-        .map(|(c, t)| (c.clone(), super::verdicts::TimeStamp(*t)))
+        .map(|(c, t)| (c.clone(), TimeStamp(*t)))
         .collect();
     // The last recovery from that close; none if one has not come yet.
     let current_at = c.and_then(|_| {

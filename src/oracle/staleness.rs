@@ -11,7 +11,8 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
-use super::{ObjectRef, rfc3339};
+use super::object_ref::ObjectRef;
+use super::time_format::millis as rfc3339;
 
 /// Marks kept per object for ground truth, and per object and client for deliveries.
 pub const MAX_MARKS: usize = 500;

@@ -6,16 +6,10 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
-use super::{kstatus, rfc3339, rfc3339_opt, staleness};
+use super::kstatus;
+use super::staleness;
+use super::time_format::{millis as rfc3339, optional as rfc3339_opt};
 use crate::request::Verb;
-
-/// One object, as the report names it.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub struct ObjectRef {
-    pub resource: String,
-    pub namespace: String,
-    pub name: String,
-}
 
 /// Something an oracle found. `rule` says what failed: the kstatus rule, the churning
 /// field paths, the conflict count.

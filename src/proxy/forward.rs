@@ -5,8 +5,10 @@
 
 use http::{Request, Response};
 
+use super::call::Call;
 use super::headers::{is_upgrade, sanitize_request_headers};
-use super::{Call, Proxy, status_response};
+use super::shared::Proxy;
+use super::status_response::status_response;
 use crate::listen::Body;
 use crate::status::ApiError;
 use crate::upstream::{WatchSlot, error};

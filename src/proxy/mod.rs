@@ -19,6 +19,7 @@
 //! is cancelled with it.
 
 pub mod activity;
+mod call;
 pub mod created;
 pub mod forward;
 pub mod gated;
@@ -26,138 +27,29 @@ pub mod headers;
 pub mod list_tee;
 pub mod precondition;
 pub mod reads;
+mod shared;
+mod status_response;
 pub mod watch_body;
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use http::header::{self, HeaderValue};
+use http::header;
 use http::{Request, Response};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
+use self::call::Abandoned;
+pub use self::call::{Call, Labels};
 pub use self::headers::{UPSTREAM_CREDENTIALS_TOKEN, sanitize_request_headers, strip_hop_by_hop};
+pub use self::shared::Proxy;
+pub use self::status_response::status_response;
 use crate::fault::{Random, RequestAction};
 use crate::listen::{Body, BodyError, Peer};
-use crate::metrics::Metrics;
 use crate::request::{self, RequestInfo, Verb};
-use crate::schedule::engine::{Active, Deferred};
-use crate::status::ApiError;
-use crate::upstream::Upstream;
-
-/// Shared state of a running proxy.
-pub struct Proxy {
-    pub upstream: Upstream,
-    pub metrics: Arc<Metrics>,
-    /// Time allowed for the upstream's response headers (not for streaming bodies).
-    pub header_timeout: Duration,
-    /// Becomes `true` when the proxy shuts down: watch streams then end cleanly at their
-    /// next frame boundary, so clients resume (docs/PROTOCOL.md §C) instead of seeing a
-    /// reset.
-    pub shutdown: tokio::sync::watch::Receiver<bool>,
-    /// The schedule's windows, views, trace and held-bytes budget; watch streams that
-    /// windows target go through a gate.
-    pub gates: Arc<gated::Gates>,
-    /// Writes and conflicts feed the hot-loop and conflict-storm oracles.
-    pub oracles: Arc<crate::oracle::Oracles>,
-    /// What the upstream serves: only those resources are metric labels.
-    pub known: Arc<crate::upstream::discovery::KnownResources>,
-    /// (client, resource) pairs whose ungated watches were already logged.
-    pub ungated_seen: std::sync::Mutex<std::collections::HashSet<(String, String)>>,
-    /// What each client is doing (a session tells a starting controller from an idle one).
-    pub activity: Arc<activity::ClientActivity>,
-}
 
 /// The `resource` label of requests for resources the upstream does not serve.
 pub const OTHER: &str = "other";
-
-/// Labels for one request, and how it was answered (for the trace).
-pub struct Labels {
-    pub client: Arc<str>,
-    /// The verb (non-resource requests count as `get`).
-    pub http_verb: Verb,
-    pub verb: &'static str,
-    /// The resource as named (`plural.group`, `/sub`): windows, trace and oracles.
-    pub resource: String,
-    /// The resource as metric labels name it: [`Labels::resource`] when the upstream's
-    /// discovery knows it, else `other` (label sets stay bounded whatever URLs arrive).
-    pub metric_resource: String,
-    pub watch: bool,
-    /// upstream | injected | view | view-violation
-    pub answer: &'static str,
-    pub window: Option<String>,
-    /// The resourceVersion a view answered with.
-    pub rv: Option<String>,
-    /// Why a window did not apply (for the trace).
-    pub note: Option<String>,
-    /// A write carrying a resourceVersion (or uid) precondition (`precondition.rs`).
-    pub precondition: bool,
-}
-
-/// One request on its way through the stages: what they learnt about it.
-pub struct Call {
-    start: Instant,
-    info: RequestInfo,
-    labels: Labels,
-    /// The windows open over this request's target (looked up once, after the triggers).
-    windows: Vec<Active>,
-    /// What the windows its triggers opened do outside the proxy, once it is answered.
-    deferred: Vec<Deferred>,
-    /// A watch a `rewind` sends back in time: the events to give it before the upstream's.
-    rewind: Option<crate::watch::view::Rewind>,
-    /// A WatchList answered from the client's view: its initial events, given at once.
-    initial: Option<Vec<bytes::Bytes>>,
-    /// The request counts as in flight for its client until the call is finished.
-    in_flight: activity::InFlight,
-    /// A write whose client went away before its answer is traced all the same.
-    abandoned: Option<Abandoned>,
-}
-
-/// A write in flight: if its client goes away before the answer (a controller killed by
-/// a restart, or crashing), hyper drops the call and no answer is traced — yet the
-/// upstream may have done it. Traced as `abandoned` (code 499, nginx's "client closed
-/// request"), so the trace says it may have been done.
-struct Abandoned {
-    armed: bool,
-    trace: crate::trace::Trace,
-    start: Instant,
-    client: String,
-    verb: &'static str,
-    resource: String,
-    namespace: Option<String>,
-    name: Option<String>,
-}
-
-impl Drop for Abandoned {
-    fn drop(&mut self) {
-        if !self.armed {
-            return;
-        }
-        self.trace.record(crate::trace::Record::Request {
-            client: std::mem::take(&mut self.client),
-            verb: self.verb,
-            resource: std::mem::take(&mut self.resource),
-            namespace: self.namespace.take(),
-            name: self.name.take(),
-            code: 499,
-            latency_ms: self.start.elapsed().as_secs_f64() * 1000.0,
-            answer: "abandoned",
-            window: None,
-            resource_version: None,
-            note: None,
-            precondition: false,
-        });
-    }
-}
-
-impl Call {
-    fn resource(&self) -> Option<&request::ResourceRequest> {
-        match &self.info {
-            RequestInfo::Resource(r) => Some(r),
-            RequestInfo::NonResource { .. } => None,
-        }
-    }
-}
 
 pub async fn handle(proxy: Arc<Proxy>, req: Request<Incoming>, peer: Peer) -> Response<Body> {
     // A request with no body (most are GETs) gets a zero-sized one: boxing it allocates
@@ -546,21 +438,4 @@ fn finish(proxy: &Proxy, mut call: Call, resp: Response<Body>) -> Response<Body>
         d.run();
     }
     resp
-}
-
-/// A `Status` as a response (JSON, the code it names).
-pub fn status_response(e: &ApiError) -> Response<Body> {
-    let body = serde_json::to_vec(&e.to_status()).unwrap_or_default();
-    let mut r = Response::new(crate::listen::body::full(body));
-    *r.status_mut() = http::StatusCode::from_u16(e.code).unwrap_or(http::StatusCode::BAD_GATEWAY);
-    r.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    if let Some(s) = e.retry_after
-        && let Ok(v) = HeaderValue::from_str(&s.to_string())
-    {
-        r.headers_mut().insert(header::RETRY_AFTER, v);
-    }
-    r
 }

@@ -6,7 +6,9 @@
 use http::Response;
 use http::header::{self, HeaderMap, HeaderValue};
 
-use super::{Call, Proxy, status_response};
+use super::call::Call;
+use super::shared::Proxy;
+use super::status_response::status_response;
 use crate::fault::Reads;
 use crate::fault::rewind::To;
 use crate::listen::Body;

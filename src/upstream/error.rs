@@ -9,6 +9,8 @@ use std::error::Error as StdError;
 
 use crate::status::ApiError;
 
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
 fn chain<'a>(
     e: &'a (dyn StdError + 'static),
 ) -> impl Iterator<Item = &'a (dyn StdError + 'static)> {

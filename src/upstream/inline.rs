@@ -32,7 +32,7 @@ use hyper_util::rt::TokioIo;
 use rustls::pki_types::ServerName;
 use tokio::net::TcpStream;
 
-use super::BoxError;
+use super::error::BoxError;
 use crate::listen::{Body, BodyError};
 
 /// How long a connection may wait unused before it is closed: well under the 90 s after

@@ -42,8 +42,8 @@ use tower::util::BoxCloneSyncService;
 use tower::{Layer, ServiceExt};
 
 use crate::listen::Body;
+pub use error::BoxError;
 
-pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 type Svc = BoxCloneSyncService<Request<Body>, Response<Body>, BoxError>;
 /// The upstream's answer, as a boxed `'static` future (which also keeps the service's
 /// trait-object types out of the callers' async state machines).

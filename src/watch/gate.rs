@@ -29,7 +29,8 @@ use std::time::Duration;
 // the gate too.
 use tokio::time::Instant;
 
-use super::{EventType, Frame};
+use super::event::EventType;
+use super::frame::Frame;
 
 /// The held bytes of all streams together, against the global cap (invariant 5).
 #[derive(Debug)]
@@ -95,7 +96,7 @@ impl Fate {
 #[derive(Debug, Clone)]
 pub struct Note {
     pub fate: Fate,
-    pub meta: super::EventMeta,
+    pub meta: super::event::EventMeta,
 }
 
 /// How a window holds a stream's events.

@@ -11,8 +11,9 @@ use tokio::time::Instant;
 use bytes::Bytes;
 use proptest::prelude::*;
 
+use super::event::{EventMeta, EventType};
+use super::frame::Frame;
 use super::gate::{Gate, HoldMode, Output};
-use super::{EventMeta, EventType, Frame};
 
 #[derive(Debug, Clone)]
 enum Op {

@@ -6,7 +6,7 @@ use std::io::Write;
 
 use flate2::write::GzDecoder;
 
-use super::CodecError;
+use super::frame::CodecError;
 
 pub struct GzipStream {
     dec: GzDecoder<Bounded>,
@@ -38,7 +38,7 @@ impl Write for Bounded {
 
 impl Default for GzipStream {
     fn default() -> Self {
-        GzipStream::with_limit(super::DEFAULT_MAX_FRAME)
+        GzipStream::with_limit(super::frame::DEFAULT_MAX_FRAME)
     }
 }
 

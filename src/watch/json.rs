@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 use bytes::{Bytes, BytesMut};
 use serde::Deserialize;
 
-use super::{CodecError, EventMeta, EventType, Frame};
+use super::event::{EventMeta, EventType};
+use super::frame::{CodecError, Frame};
 
 #[derive(Deserialize)]
 struct RawEvent<'a> {
@@ -145,7 +146,7 @@ mod tests {
     const CR_WATCH: &[u8] = include_bytes!("../../fixtures/kube-apiserver-1.28/cr-watch-json.body");
 
     fn all(body: &[u8], chunk: usize) -> Vec<Frame> {
-        let mut f = JsonFramer::new(super::super::DEFAULT_MAX_FRAME);
+        let mut f = JsonFramer::new(super::super::frame::DEFAULT_MAX_FRAME);
         let mut out = Vec::new();
         for c in body.chunks(chunk.max(1)) {
             out.extend(f.push(c).unwrap());

@@ -11,6 +11,8 @@
 //! Wire formats: docs/PROTOCOL.md §A.5 and §B; recorded streams in
 //! `fixtures/kube-apiserver-1.28/`.
 
+mod event;
+mod frame;
 pub mod gate;
 #[cfg(test)]
 mod gate_props;
@@ -21,6 +23,9 @@ pub mod proto;
 pub mod view;
 
 use bytes::Bytes;
+
+pub use event::{EventMeta, EventType};
+pub use frame::{CodecError, DEFAULT_MAX_FRAME, Frame};
 
 /// The framing of a watch response, from its Content-Type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,82 +88,6 @@ pub fn expired_event(format: Format, message: &str) -> Bytes {
     };
     event(format, EventType::Error, &object)
 }
-
-/// The watch event types (`watch.EventType`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum EventType {
-    Added,
-    Modified,
-    Deleted,
-    Bookmark,
-    Error,
-}
-
-impl EventType {
-    pub fn parse(s: &str) -> Option<EventType> {
-        Some(match s {
-            "ADDED" => EventType::Added,
-            "MODIFIED" => EventType::Modified,
-            "DELETED" => EventType::Deleted,
-            "BOOKMARK" => EventType::Bookmark,
-            "ERROR" => EventType::Error,
-            _ => return None,
-        })
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EventType::Added => "ADDED",
-            EventType::Modified => "MODIFIED",
-            EventType::Deleted => "DELETED",
-            EventType::Bookmark => "BOOKMARK",
-            EventType::Error => "ERROR",
-        }
-    }
-}
-
-/// What the gate needs to know about one event.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct EventMeta {
-    pub type_: Option<EventType>,
-    pub api_version: String,
-    pub kind: String,
-    pub namespace: String,
-    pub name: String,
-    pub uid: String,
-    pub resource_version: String,
-    pub generation: Option<i64>,
-    pub labels: Vec<(String, String)>,
-    /// A BOOKMARK annotated `k8s.io/initial-events-end: "true"` (WatchList end marker).
-    pub initial_events_end: bool,
-    /// For ERROR events: the Status code (410 for Expired).
-    pub status_code: Option<i64>,
-}
-
-/// One event: its exact bytes on the wire (including the newline or the length prefix)
-/// and its metadata.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Frame {
-    pub bytes: Bytes,
-    pub meta: EventMeta,
-}
-
-/// Why a stream could not be framed. The proxy ends such a stream with an ERROR event.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum CodecError {
-    #[error("watch event of {size} bytes exceeds the {limit}-byte frame limit")]
-    TooLarge { size: usize, limit: usize },
-    #[error("malformed JSON watch event: {0}")]
-    Json(String),
-    #[error("malformed protobuf watch event: {0}")]
-    Proto(String),
-    #[error("unknown watch event type {0:?}")]
-    UnknownType(String),
-}
-
-/// Largest event accepted by default: the apiserver's object limit is ~1.5 MiB in etcd
-/// (3 MiB requests); 64 MiB leaves room for anything a real server sends.
-pub const DEFAULT_MAX_FRAME: usize = 64 * 1024 * 1024;
 
 #[cfg(test)]
 mod tests {

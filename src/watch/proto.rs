@@ -5,7 +5,8 @@
 
 use bytes::{Buf, Bytes, BytesMut};
 
-use super::{CodecError, EventMeta, EventType, Frame};
+use super::event::{EventMeta, EventType};
+use super::frame::{CodecError, Frame};
 use crate::protobuf::{Fields, Wire, unwrap_unknown};
 
 fn bad(e: impl std::fmt::Display) -> CodecError {
@@ -140,7 +141,7 @@ mod tests {
     use super::*;
 
     fn all(body: &[u8], chunk: usize) -> Vec<Frame> {
-        let mut f = ProtoFramer::new(super::super::DEFAULT_MAX_FRAME);
+        let mut f = ProtoFramer::new(super::super::frame::DEFAULT_MAX_FRAME);
         let mut out = Vec::new();
         for c in body.chunks(chunk.max(1)) {
             out.extend(f.push(c).unwrap());

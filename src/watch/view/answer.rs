@@ -4,9 +4,10 @@
 
 use bytes::Bytes;
 
+use super::encoding::Encoding;
+use super::key::ViewKey;
 use super::parse::{json_with_type, proto_envelope};
 use super::store::View;
-use super::{Encoding, ViewKey};
 use crate::protobuf::Writer;
 
 /// A read answered from a view.

@@ -35,9 +35,13 @@
 //! Here: the map of views, what feeds them and the cap. `store.rs` one view and its
 //! record of changes; `slot.rs` its lock and the parse off the serving thread;
 //! `parse.rs` what views are fed, read without building trees; `answer.rs` which view
-//! answers a read, and the body it answers with.
+//! answers a read, and the body it answers with; `key.rs` the query a view answers,
+//! `encoding.rs` how its objects are encoded, `chunks.rs` a chunked body made one buffer.
 
 mod answer;
+mod chunks;
+mod encoding;
+mod key;
 mod parse;
 mod slot;
 mod store;
@@ -51,9 +55,12 @@ use tokio::time::Instant;
 
 use bytes::Bytes;
 
-use super::{EventMeta, EventType};
+use super::event::{EventMeta, EventType};
 pub use answer::{Answer, Read};
 use answer::{Scope, answer_from, candidates};
+pub use chunks::join_chunks;
+pub use encoding::Encoding;
+pub use key::ViewKey;
 use parse::{json_list_meta, json_with_type, parse_proto_list, proto_envelope};
 use slot::Slot;
 pub use store::Rewind;
@@ -70,24 +77,6 @@ pub struct WatchList {
 }
 use store::{Applied, RawPage, View};
 
-/// The query a view answers: a client's list/watch of one resource, in one namespace (or
-/// all), with one pair of selectors.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct ViewKey {
-    pub client: String,
-    pub resource: String,
-    pub namespace: Option<String>,
-    pub label_selector: String,
-    pub field_selector: String,
-}
-
-/// How a view's objects are encoded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Encoding {
-    Json,
-    Protobuf,
-}
-
 /// Which views are kept (`--views`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum ViewsMode {
@@ -103,20 +92,6 @@ pub enum ViewsMode {
 
 /// Rewinds remembered per view (a client rarely has more than one in flight).
 const MAX_REWINDS: usize = 8;
-
-/// The chunks of a body as one contiguous buffer (no copy when there is one chunk).
-pub fn join_chunks(chunks: &[Bytes]) -> Bytes {
-    match chunks {
-        [one] => one.clone(),
-        _ => {
-            let mut all = Vec::with_capacity(chunks.iter().map(Bytes::len).sum());
-            for c in chunks {
-                all.extend_from_slice(c);
-            }
-            Bytes::from(all)
-        }
-    }
-}
 
 /// Which resources' views keep their past.
 type HistoryPolicy = Box<dyn Fn(&str) -> bool + Send + Sync>;

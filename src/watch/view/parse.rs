@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use bytes::Bytes;
 use serde::Deserialize;
 
-use super::Encoding;
+use super::encoding::Encoding;
 use crate::protobuf::{Fields, Wire, unwrap_unknown};
 
 #[derive(Deserialize)]

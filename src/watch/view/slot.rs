@@ -4,9 +4,10 @@
 
 use std::sync::{Arc, Condvar, Mutex};
 
+use super::chunks::join_chunks;
+use super::encoding::Encoding;
 use super::parse::{parse_json_list, parse_proto_list};
 use super::store::{Applied, View};
-use super::{Encoding, join_chunks};
 
 /// One view behind its own lock; `parsed` wakes readers waiting for a parse.
 pub(super) struct Slot {

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use bytes::Bytes;
 use tokio::time::Instant;
 
-use super::Encoding;
+use super::encoding::Encoding;
 use super::parse::event_object;
 use crate::watch::{EventMeta, EventType};
 
