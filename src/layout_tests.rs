@@ -139,7 +139,6 @@ const KNOWN_FOLDER_CIRCLES: &[&str] = &[
     "explore",
     "explore/actions",
     "session",
-    "session/upstream",
     // decode ↔ special: protobuf decoding of special types recurses into the decoder.
     "sim/proto_body",
 ];

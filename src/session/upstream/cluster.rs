@@ -21,7 +21,7 @@ use anyhow::{Context, Result, bail};
 use futures_util::future::BoxFuture;
 use kube::api::DeleteParams;
 
-use super::{Kind, Started};
+use super::kind::{Kind, Started};
 use crate::oracle::ObjectRef;
 use crate::session::snapshot::Resolver;
 use crate::session::{CONTROLLER, Outcome, WORKLOAD};

@@ -41,7 +41,7 @@ use futures_util::future::BoxFuture;
 use tokio::sync::Mutex;
 use tokio::task::JoinHandle;
 
-use super::{Kind, Started};
+use super::kind::{Kind, Started};
 use crate::envtest::reset::{self, Baseline};
 use crate::envtest::{Assets, ControlPlane, Etcd, Spec, Storage, With};
 

@@ -7,7 +7,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use futures_util::future::BoxFuture;
 
-use super::{Kind, Started};
+use super::kind::{Kind, Started};
 
 pub struct Sim;
 
