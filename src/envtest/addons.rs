@@ -15,9 +15,10 @@ use anyhow::{Context, Result, bail};
 use k8s_openapi::api::core::v1::{Node, ServiceAccount};
 use kube::Api;
 
+use super::assets::Assets;
+use super::component::Component;
 use super::daemon::Daemon;
 use super::pki::{self, Pki};
-use super::{Assets, Component};
 
 /// The fake node kwok keeps Ready.
 pub const NODE: &str = "kwok-node-0";

@@ -10,9 +10,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
+use super::assets::Assets;
 use super::daemon::Daemon;
 use super::pki::{self, Pki};
-use super::{Assets, free_port, port_clash};
+use super::port::{free_port, port_clash};
 
 /// A kube-apiserver serving on `url`, its admin kubeconfig written.
 pub struct ApiServer {

@@ -7,8 +7,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
 
+use super::assets::Assets;
 use super::daemon::Daemon;
-use super::{Assets, free_port, port_clash};
+use super::port::{free_port, port_clash};
 
 /// A running etcd on loopback.
 pub struct Etcd {

@@ -20,10 +20,12 @@
 pub mod addons;
 pub mod apiserver;
 pub mod assets;
+mod component;
 pub mod daemon;
 pub mod etcd;
 pub mod leftovers;
 pub mod pki;
+mod port;
 pub mod reset;
 
 use std::ffi::OsString;
@@ -34,54 +36,13 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 
 pub use assets::Assets;
+pub use component::{Component, With};
 use daemon::Daemon;
 pub use etcd::Etcd;
+pub use port::{free_port, port_clash};
 
 /// The environment variable naming a control plane's directory, for the controller.
 pub const DIR_ENV: &str = "STALEMATE_CONTROL_PLANE";
-
-/// What `--with` may add.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Component {
-    ControllerManager,
-    Scheduler,
-    Kwok,
-}
-
-impl Component {
-    pub fn binary(self) -> &'static str {
-        match self {
-            Component::ControllerManager => "kube-controller-manager",
-            Component::Scheduler => "kube-scheduler",
-            Component::Kwok => "kwok",
-        }
-    }
-
-    /// `--with`'s value: comma-separated names. `kwok` brings kube-scheduler along — a
-    /// fake node is of no use without something putting pods on it.
-    pub fn parse_list(s: &str) -> Result<Vec<Component>, String> {
-        let mut out = Vec::new();
-        for name in s.split(',').map(str::trim).filter(|n| !n.is_empty()) {
-            let c = match name {
-                "kube-controller-manager" => Component::ControllerManager,
-                "kube-scheduler" => Component::Scheduler,
-                "kwok" => Component::Kwok,
-                other => {
-                    return Err(format!(
-                        "{other:?} is not a component stalemate can add (kube-controller-manager, kube-scheduler, kwok)"
-                    ));
-                }
-            };
-            out.push(c);
-            if c == Component::Kwok {
-                out.push(Component::Scheduler);
-            }
-        }
-        out.sort();
-        out.dedup();
-        Ok(out)
-    }
-}
 
 /// What to start.
 #[derive(Debug, Clone)]
@@ -267,59 +228,5 @@ fn alive_check<'a>(
             e.check()?;
         }
         Ok(())
-    }
-}
-
-/// A free loopback port (the kernel's choice; the caller binds it moments later, and
-/// tries again if someone else did first — [`port_clash`]).
-pub fn free_port() -> Result<u16> {
-    let l = std::net::TcpListener::bind("127.0.0.1:0")
-        .map_err(|e| anyhow::anyhow!("cannot find a free loopback port: {e}"))?;
-    Ok(l.local_addr()?.port())
-}
-
-/// Whether a process failed because its port was taken.
-pub fn port_clash(d: &Daemon) -> bool {
-    std::fs::read_to_string(&d.log).is_ok_and(|l| l.contains("address already in use"))
-}
-
-/// `--with`'s value: what to add to a control plane (a type of its own, so clap takes
-/// the comma-separated list as one value).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct With(pub Vec<Component>);
-
-impl With {
-    pub fn parse(s: &str) -> Result<With, String> {
-        Component::parse_list(s).map(With)
-    }
-
-    /// As `--with` spells it (for a reproducer's command line).
-    pub fn flag_value(&self) -> String {
-        self.0
-            .iter()
-            .filter(|c| !(**c == Component::Scheduler && self.0.contains(&Component::Kwok)))
-            .map(|c| c.binary())
-            .collect::<Vec<_>>()
-            .join(",")
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn with_lists_are_parsed_and_kwok_brings_the_scheduler() {
-        assert_eq!(
-            Component::parse_list("kube-controller-manager,kwok").unwrap(),
-            [
-                Component::ControllerManager,
-                Component::Scheduler,
-                Component::Kwok
-            ]
-        );
-        assert_eq!(Component::parse_list("").unwrap(), []);
-        let e = Component::parse_list("kube-proxy").unwrap_err();
-        assert!(e.contains("\"kube-proxy\" is not a component"), "{e}");
     }
 }

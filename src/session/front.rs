@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
-use super::{CONTROLLER, Options, TraceTo, WORKLOAD};
+use super::options::{CONTROLLER, Options, TraceTo, WORKLOAD};
 use crate::trace::{MemoryTrace, Stamped};
 
 /// The longest applying `--setup` may take (CRDs served included; it takes seconds).
@@ -162,7 +162,7 @@ mod tests {
             vec!["true".into()],
             std::env::temp_dir(),
         );
-        o.others = vec![crate::session::Other::parse("source=true").unwrap()];
+        o.others = vec![crate::session::options::Other::parse("source=true").unwrap()];
         let names = |s: &crate::schedule::Schedule| s.clients.keys().cloned().collect::<Vec<_>>();
         assert_eq!(
             names(&schedule_of(&o)),

@@ -12,7 +12,8 @@ use std::time::{Duration, Instant, SystemTime};
 use anyhow::{Context, Result};
 
 use super::activity::Activity;
-use super::{End, Ended, Options};
+use super::options::{End, Options};
+use super::outcome::Ended;
 use crate::process::{Controller, Exit, Spec};
 use crate::trace::Record;
 
@@ -96,7 +97,7 @@ pub(super) struct Ending {
     pub workload_exit: Option<i32>,
     pub workload: Option<Arc<Controller>>,
     /// Where its time went (ready, work, quiet: the supervisor's share).
-    pub phases: super::Phases,
+    pub phases: super::outcome::Phases,
     pub seconds: f64,
 }
 
@@ -123,13 +124,26 @@ impl Supervised {
                 .map_err(|e| anyhow::anyhow!("cannot start {program:?}: {e}"))?;
         // Restarts are activity: the controller comes back and reconciles again.
         let last_restart = super::activity::Restarts::default();
-        hear_restarts(&controller, super::CONTROLLER, running, &last_restart);
-        hear_exits(&controller, super::CONTROLLER, running, &last_restart);
+        hear_restarts(
+            &controller,
+            super::options::CONTROLLER,
+            running,
+            &last_restart,
+        );
+        hear_exits(
+            &controller,
+            super::options::CONTROLLER,
+            running,
+            &last_restart,
+        );
         let mut started_others = Vec::new();
         for c in others {
             let sh = vec!["-c".to_string(), c.command.clone()];
             let mut spec = spec(o, &c.env, "sh".into(), sh, &c.kubeconfig);
-            spec.output = o.output.as_deref().map(|p| super::other_log(p, &c.name));
+            spec.output = o
+                .output
+                .as_deref()
+                .map(|p| super::options::other_log(p, &c.name));
             let p = match Controller::spawn(spec) {
                 Ok(p) => p,
                 Err(e) => {
@@ -260,7 +274,7 @@ impl Supervised {
             controller_failed,
             workload_exit: st.workload_exit,
             workload: st.workload,
-            phases: super::Phases {
+            phases: super::outcome::Phases {
                 ready,
                 work: seconds - ready - quiet,
                 quiet,
@@ -431,7 +445,7 @@ impl Supervised {
             .last_restart
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .contains_key(super::CONTROLLER);
+            .contains_key(super::options::CONTROLLER);
         let look = url.look(restarted).await;
         look.map(Some).map_err(|e| e.context("--idle-url"))
     }

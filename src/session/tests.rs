@@ -2,6 +2,7 @@
 
 use super::*;
 use std::path::Path;
+use std::time::Duration;
 
 fn setup() -> Vec<crate::setup::Manifest> {
     crate::setup::parse(

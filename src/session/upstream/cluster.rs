@@ -23,8 +23,9 @@ use kube::api::DeleteParams;
 
 use super::kind::{Kind, Started};
 use crate::oracle::ObjectRef;
+use crate::session::names::{CONTROLLER, WORKLOAD};
+use crate::session::outcome::Outcome;
 use crate::session::snapshot::Resolver;
-use crate::session::{CONTROLLER, Outcome, WORKLOAD};
 use crate::trace::Record;
 
 pub struct Cluster {

@@ -7,7 +7,7 @@ use std::path::Path;
 use anyhow::Result;
 use futures_util::future::BoxFuture;
 
-use crate::session::Outcome;
+use crate::session::outcome::Outcome;
 
 /// A kind of upstream.
 pub trait Kind: Send + Sync {
