@@ -23,7 +23,7 @@ use rand::seq::SliceRandom;
 use serde_json::{Value, json};
 
 use super::fields::{self, Change};
-use super::{Action, Sequence};
+use super::sequence::{Action, Sequence, shell_word};
 use crate::setup::Manifest;
 
 /// A finalizer that is no controller's: it holds a deleted object until removed.
@@ -270,7 +270,7 @@ impl Target {
             run: format!(
                 "kubectl patch {} --type=json -p {}",
                 self.args(),
-                super::shell_word(&json!([op]).to_string())
+                shell_word(&json!([op]).to_string())
             ),
         }
     }
@@ -289,7 +289,7 @@ impl Target {
     fn create(&self, manifest: &Value) -> String {
         format!(
             "printf '%s' {} | kubectl create -f -",
-            super::shell_word(&manifest.to_string())
+            shell_word(&manifest.to_string())
         )
     }
 
@@ -357,8 +357,8 @@ impl Target {
             class: format!("{} add finalizer", self.short()),
             run: format!(
                 "if [ -n \"$(kubectl get {a} -o jsonpath='{{.metadata.finalizers}}')\" ]; then p={}; else p={}; fi; kubectl patch {a} --type=json -p \"$p\"",
-                super::shell_word(&append.to_string()),
-                super::shell_word(&first.to_string()),
+                shell_word(&append.to_string()),
+                shell_word(&first.to_string()),
                 a = self.args(),
             ),
         }
