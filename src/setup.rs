@@ -214,6 +214,13 @@ pub fn resource_name(ar: &ApiResource) -> String {
     }
 }
 
+/// Resources that say where things are, not what they are: a setup's CRDs and
+/// namespaces own nothing the controller makes.
+pub const SCAFFOLDING: &[&str] = &[
+    "customresourcedefinitions.apiextensions.k8s.io",
+    "namespaces",
+];
+
 /// Where a manifest went: its resource (`plural.group`) and namespace (cluster-scoped:
 /// none), so a run knows which resources and namespaces its objects live in.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]

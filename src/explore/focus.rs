@@ -23,14 +23,8 @@ use super::plan::Plan;
 use crate::request::Verb;
 use crate::session::snapshot::{Snapshot, base_resource};
 use crate::session::{Outcome, WORKLOAD};
+use crate::setup::SCAFFOLDING;
 use crate::trace::Record;
-
-/// Resources that say where things are, not what they are: a setup's CRDs and
-/// namespaces own nothing the controller makes.
-pub(super) const SCAFFOLDING: &[&str] = &[
-    "customresourcedefinitions.apiextensions.k8s.io",
-    "namespaces",
-];
 
 /// The resources the user cares about, and why.
 #[derive(Debug, Clone, Default)]

@@ -162,7 +162,7 @@ pub fn read(trace: &[Stamped], setup: &[crate::setup::Applied], viewer: &str) ->
         controller: viewer.to_string(),
         touchable: setup
             .iter()
-            .filter(|a| !crate::explore::focus::SCAFFOLDING.contains(&a.resource.as_str()))
+            .filter(|a| !crate::setup::SCAFFOLDING.contains(&a.resource.as_str()))
             .map(|a| crate::fault::touch::Object {
                 resource: a.resource.clone(),
                 namespace: a.namespace.clone().unwrap_or_default(),
