@@ -892,6 +892,15 @@ fn finds_f1_on_a_real_apiserver() {
     assert_eq!(fixed.summary["verdict"], "clean");
     assert_eq!(fixed.summary["trialsRun"], 4);
     assert_eq!(running_with(&marker("gitrepo-fixed")), Vec::<String>::new());
+    // Each run's control plane put back for the next (two references, four trials), on
+    // one more control plane than --jobs; none refused.
+    assert!(
+        fixed
+            .stderr
+            .contains("explore: control planes: 3 started, put back 6 time(s) between runs\n"),
+        "{}",
+        fixed.stderr
+    );
 }
 
 /// On a cluster: trials one at a time, `--reset` before each, what explore created

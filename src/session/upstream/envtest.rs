@@ -59,6 +59,10 @@ struct Pool {
     /// by one starts one too many or waits for a start, nothing worse.
     started: AtomicUsize,
     stopped: AtomicUsize,
+    /// Put backs done, and those refused with the first refusal's reason: said at the
+    /// end, so that one suspecting a leak between runs sees how often each happened.
+    put_back: AtomicUsize,
+    refused: std::sync::Mutex<(usize, Option<String>)>,
 }
 
 impl Pool {
@@ -81,6 +85,32 @@ impl Pool {
 
     fn putting_back(&self) -> bool {
         self.putting_back.load(Ordering::Relaxed) > 0
+    }
+
+    fn refuse(&self, why: String) {
+        let mut r = self.refused.lock().unwrap_or_else(|p| p.into_inner());
+        r.0 += 1;
+        r.1.get_or_insert(why);
+    }
+
+    /// What happened to the control planes, for explore's last words.
+    fn account(&self) -> String {
+        let (refused, first) = self
+            .refused
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let mut s = format!(
+            "explore: control planes: {} started, put back {} time(s) between runs",
+            self.started.load(Ordering::Relaxed),
+            self.put_back.load(Ordering::Relaxed)
+        );
+        if let Some(why) = first {
+            s.push_str(&format!(
+                "; {refused} could not be put back, each replaced (the first: {why})"
+            ));
+        }
+        s
     }
 }
 
@@ -417,6 +447,9 @@ impl Kind for Envtest {
             while let Some(k) = self.pool.pop() {
                 k.cp.stop().await;
             }
+            if self.reuse && self.pool.started.load(Ordering::Relaxed) > 0 {
+                eprintln!("{}", self.pool.account());
+            }
             if let Some(e) = self.etcd.lock().await.take() {
                 match Arc::try_unwrap(e) {
                     Ok(e) => e.into_inner().kill().await,
@@ -527,17 +560,21 @@ impl PutBack {
     /// Put `cp` back in the pool, or stop it if it cannot be.
     async fn put(self, cp: ControlPlane, runs: u32) {
         match put_back(&cp, &self.baseline).await {
-            Ok(()) => self.pool.push(Kept {
-                etcd: self.etcd,
-                cp,
-                baseline: self.baseline,
-                runs: runs + 1,
-            }),
+            Ok(()) => {
+                self.pool.put_back.fetch_add(1, Ordering::Relaxed);
+                self.pool.push(Kept {
+                    etcd: self.etcd,
+                    cp,
+                    baseline: self.baseline,
+                    runs: runs + 1,
+                })
+            }
             Err(e) => {
                 tracing::debug!(
                     error = %format!("{e:#}"),
                     "a control plane not put back: the next run has a new one"
                 );
+                self.pool.refuse(format!("{e:#}"));
                 stop(cp).await;
                 self.pool.stopped_one();
             }
