@@ -23,9 +23,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
 use kube::discovery::{Scope, verbs};
-use serde_json::{Value, json};
+use serde_json::json;
 
 /// The manager name of the apiserver's own writes.
 const APISERVER: &str = "kube-apiserver";
@@ -37,8 +38,11 @@ const GONE_WITHIN: Duration = Duration::from_secs(30);
 #[derive(Debug, Clone)]
 pub struct Baseline {
     /// By uid: where it is, and its writers other than the apiserver.
-    objects: BTreeMap<String, (Place, Value)>,
+    objects: BTreeMap<String, (Place, Writers)>,
 }
+
+/// An object's `managedFields` entries but the apiserver's own.
+type Writers = Vec<ManagedFieldsEntry>;
 
 /// One object, found by listing.
 #[derive(Debug, Clone)]
@@ -46,7 +50,7 @@ struct Found {
     place: Place,
     uid: String,
     finalizers: bool,
-    writers: Value,
+    writers: Writers,
 }
 
 /// Where an object is: its resource (`plural.group`), namespace and name.
@@ -84,15 +88,6 @@ impl Baseline {
             .collect();
         Ok(Baseline { objects })
     }
-
-    /// How many objects it holds.
-    pub fn len(&self) -> usize {
-        self.objects.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.objects.is_empty()
-    }
 }
 
 /// Put `client`'s apiserver back to `baseline`, or say why it cannot be.
@@ -100,7 +95,7 @@ pub async fn put_back(client: &kube::Client, baseline: &Baseline) -> Result<()> 
     let served = served(client).await?;
     let now = list_all(client, &served).await?;
     check_kept(baseline, &now)?;
-    let extra: Vec<&Found> = now
+    let mut extra: Vec<&Found> = now
         .iter()
         .filter(|f| !baseline.objects.contains_key(&f.uid))
         .collect();
@@ -116,7 +111,6 @@ pub async fn put_back(client: &kube::Client, baseline: &Baseline) -> Result<()> 
         "customresourcedefinitions.apiextensions.k8s.io" => 2,
         _ => 0,
     };
-    let mut extra = extra;
     extra.sort_by_key(order);
     for f in extra {
         let Some(s) = by_resource.get(f.place.resource.as_str()) else {
@@ -145,12 +139,10 @@ fn check_kept(baseline: &Baseline, now: &[Found]) -> Result<()> {
     Ok(())
 }
 
-fn managers(writers: &Value) -> String {
+fn managers(writers: &Writers) -> String {
     let names: BTreeSet<&str> = writers
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|m| m["manager"].as_str())
+        .iter()
+        .filter_map(|m| m.manager.as_deref())
         .collect();
     names.into_iter().collect::<Vec<_>>().join(", ")
 }
@@ -290,12 +282,12 @@ async fn list_all(client: &kube::Client, served: &[Served]) -> Result<Vec<Found>
             if !seen.insert(uid.clone()) {
                 continue;
             }
-            let writers: Vec<Value> = m
+            let writers: Writers = m
                 .managed_fields
                 .iter()
                 .flatten()
                 .filter(|e| e.manager.as_deref() != Some(APISERVER))
-                .map(|e| serde_json::to_value(e).unwrap_or(Value::Null))
+                .cloned()
                 .collect();
             out.push(Found {
                 place: Place {
@@ -305,7 +297,7 @@ async fn list_all(client: &kube::Client, served: &[Served]) -> Result<Vec<Found>
                 },
                 uid,
                 finalizers: m.finalizers.as_ref().is_some_and(|f| !f.is_empty()),
-                writers: Value::Array(writers),
+                writers,
             });
         }
     }

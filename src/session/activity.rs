@@ -59,7 +59,7 @@ impl Activity {
             restart_seen: None,
             ready_at: None,
         };
-        let mut members = vec![member(super::options::CONTROLLER, Arc::from(KEY))];
+        let mut members = vec![member(super::names::CONTROLLER, Arc::from(KEY))];
         members.extend(
             others
                 .into_iter()

@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
-use super::options::{CONTROLLER, Options, TraceTo, WORKLOAD};
+use super::names::{CONTROLLER, WORKLOAD};
+use super::options::{Options, TraceTo};
 use crate::trace::{MemoryTrace, Stamped};
 
 /// The longest applying `--setup` may take (CRDs served included; it takes seconds).

@@ -35,9 +35,8 @@ use anyhow::{Context, Result};
 use crate::request::Verb;
 use crate::trace::{Record, Stamped};
 
-pub use options::{
-    CONTROLLER, End, EndStateCheck, Options, Other, StopEarly, TraceTo, WORKLOAD, other_log,
-};
+pub use names::{CONTROLLER, WORKLOAD};
+pub use options::{End, EndStateCheck, Options, Other, StopEarly, TraceTo, other_log};
 pub use outcome::{Ended, Outcome, Phases};
 pub use snapshot::{Extent, Snapshot};
 pub use upstream::Kind;

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-pub use super::names::{CONTROLLER, WORKLOAD};
+use super::names::{CONTROLLER, WORKLOAD};
 use super::snapshot::{Extent, Snapshot};
 use super::upstream::Kind;
 use crate::oracle::Oracles;

@@ -126,13 +126,13 @@ impl Supervised {
         let last_restart = super::activity::Restarts::default();
         hear_restarts(
             &controller,
-            super::options::CONTROLLER,
+            super::names::CONTROLLER,
             running,
             &last_restart,
         );
         hear_exits(
             &controller,
-            super::options::CONTROLLER,
+            super::names::CONTROLLER,
             running,
             &last_restart,
         );
@@ -445,7 +445,7 @@ impl Supervised {
             .last_restart
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .contains_key(super::options::CONTROLLER);
+            .contains_key(super::names::CONTROLLER);
         let look = url.look(restarted).await;
         look.map(Some).map_err(|e| e.context("--idle-url"))
     }
