@@ -18,6 +18,11 @@ use super::{CONTROLLER_ENV, ONE_AT_A_TIME, controller_argv, explore_bin, gitrepo
 
 /// The flags every explore here shares: small budgets, no long windows, no replays.
 fn flags(setup: &str) -> Vec<String> {
+    shrinking(setup, "1", "0")
+}
+
+/// The same, with `--shrink-steps STEPS --replay REPLAYS`.
+fn shrinking(setup: &str, steps: &str, replays: &str) -> Vec<String> {
     [
         "--setup",
         setup,
@@ -30,9 +35,9 @@ fn flags(setup: &str) -> Vec<String> {
         "--budget",
         "3",
         "--shrink-steps",
-        "1",
+        steps,
         "--replay",
-        "0",
+        replays,
     ]
     .iter()
     .map(|s| s.to_string())
@@ -175,11 +180,174 @@ fn shards_merged_find_what_one_run_finds() {
             .unwrap()
             .contains("observedGeneration")
     );
+    // Each shard shrank its own: nothing is left to shrink after the merge.
+    assert!(
+        !String::from_utf8_lossy(&m.stderr).contains("not shrunk"),
+        "{}",
+        String::from_utf8_lossy(&m.stderr)
+    );
+    let seed = run(&["explore", "--shrink", &out_s, "--seed", "2", "--", "ctl"]);
+    let said = String::from_utf8_lossy(&seed.stderr);
+    assert_eq!(seed.status.code(), Some(2), "{said}");
+    assert!(said.contains("it explored with --seed 1, not 2"), "{said}");
+    let mut again = vec!["explore", "--shrink", &out_s, "--out"];
+    let elsewhere = dir.path().join("nothing").display().to_string();
+    again.push(&elsewhere);
+    again.push("--");
+    let argv = controller_argv();
+    again.extend(argv.iter().map(String::as_str));
+    let none = run(&again);
+    let said = String::from_utf8_lossy(&none.stderr);
+    assert_eq!(none.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("were shrunk already: nothing to run")
+            || said.contains("was shrunk already: nothing to run"),
+        "{said}"
+    );
+    assert!(!dir.path().join("nothing").exists());
     // A shard given twice is refused.
     args[2] = dirs[0].as_str();
     let twice = run(&args);
     assert_eq!(twice.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&twice.stderr).contains("given twice"));
+}
+
+/// Each finding's reproducer: its schedule's windows and their durations summed (ms).
+fn reproducer_size(out: &Path, finding: &Value) -> (usize, u128) {
+    let path = out.join(finding["scheduleFile"].as_str().unwrap());
+    let s: stalemate::schedule::Schedule =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let millis = s
+        .windows
+        .iter()
+        .filter_map(|w| w.duration.map(|d| d.0.as_millis()))
+        .sum();
+    (s.windows.len(), millis)
+}
+
+/// Shards told not to shrink (`--shrink-steps 0 --replay 0`, so that a bug several
+/// find is not shrunk by each), merged: the merge names each finding as shrunk by none.
+/// `explore --shrink` then shrinks and replays each once, into another directory (the
+/// merged one untouched): every finding shrunk, no bigger than before, its trials after
+/// the merged ones, and its reproducer still fails under `stalemate run`.
+#[test]
+fn findings_no_shard_shrank_are_shrunk_once_after_the_merge() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let shards: Vec<_> = (0..2)
+        .map(|i| {
+            let d = dir.path().join(format!("s{i}"));
+            std::thread::spawn(move || {
+                let mut args = shrinking(&gitrepo_setup(), "0", "0");
+                args.extend([
+                    "--jobs".into(),
+                    "1".into(),
+                    "--shard".into(),
+                    format!("{i}/2"),
+                ]);
+                let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                explore_bin(Path::new(BIN), &d, "gitrepo", &controller_argv(), &args)
+            })
+        })
+        .collect();
+    let mut dirs = Vec::new();
+    for s in shards {
+        let s = s.join().unwrap();
+        assert!(matches!(s.code, Some(0 | 1)), "{}", s.stderr);
+        assert!(
+            s.summary["findings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|f| f["shrunk"] == false && f.get("replayed").is_none()),
+            "{}",
+            s.summary
+        );
+        dirs.push(s.out.display().to_string());
+    }
+    let merged = dir.path().join("merged");
+    let merged_s = merged.display().to_string();
+    let m = run(&["explore", "merge", &dirs[0], &dirs[1], "--out", &merged_s]);
+    let said = String::from_utf8_lossy(&m.stderr);
+    assert_eq!(m.status.code(), Some(1), "{said}");
+    assert!(said.contains("not shrunk by any shard"), "{said}");
+    assert!(
+        said.contains(&format!("explore --shrink {merged_s}")),
+        "{said}"
+    );
+    let before_bytes = std::fs::read(merged.join("summary.json")).unwrap();
+    let before: Value = serde_json::from_slice(&before_bytes).unwrap();
+    let findings = before["findings"].as_array().unwrap().clone();
+    assert!(!findings.is_empty(), "{before}");
+    assert!(findings.iter().all(|f| f["shrunk"] == false));
+    // The result goes elsewhere: the merged output is never written.
+    let same = run(&[
+        "explore", "--shrink", &merged_s, "--out", &merged_s, "--", "ctl",
+    ]);
+    assert_eq!(same.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&same.stderr).contains("another directory"));
+
+    let mut args = shrinking(&gitrepo_setup(), "2", "1");
+    args.extend([
+        "--jobs".into(),
+        "2".into(),
+        "--shrink".into(),
+        merged_s.clone(),
+    ]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let at = dir.path().join("shrunk");
+    let e = explore_bin(Path::new(BIN), &at, "gitrepo", &controller_argv(), &args);
+    assert_eq!(e.code, Some(1), "{}", e.stderr);
+    assert_eq!(
+        std::fs::read(merged.join("summary.json")).unwrap(),
+        before_bytes
+    );
+    let after = &e.summary;
+    let merged_trials = before["trials"].as_array().unwrap().len();
+    let trials = after["trials"].as_array().unwrap();
+    assert_eq!(after["trialsRun"], trials.len());
+    assert!(trials.len() > merged_trials, "{after}");
+    assert_eq!(after["merged"], before["merged"]);
+    let numbers: Vec<&Value> = findings.iter().map(|f| &f["number"]).collect();
+    for t in &trials[merged_trials..] {
+        assert!(numbers.contains(&&t["shrinking"]), "{t}");
+    }
+    let shrunk = after["findings"].as_array().unwrap();
+    assert_eq!(shrunk.len(), findings.len());
+    for (b, a) in findings.iter().zip(shrunk) {
+        assert_eq!(a["number"], b["number"]);
+        assert_eq!(a["signatures"][0], b["signatures"][0], "{a}");
+        assert_eq!(a["shrunk"], true, "{a}");
+        assert_eq!(a["replayed"]["of"], 1, "{a}");
+        assert!(
+            trials[merged_trials..]
+                .iter()
+                .any(|t| t["shrinking"] == a["number"]),
+            "finding {} was not shrunk here",
+            a["number"]
+        );
+        assert!(
+            reproducer_size(&e.out, a) <= reproducer_size(&merged, b),
+            "{a}"
+        );
+        for file in a["files"].as_array().unwrap() {
+            assert!(e.out.join(file.as_str().unwrap()).is_file(), "{file}");
+        }
+        assert!(
+            a["reproduce"]
+                .to_string()
+                .contains(&e.out.display().to_string()),
+            "{}",
+            a["reproduce"]
+        );
+    }
+    let rerun = super::run_reproducer(&shrunk[0], "gitrepo");
+    assert_eq!(
+        rerun.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&rerun.stderr)
+    );
 }
 
 /// `explore job`'s objects, read back.

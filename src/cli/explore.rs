@@ -42,7 +42,8 @@ controller output; summary.json and summary.html.
 
 Shards: `--shard I/N` tries one share of the plans; `explore merge` puts the shares'
 outputs together; `explore job` runs the shares as an Indexed Job on a cluster and
-`explore gather` collects and merges them.
+`explore gather` collects and merges them; `--shrink DIR` shrinks, once, the merged
+findings no shard shrank.
 
 Exit status: 0 nothing found, 1 findings (or the controller fails without any fault),
 2 explore itself failed."
@@ -180,9 +181,18 @@ pub struct ExploreFlags {
     /// the plans whose name hashes to I — a hash, not every Nth, so that a shard whose
     /// references showed one write more or less does not shift every other plan to
     /// another shard. --budget and --time are per shard; each shard shrinks and replays
-    /// its own findings. Put the shards' outputs together with `explore merge`.
+    /// its own findings (with --shrink-steps 0 --replay 0, none does: shrink the merged
+    /// findings once with --shrink). Put the shards' outputs together with `explore merge`.
     #[arg(long, value_name = "I/N")]
     pub shard: Option<explore::shard::Shard>,
+
+    /// Search nothing: shrink and replay the findings of DIR (an earlier explore's or
+    /// `explore merge`'s output) that no one shrank — a shard cut short by --time or a
+    /// signal, or run with --shrink-steps 0 — and write DIR with them shrunk into --out
+    /// (DIR itself is not written). Give the flags and command its explore had: the
+    /// trials are judged against fresh reference runs, as a shard's are.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["shard", "actions_list"])]
+    pub shrink: Option<PathBuf>,
 
     /// At the end, print the output (its summary and findings, and as many of the
     /// trials' files as fit in 8 MiB) on standard output as a gzip'd tar in base64
@@ -299,6 +309,7 @@ async fn explore(args: ExploreFlags) -> Result<ExitCode> {
         settle: args.settle,
         progress_bar: std::io::stderr().is_terminal(),
         shard: args.shard,
+        shrink: args.shrink,
     };
     let out = cfg.out.clone();
     let verdict = explore::run(cfg).await?;

@@ -45,7 +45,10 @@ What it does:
 
 Shrinking: every shard shrinks and replays its own findings before it ends, so merging
 needs no controller and runs nothing; a finding several shards found was shrunk by each,
-and the best of their reproducers is kept.
+and the best of their reproducers is kept (a shrunk one before one that is not). A
+finding no shard shrank (a shard cut short by --time, or shards run with --shrink-steps
+0 --replay 0 so that nothing is shrunk twice) is named at the end; `stalemate explore
+--shrink MERGED --out DIR [the shards' flags] -- CMD` shrinks those once.
 
 Example:
   for i in 0 1 2; do stalemate explore --shard $i/3 --out out-$i --setup s.yaml -- ./ctl & done; wait
@@ -204,6 +207,10 @@ const NOT_FOR_PODS: &[(&str, &str)] = &[
     ("shard", "the Job gives each pod its shard"),
     ("archive-to-stdout", "the pods always do"),
     ("actions-list", "it runs nothing"),
+    (
+        "shrink",
+        "it shrinks an output's findings: run it on what `explore gather` merged",
+    ),
 ];
 
 /// The explore flags given to `explore job`, as they were given.
@@ -414,6 +421,13 @@ mod tests {
                 .unwrap_err()
                 .to_string()
                 .contains("explore gather")
+        );
+        let m = job_matches(&["--shrink", "merged"]);
+        assert!(
+            given(&m)
+                .unwrap_err()
+                .to_string()
+                .contains("--shrink is not for a Job's pods")
         );
         let m = job_matches(&["--envtest", "/opt/k"]);
         assert!(given(&m).unwrap_err().to_string().contains("--assets"));

@@ -10,7 +10,8 @@
 //!
 //! Each shard shrinks and replays its own findings before it ends, so a merge needs no
 //! controller and runs nothing: it only chooses among reproducers that are already as
-//! small as their shard could make them.
+//! small as their shard could make them. What no shard shrank (`Finding::shrunk`) it
+//! names; `explore --shrink` (`reshrink.rs`) shrinks that once, where the controller is.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -30,11 +31,14 @@ pub struct Input {
 }
 
 /// How simple a reproducer is; the smallest is the best. Ordered field by field: one
-/// that came back when replayed before a flaky one, then fewer windows, then less time
-/// under a fault in all (window durations summed; a restart counts 0).
+/// that came back when replayed before a flaky one, then one its shard shrank before
+/// one it did not (`Finding::shrunk`: no shrinking is needed after the merge), then
+/// fewer windows, then less time under a fault in all (window durations summed; a
+/// restart counts 0).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
 pub struct Weight {
     pub flaky: bool,
+    pub unshrunk: bool,
     pub windows: usize,
     pub millis: u128,
 }
@@ -103,6 +107,7 @@ fn weight(dir: &Path, f: &Finding) -> Result<Weight> {
         .with_context(|| format!("{}: not a schedule", path.display()))?;
     Ok(Weight {
         flaky: f.replayed.is_some_and(|r| r.flaky()),
+        unshrunk: !f.shrunk,
         windows: schedule.windows.len(),
         millis: schedule
             .windows
@@ -211,10 +216,11 @@ fn prefixed(path: &str, prefix: &str) -> String {
 /// Merge the inputs' summaries (`out`: where the merged output goes, for the
 /// reproducers' `--schedule`).
 pub fn merge(mut inputs: Vec<Input>, out: &Path) -> Result<Merged> {
-    let notes = check(&mut inputs)?;
+    let mut notes = check(&mut inputs)?;
     let mut copies = Vec::new();
     let (mut trials, ids) = concat_trials(&inputs, &mut copies);
     let (findings, numbers) = merge_findings(&inputs, &ids, out, &mut copies);
+    notes.extend(unshrunk_note(&findings, out));
     // A trial shrinking a finding names the merged finding.
     let mut k = 0;
     for (n, input) in inputs.iter().enumerate() {
@@ -265,6 +271,26 @@ pub fn merge(mut inputs: Vec<Input>, out: &Path) -> Result<Merged> {
         copies,
         notes,
     })
+}
+
+/// The findings no input shrank, and how to shrink them once.
+fn unshrunk_note(findings: &[Finding], out: &Path) -> Option<String> {
+    let numbers: Vec<String> = findings
+        .iter()
+        .filter(|f| !f.shrunk)
+        .map(|f| format!("#{}", f.number))
+        .collect();
+    if numbers.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "finding{} {} {} not shrunk by any shard (cut short by --time, or --shrink-steps 0): `stalemate explore --shrink {} --out DIR [the shards' flags] -- CMD` shrinks {} once",
+        if numbers.len() == 1 { "" } else { "s" },
+        numbers.join(", "),
+        if numbers.len() == 1 { "was" } else { "were" },
+        out.display(),
+        if numbers.len() == 1 { "it" } else { "them" },
+    ))
 }
 
 /// Every input's trials, in input order, renumbered from 1, their files to be copied
@@ -444,7 +470,7 @@ pub fn run(dirs: &[PathBuf], out: &Path) -> Result<(Summary, Vec<String>)> {
     Ok((merged.summary, merged.notes))
 }
 
-fn same_dir(a: &Path, b: &Path) -> bool {
+pub(super) fn same_dir(a: &Path, b: &Path) -> bool {
     match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
         (Ok(x), Ok(y)) => x == y,
         _ => false,

@@ -24,7 +24,7 @@ fn finding(number: usize, sig: &str, trial: usize, trials: &[usize], first_seen:
         "scheduleFile": format!("{stem}.json"),
         "reproduce": ["stalemate", "run", "--schedule", format!("/shard/{stem}.json"), "--", "ctl"],
         "runExits1": true, "files": [format!("{stem}.json"), format!("{stem}.trace.jsonl")],
-        "firstSeen": first_seen,
+        "firstSeen": first_seen, "shrunk": true,
     })
 }
 
@@ -52,6 +52,7 @@ fn shard(
 fn w(windows: usize, millis: u128) -> Weight {
     Weight {
         flaky: false,
+        unshrunk: false,
         windows,
         millis,
     }
@@ -186,6 +187,44 @@ fn best_is_the_simplest_reproducer_that_came_back() {
         ..w(1, 100)
     };
     assert_eq!(pick(flaky, w(3, 9000)), 2, "one that came back");
+    let unshrunk = Weight {
+        unshrunk: true,
+        ..w(1, 100)
+    };
+    assert_eq!(pick(unshrunk, w(3, 9000)), 2, "one its shard shrank");
+}
+
+/// A finding no shard shrank is named, with the command that shrinks it once; one that
+/// some shard shrank is that shard's, and not named.
+#[test]
+fn findings_no_shard_shrank_are_named() {
+    let one = |i: usize, sig: &str, shrunk: bool| {
+        let mut f = finding(1, sig, 1, &[1], 1.0);
+        f["shrunk"] = json!(shrunk);
+        let mut s = shard(i, vec![trial(1, "fail", None)], vec![f], vec![], 10.0);
+        s.weights = vec![Weight {
+            unshrunk: !shrunk,
+            ..w(1, 100)
+        }];
+        s
+    };
+    let m = merge(vec![one(0, "A", false), one(1, "A", true)], Path::new("/m")).unwrap();
+    assert!(m.summary.findings[0].shrunk);
+    assert_eq!(m.summary.findings[0].trial, 2, "shard 1's, shrunk");
+    assert!(m.notes.is_empty(), "{:?}", m.notes);
+    let m = merge(
+        vec![one(0, "A", false), one(1, "B", false)],
+        Path::new("/m"),
+    )
+    .unwrap();
+    assert!(m.summary.findings.iter().all(|f| !f.shrunk));
+    assert_eq!(m.notes.len(), 1, "{:?}", m.notes);
+    assert!(
+        m.notes[0].starts_with("findings #1, #2 were not shrunk by any shard")
+            && m.notes[0].contains("stalemate explore --shrink /m --out DIR"),
+        "{:?}",
+        m.notes
+    );
 }
 
 #[test]

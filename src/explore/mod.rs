@@ -29,6 +29,7 @@ pub mod plan;
 mod progress;
 mod record;
 mod reference;
+mod reshrink;
 pub mod shard;
 mod shrink;
 pub mod tracks;
@@ -90,6 +91,9 @@ pub struct Config {
     pub progress_bar: bool,
     /// Try only this share of the plans (`--shard I/N`, `shard.rs`).
     pub shard: Option<shard::Shard>,
+    /// Instead of a search: shrink the findings of this earlier output (an explore's or
+    /// a merge's) that no one shrank (`--shrink DIR`, `reshrink.rs`).
+    pub shrink: Option<PathBuf>,
 }
 
 /// How explore ended.
@@ -212,7 +216,27 @@ struct Search {
 
 /// Run the search.
 pub async fn run(cfg: Config) -> Result<Verdict> {
+    let earlier = match cfg
+        .shrink
+        .as_deref()
+        .map(|d| reshrink::Earlier::read(d, &cfg))
+    {
+        Some(Err(e)) => {
+            cfg.upstream.finish().await?;
+            return Err(e);
+        }
+        Some(Ok(e)) if e.unshrunk().is_empty() => {
+            eprintln!("{}", e.nothing_to_shrink());
+            cfg.upstream.finish().await?;
+            return Ok(e.verdict());
+        }
+        Some(Ok(e)) => Some(e),
+        None => None,
+    };
     let out = output::Out::create(&cfg.out)?;
+    if let Some(e) = &earlier {
+        e.copy_into(&out)?;
+    }
     // Controllers run in process groups of their own, so a terminal's Ctrl-C reaches
     // only stalemate: it stops every run (and so every controller) itself.
     let stop = crate::process::stop_on_signal().context("handling SIGINT and SIGTERM")?;
@@ -233,7 +257,10 @@ pub async fn run(cfg: Config) -> Result<Verdict> {
         with_actions_no_fault: Vec::new(),
         with_actions_files: Vec::new(),
     };
-    let r = s.search().await;
+    let r = match earlier {
+        Some(e) => s.shrink_earlier(e).await,
+        None => s.search().await,
+    };
     let finished = shared.cfg.upstream.finish().await;
     s.progress.finish();
     let r = r?;
@@ -444,11 +471,13 @@ impl Search {
         self.shared.started.elapsed().as_secs_f64()
     }
 
-    async fn search(&mut self) -> Result<Verdict> {
+    /// The references, and the schedule every trial shares as they leave it; `None`
+    /// when the controller fails without any fault (the summary says so).
+    async fn learn_references(&mut self) -> Result<Option<(Schedule, Box<reference::References>)>> {
         let mut base = base_schedule(&self.shared.cfg);
         let refs = match self.references(&base).await? {
             reference::Learnt::References(r) => r,
-            reference::Learnt::FailsWithoutFaults => return Ok(reference::fails_without_faults()),
+            reference::Learnt::FailsWithoutFaults => return Ok(None),
         };
         // What ended Failed in both references is what a trial is judged against: done
         // when Failed, as the rest is when Current with the conditions both ended with
@@ -467,6 +496,13 @@ impl Search {
             wrote && self.shared.cfg.workload.is_empty(),
             std::sync::atomic::Ordering::Relaxed,
         );
+        Ok(Some((base, refs)))
+    }
+
+    async fn search(&mut self) -> Result<Verdict> {
+        let Some((base, refs)) = self.learn_references().await? else {
+            return Ok(reference::fails_without_faults());
+        };
         let mut plans = refs.plans(&self.plan_options());
         let ranks = refs.focus.order(&mut plans);
         self.say_plans(&refs, &plans, ranks);
@@ -493,7 +529,7 @@ impl Search {
                 continue;
             };
             let tb = tracks[track].base.clone();
-            self.shrink(f, &tb, &tr, &mut next_id).await?;
+            f.shrunk = self.shrink(f, &tb, &tr, &mut next_id).await?;
             self.replay(f, &tr, &mut next_id).await?;
         }
         let findings = self.shared.out.write_findings(
@@ -687,6 +723,7 @@ impl Search {
                     files: best.files.clone(),
                     first_seen: ts.iter().map(|t| t.at).fold(f64::MAX, f64::min),
                     replayed: None,
+                    shrunk: false,
                 }
             })
             .collect()

@@ -278,6 +278,9 @@ pub struct Summary {
     pub workload: Vec<String>,
     /// sim | envtest | cluster
     pub upstream: String,
+    /// Its `--seed` (what `explore --shrink` checks it is given again).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
     /// This explore's share of the plans (`--shard I/N`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<super::shard::Record>,
@@ -325,6 +328,7 @@ impl Summary {
                 .collect(),
             workload: cfg.workload.clone(),
             upstream: cfg.upstream.name().into(),
+            seed: Some(cfg.seed),
             shard: cfg.shard.map(|s| super::shard::Record::new(s, cfg.seed)),
             merged: vec![],
             seconds,
@@ -459,6 +463,9 @@ impl Summary {
                     if r.of == 1 { "" } else { "s" },
                     if r.flaky() { " (flaky)" } else { "" }
                 ));
+            }
+            if !f.shrunk {
+                t.push_str("   not shrunk (--shrink-steps 0, or cut short): `explore --shrink` shrinks it\n");
             }
         }
         t.push_str(&format!(

@@ -121,6 +121,11 @@ pub struct Finding {
     /// Its reproducer run again before it was reported (`--replay`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replayed: Option<Replayed>,
+    /// Its plan was shrunk as far as `--shrink-steps` goes. Not when that was 0, nor when
+    /// `--time` or a signal cut the shrinking short: `explore merge` then prefers another
+    /// shard's shrunk reproducer, and `explore --shrink DIR` shrinks what none shrank.
+    #[serde(default)]
+    pub shrunk: bool,
 }
 
 /// How often a finding's reproducer came back when run again.

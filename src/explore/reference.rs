@@ -208,13 +208,16 @@ impl Search {
                     return Err(e);
                 }
                 self.progress.say(&format!("explore: no search: {e:#}"));
-                let summary = output::Summary::fails_without_faults(
-                    &self.shared.cfg,
-                    without.found,
-                    without.files,
-                    self.elapsed(),
-                );
-                self.shared.out.write_summary(&summary)?;
+                // `--shrink`: the summary copied from the earlier output stays.
+                if sh.cfg.shrink.is_none() {
+                    let summary = output::Summary::fails_without_faults(
+                        &self.shared.cfg,
+                        without.found,
+                        without.files,
+                        self.elapsed(),
+                    );
+                    self.shared.out.write_summary(&summary)?;
+                }
                 return Ok(Learnt::FailsWithoutFaults);
             }
         }

@@ -16,16 +16,21 @@ use crate::schedule::Schedule;
 impl Search {
     /// Make a finding's plan as small as it goes: windows it does not need dropped, then
     /// each window's duration bisected (at most `--shrink-steps` trials per window).
+    /// Returns whether it went as far as that (`Finding::shrunk`): not with
+    /// `--shrink-steps 0`, nor when `--time` or a signal cut it short.
     pub(super) async fn shrink(
         &mut self,
         f: &mut Finding,
         base: &Schedule,
         refs: &References,
         next_id: &mut usize,
-    ) -> Result<()> {
+    ) -> Result<bool> {
         let Some(best) = self.trials.iter().find(|t| t.id == f.trial).cloned() else {
-            return Ok(());
+            return Ok(false);
         };
+        if self.shared.cfg.shrink_steps == 0 {
+            return Ok(false);
+        }
         let key = f.signatures[0].clone();
         let mut windows = best.schedule.windows.clone();
         let mut tries = 0;
@@ -72,7 +77,7 @@ impl Search {
             let (mut lo, mut hi) = (Duration::ZERO, d);
             for _ in 0..self.shared.cfg.shrink_steps {
                 if self.out_of_time() {
-                    return Ok(());
+                    return Ok(false);
                 }
                 let mid = round10((lo + hi) / 2);
                 if mid <= lo || mid >= hi {
@@ -95,7 +100,7 @@ impl Search {
                 }
             }
         }
-        Ok(())
+        Ok(!self.out_of_time())
     }
 
     /// Run a finding's reproducer again, `--replay` times, before it is reported: one

@@ -281,7 +281,11 @@ impl Search {
 
     /// Run a sequence's references and decide what its search is: plans anchored after
     /// its first step, or dropped (rejected, disagreeing, failing with no fault).
-    async fn track_references(&mut self, t: &mut Track, first: &References) -> Result<()> {
+    pub(super) async fn track_references(
+        &mut self,
+        t: &mut Track,
+        first: &References,
+    ) -> Result<()> {
         let label = t.label().unwrap_or_default();
         self.progress.say(&format!(
             "explore: actions {}: {label} — 2 fault-free reference runs",
