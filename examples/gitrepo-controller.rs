@@ -74,7 +74,7 @@ async fn main() -> ExitCode {
             eprintln!("gitrepo-controller: serving metrics on {bind:?}: {e}");
             return ExitCode::from(1);
         }
-        _ = stalemate::cli::shutdown_signal() => {}
+        _ = stalemate::process::shutdown_signal() => {}
     }
     ExitCode::SUCCESS
 }

@@ -76,7 +76,7 @@ pub enum CtlCommand {
         #[arg(long, default_value = "*", value_name = "NAME")]
         client: String,
         /// Close it after this long (default: until `ctl close`).
-        #[arg(long = "for", value_parser = super::parse_duration, value_name = "DURATION")]
+        #[arg(long = "for", value_parser = super::values::parse_duration, value_name = "DURATION")]
         duration: Option<Duration>,
         /// The window's name.
         #[arg(long, default_value = "ctl-freeze", value_name = "NAME")]

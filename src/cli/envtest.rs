@@ -49,7 +49,7 @@ pub struct EnvtestArgs {
     pub apiserver_arg: Vec<String>,
 
     /// How long each process may take to get ready before it is an error.
-    #[arg(long, default_value = "60s", value_parser = super::parse_duration, value_name = "DURATION")]
+    #[arg(long, default_value = "60s", value_parser = super::values::parse_duration, value_name = "DURATION")]
     pub ready_timeout: std::time::Duration,
 }
 

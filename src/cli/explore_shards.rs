@@ -119,7 +119,7 @@ pub struct JobArgs {
     pub assets: String,
 
     #[command(flatten)]
-    pub explore: super::explore::ExploreFlags,
+    pub explore: super::explore_flags::ExploreFlags,
 }
 
 #[derive(Debug, Args)]
@@ -213,15 +213,21 @@ const NOT_FOR_PODS: &[(&str, &str)] = &[
     ),
 ];
 
+/// `explore job`'s arguments as `given` reads them.
+fn job_command() -> clap::Command {
+    JobArgs::augment_args(clap::Command::new("job")).arg(
+        clap::Arg::new("log_format")
+            .long("log-format")
+            .action(ArgAction::Set),
+    )
+}
+
 /// The explore flags given to `explore job`, as they were given.
+///
+/// Read from `JobArgs`' own definition, not the whole command tree (`mod.rs`, which names
+/// this file): the one flag the tree adds, the global `--log-format`, is the pods' too.
 fn given(m: &ArgMatches) -> Result<Vec<job::Given>> {
-    use clap::CommandFactory;
-    let mut root = super::Cli::command();
-    root.build();
-    let cmd = root
-        .find_subcommand("explore")
-        .and_then(|e| e.find_subcommand("job"))
-        .context("explore job: no such command")?;
+    let cmd = job_command();
     let own = [
         "shards",
         "parallelism",
@@ -359,25 +365,11 @@ mod tests {
     use super::*;
 
     fn job_matches(args: &[&str]) -> ArgMatches {
-        use clap::CommandFactory;
-        let argv = [
-            "stalemate",
-            "explore",
-            "job",
-            "--shards",
-            "2",
-            "--image",
-            "i",
-        ]
-        .iter()
-        .chain(args)
-        .chain(&["--", "ctl"]);
-        let m = super::super::Cli::command()
-            .try_get_matches_from(argv)
-            .unwrap();
-        let (_, explore) = m.subcommand().unwrap();
-        let (_, job) = explore.subcommand().unwrap();
-        job.clone()
+        let argv = ["job", "--shards", "2", "--image", "i"]
+            .iter()
+            .chain(args)
+            .chain(&["--", "ctl"]);
+        job_command().try_get_matches_from(argv).unwrap()
     }
 
     /// The pods get the flags as they were given (defaults stay defaults), whatever
@@ -422,6 +414,10 @@ mod tests {
                 .to_string()
                 .contains("explore gather")
         );
+        let m = job_matches(&["--log-format", "json"]);
+        let g = given(&m).unwrap();
+        assert_eq!(g[0].long, "log-format");
+        assert_eq!(g[0].values, ["json"]);
         let m = job_matches(&["--shrink", "merged"]);
         assert!(
             given(&m)

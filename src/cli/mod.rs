@@ -5,6 +5,7 @@ pub mod check;
 pub mod ctl;
 pub mod envtest;
 pub mod explore;
+pub mod explore_flags;
 pub mod explore_gather;
 pub mod explore_shards;
 pub mod inject;
@@ -14,6 +15,7 @@ pub mod run;
 pub mod serve;
 pub mod sim;
 pub mod upstream_args;
+pub mod values;
 
 use std::process::ExitCode;
 
@@ -156,54 +158,5 @@ async fn verb(command: Command) -> anyhow::Result<()> {
         Command::Demo(args) => crate::demo::run(args).await,
         Command::Inject(args) => inject::run(args),
         Command::Report(args) => report::run(args),
-    }
-}
-
-pub use crate::process::shutdown_signal;
-
-/// Parse a Go-style duration (`1500ms`, `2m`, `1h30m`) for flags and files.
-pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
-    crate::duration::parse(s)
-}
-
-/// Parse a byte size for flags: `1048576`, `64KiB`, `64MiB`, `2GiB` (also `K`, `M`, `G`,
-/// `KB`, `MB`, `GB`, all powers of 1024).
-pub fn parse_bytes(s: &str) -> Result<usize, String> {
-    let t = s.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: usize = num
-        .parse()
-        .map_err(|_| format!("{s:?} is not a size like 1048576, 64KiB, 64MiB or 2GiB"))?;
-    let mult: usize = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kb" | "kib" => 1 << 10,
-        "m" | "mb" | "mib" => 1 << 20,
-        "g" | "gb" | "gib" => 1 << 30,
-        _ => {
-            return Err(format!(
-                "{s:?}: unknown unit {unit:?} (use KiB, MiB or GiB)"
-            ));
-        }
-    };
-    n.checked_mul(mult)
-        .ok_or_else(|| format!("{s:?} is too large"))
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn sizes() {
-        assert_eq!(super::parse_bytes("64MiB"), Ok(64 << 20));
-        assert_eq!(super::parse_bytes("8388608"), Ok(8388608));
-        assert_eq!(super::parse_bytes("2G"), Ok(2 << 30));
-        assert_eq!(super::parse_bytes("0"), Ok(0));
-        assert!(
-            super::parse_bytes("12 parsecs")
-                .unwrap_err()
-                .contains("unknown unit")
-        );
-        assert!(super::parse_bytes("MiB").is_err());
-        assert!(super::parse_bytes("99999999999999999999GiB").is_err());
     }
 }

@@ -38,7 +38,7 @@ pub struct RunArgs {
     pub schedule: PathBuf,
 
     /// End the run after this long (CMD gets SIGTERM). Default: when CMD exits.
-    #[arg(long, value_parser = super::parse_duration, value_name = "DURATION")]
+    #[arg(long, value_parser = super::values::parse_duration, value_name = "DURATION")]
     pub duration: Option<Duration>,
 
     /// End the run once nothing has happened for this long — no write by the controller,
@@ -46,12 +46,12 @@ pub struct RunArgs {
     /// an object not Current yet is given the schedule's convergence `settle` after the
     /// last window to recover (what `explore` does). With --duration, that is the cap;
     /// else --max-run.
-    #[arg(long, value_parser = super::parse_duration, value_name = "DURATION")]
+    #[arg(long, value_parser = super::values::parse_duration, value_name = "DURATION")]
     pub quiet: Option<Duration>,
 
     /// With --quiet: the longest a run may take while its controller is not quiet (one
     /// quiet but waiting for `settle` may go on up to twice this).
-    #[arg(long, default_value = "10m", value_parser = super::parse_duration, value_name = "DURATION")]
+    #[arg(long, default_value = "10m", value_parser = super::values::parse_duration, value_name = "DURATION")]
     pub max_run: Duration,
 
     /// When CMD exits on its own: the run ends (never), or CMD is started again after
@@ -151,7 +151,7 @@ pub struct WorldArgs {
     /// start, or does not use the KUBECONFIG it is given. Quiet is counted only once the
     /// controller is ready (its first request made, its watches' initial state in,
     /// nothing in flight).
-    #[arg(long, default_value = "60s", value_parser = super::parse_duration, value_name = "DURATION")]
+    #[arg(long, default_value = "60s", value_parser = super::values::parse_duration, value_name = "DURATION")]
     pub start_timeout: Duration,
 
     /// Another controller under test beside CMD, repeated for more: NAME=COMMAND, a shell
@@ -188,11 +188,11 @@ pub struct WorldArgs {
     /// explore always restarts it (5 exits in a row: a crash loop, a finding); run with
     /// --restart-policy always. The report says which back-off was used; shorten both for
     /// tests.
-    #[arg(long, default_value = "10s", value_parser = super::parse_duration, value_name = "DURATION")]
+    #[arg(long, default_value = "10s", value_parser = super::values::parse_duration, value_name = "DURATION")]
     pub crash_backoff: Duration,
 
     /// The longest back-off between restarts (kubelet's: 5 minutes).
-    #[arg(long, default_value = "5m", value_parser = super::parse_duration, value_name = "DURATION")]
+    #[arg(long, default_value = "5m", value_parser = super::values::parse_duration, value_name = "DURATION")]
     pub crash_backoff_max: Duration,
 
     /// After the last window closes, every object the convergence oracle judges must be
@@ -200,7 +200,7 @@ pub struct WorldArgs {
     /// saying how long it took; never is a convergence finding saying why (the
     /// controller backing off, a crash loop, no reconcile). Longer than settle, it is
     /// what the run waits.
-    #[arg(long, value_parser = super::parse_duration, value_name = "DURATION")]
+    #[arg(long, value_parser = super::values::parse_duration, value_name = "DURATION")]
     pub recover_within: Option<Duration>,
 }
 

@@ -82,7 +82,7 @@ pub struct ServeArgs {
     pub kubeconfig_out: Option<PathBuf>,
 
     /// Time allowed for the upstream's response headers.
-    #[arg(long, default_value = "70s", value_parser = super::parse_duration, value_name = "DURATION")]
+    #[arg(long, default_value = "70s", value_parser = super::values::parse_duration, value_name = "DURATION")]
     pub upstream_timeout: Duration,
 
     /// Schedule file (JSON): clients, windows and oracles. Windows can also be opened at
@@ -92,18 +92,18 @@ pub struct ServeArgs {
 
     /// Bytes of held events allowed per watch stream; past it the stream ends with
     /// ERROR 410 so the client relists (nothing is silently lost).
-    #[arg(long, default_value = "64MiB", value_parser = super::parse_bytes, value_name = "SIZE")]
+    #[arg(long, default_value = "64MiB", value_parser = super::values::parse_bytes, value_name = "SIZE")]
     pub max_held_bytes: usize,
 
     /// Bytes of held events allowed across all watch streams; a stream whose event would
     /// pass it ends with ERROR 410, like the per-stream cap.
-    #[arg(long, default_value = "512MiB", value_parser = super::parse_bytes, value_name = "SIZE")]
+    #[arg(long, default_value = "512MiB", value_parser = super::values::parse_bytes, value_name = "SIZE")]
     pub max_held_bytes_total: usize,
 
     /// Bytes of client views (the objects each client has been shown, kept to answer
     /// resourceVersion=0 reads during windows). A view past it is dropped and its reads
     /// go upstream. 0 turns views off.
-    #[arg(long, default_value = "256MiB", value_parser = super::parse_bytes, value_name = "SIZE")]
+    #[arg(long, default_value = "256MiB", value_parser = super::values::parse_bytes, value_name = "SIZE")]
     pub max_view_bytes: usize,
 
     /// Which client views to keep: `named` — of the resources a staleness window names,
@@ -138,7 +138,7 @@ pub struct ServeArgs {
     pub report_html: Option<PathBuf>,
 
     /// On SIGINT/SIGTERM, how long open requests and watches may take to finish.
-    #[arg(long, default_value = "10s", value_parser = super::parse_duration, value_name = "DURATION")]
+    #[arg(long, default_value = "10s", value_parser = super::values::parse_duration, value_name = "DURATION")]
     pub drain_timeout: Duration,
 
     /// Serving threads, each with its own event loop and upstream connection pool. A new
@@ -292,7 +292,7 @@ pub async fn run(args: ServeArgs) -> Result<()> {
         let _ = writeln!(out, "admin http://{}", running.admin);
         let _ = out.flush();
     }
-    super::shutdown_signal().await;
+    crate::process::shutdown_signal().await;
     let judged = running.oracles.config != crate::oracle::OracleConfig::default();
     let report = running.stop().await;
     crate::server::write_reports(

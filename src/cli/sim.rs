@@ -59,11 +59,11 @@ pub struct SimArgs {
     pub history_size: usize,
 
     /// Watch history kept for resuming watches, in time.
-    #[arg(long, default_value = "5m", value_parser = super::parse_duration, value_name = "DURATION")]
+    #[arg(long, default_value = "5m", value_parser = super::values::parse_duration, value_name = "DURATION")]
     pub history_age: Duration,
 
     /// Interval of periodic BOOKMARK events on watches with allowWatchBookmarks=true.
-    #[arg(long, default_value = "60s", value_parser = super::parse_duration, value_name = "DURATION")]
+    #[arg(long, default_value = "60s", value_parser = super::values::parse_duration, value_name = "DURATION")]
     pub bookmark_interval: Duration,
 
     /// Misbehave: encode every watch response (`gzip` or `deflate`) even for clients
@@ -124,5 +124,5 @@ pub async fn run(args: SimArgs) -> Result<()> {
         let _ = out.flush();
     }
     tracing::info!(%url, kube_version = %format!("1.{}", args.kube_version), "simulator serving");
-    crate::sim::serve(sim, listener, super::shutdown_signal()).await
+    crate::sim::serve(sim, listener, crate::process::shutdown_signal()).await
 }
