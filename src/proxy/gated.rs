@@ -211,43 +211,82 @@ where
 {
     let (tx, body) = ChannelBody::channel(64);
     tokio::spawn(async move {
+        let mut watch = GatedWatch::new(format, gzip, target, gates);
+        let outs = watch.opening();
+        watch.run(upstream, outs, tx).await;
+    });
+    body
+}
+
+/// Where the client's stream goes from here.
+enum Flow {
+    Open,
+    /// Ended: by the gate, or the client went away.
+    Ended,
+}
+
+/// One gated watch stream, on a task of its own: what it holds (the gate), how it reads
+/// the upstream (framer, gunzip), whom it tells (views, trace, oracles, metrics), and one
+/// method per thing that happens to it — it opens, the windows change, the upstream
+/// sends, a held event falls due, outputs go to the client.
+struct GatedWatch {
+    gates: Arc<Gates>,
+    target: Target,
+    format: Format,
+    framer: Framer,
+    /// Boxed: a stream that is not gzipped (nearly all) keeps its task small.
+    gunzip: Option<Box<crate::watch::gzip::GzipStream>>,
+    encoding: Encoding,
+    /// Decided once per stream: a view a runtime window asks for starts at the
+    /// client's next LIST (or WatchList).
+    keep_view: bool,
+    stream_id: u64,
+    /// The oracles' delivery lanes, when they watch this resource.
+    lanes: Option<Arc<crate::oracle::Oracles>>,
+    gate: Gate,
+    changes: tokio::sync::watch::Receiver<u64>,
+    /// Windows (by generation) that ended this stream already: a relist window ends the
+    /// streams open when it opens, once; a stream started while it is open (the
+    /// client's relist) is left alone, or it would loop.
+    ended: std::collections::HashSet<u64>,
+    report: Report,
+    cap_hits: u64,
+    last_since: Option<tokio::time::Instant>,
+    _lag: LagGuard,
+}
+
+impl GatedWatch {
+    fn new(format: Format, gzip: bool, target: Target, gates: Arc<Gates>) -> GatedWatch {
         let engine = gates.engine.clone();
         let views = gates.views.clone();
-        let mut report = Report::new(&gates.metrics, &target);
-        let mut upstream = upstream;
-        let mut framer = match format {
+        let report = Report::new(&gates.metrics, &target);
+        let framer = match format {
             Format::Json => Framer::Json(JsonFramer::new(DEFAULT_MAX_FRAME)),
             Format::Protobuf => Framer::Proto(ProtoFramer::new(DEFAULT_MAX_FRAME)),
         };
-        // Boxed: a stream that is not gzipped (nearly all) keeps its task small.
-        let mut gunzip = gzip.then(|| Box::new(crate::watch::gzip::GzipStream::default()));
+        let gunzip = gzip.then(|| Box::new(crate::watch::gzip::GzipStream::default()));
         let encoding = match format {
             Format::Json => Encoding::Json,
             Format::Protobuf => Encoding::Protobuf,
         };
-        // Decided once per stream: a view a runtime window asks for starts at the
-        // client's next LIST (or WatchList).
         let keep_view = gates.wants_view(&target.resource);
         if target.watch_list && keep_view {
             views.start_watch_list(&target.view, encoding);
         }
         let stream_id = views.stream_id();
         let _lag = LagGuard {
-            views: views.clone(),
+            views,
             target: target.clone(),
             stream_id,
         };
-        let lanes = gates
-            .engine
+        let lanes = engine
             .oracles()
             .filter(|o| o.keeps_lanes_for(&target.resource))
             .cloned();
         let mut gate = Gate::new(gates.max_held_bytes).with_budget(gates.budget.clone());
         gate.record = gates.trace.enabled() || lanes.is_some();
-        let mut changes = engine.changes();
-        // A relist window ends the streams open when it opens, once; a stream started
-        // while it is open (the client's relist) is left alone, or it would loop.
-        let mut ended: std::collections::HashSet<u64> = engine
+        let changes = engine.changes();
+        let ended = engine
             .windows_for(
                 &target.client,
                 &target.resource,
@@ -257,159 +296,258 @@ where
             .filter(|a| a.window.fault.behaviour().ends_streams().is_some())
             .map(|a| a.generation)
             .collect();
-        // Apply the windows open right now, then follow changes.
-        let mut outs = apply_windows(&engine, &target, &mut gate, &mut ended);
-        if let Some(initial) = &target.initial_events {
-            outs.extend(initial_from_view(initial, &mut framer, &mut gate));
+        GatedWatch {
+            gates,
+            target,
+            format,
+            framer,
+            gunzip,
+            encoding,
+            keep_view,
+            stream_id,
+            lanes,
+            gate,
+            changes,
+            ended,
+            report,
+            cap_hits: 0,
+            last_since: None,
+            _lag,
         }
-        if let Some(rw) = &target.rewind {
-            let now = tokio::time::Instant::now();
-            if rw.format != format {
-                // The past was recorded in another framing: the client must start over
-                // rather than miss it (nothing silently lost).
-                tracing::info!(resource = %target.resource, "a rewound watch asked for another framing than the view's; ending it with 410");
-                outs.extend(gate.relist(true));
-            } else {
-                for bytes in &rw.replay {
-                    match framer.push(bytes) {
-                        Ok(frames) => {
-                            for fr in frames {
-                                outs.extend(gate.on_frame(fr, now));
-                            }
-                        }
-                        Err(e) => {
-                            tracing::warn!(error = %e, "a recorded event did not frame; ending the stream with 410");
-                            outs.extend(gate.relist(true));
-                            break;
-                        }
+    }
+
+    /// What the stream starts with: the windows open right now applied, then a
+    /// WatchList's initial state from the view, then a rewind's past.
+    fn opening(&mut self) -> Vec<Output> {
+        let mut outs = self.windows_changed();
+        if let Some(initial) = &self.target.initial_events {
+            outs.extend(initial_from_view(initial, &mut self.framer, &mut self.gate));
+        }
+        outs.extend(self.rewound());
+        outs
+    }
+
+    /// A rewound watch's past, fed to the gate as if the upstream sent it now.
+    fn rewound(&mut self) -> Vec<Output> {
+        let Some(rw) = &self.target.rewind else {
+            return Vec::new();
+        };
+        let now = tokio::time::Instant::now();
+        if rw.format != self.format {
+            // The past was recorded in another framing: the client must start over
+            // rather than miss it (nothing silently lost).
+            tracing::info!(resource = %self.target.resource, "a rewound watch asked for another framing than the view's; ending it with 410");
+            return self.gate.relist(true);
+        }
+        let mut outs = Vec::new();
+        for bytes in &rw.replay {
+            match self.framer.push(bytes) {
+                Ok(frames) => {
+                    for fr in frames {
+                        outs.extend(self.gate.on_frame(fr, now));
                     }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "a recorded event did not frame; ending the stream with 410");
+                    outs.extend(self.gate.relist(true));
+                    break;
                 }
             }
         }
-        let mut cap_hits = 0;
-        let mut last_since = None;
+        outs
+    }
+
+    /// Follow the streams, the windows and the clock until the stream ends or the
+    /// client goes away; `outs` are the first outputs to send.
+    async fn run<B>(mut self, mut upstream: B, mut outs: Vec<Output>, tx: Sender)
+    where
+        B: http_body::Body<Data = Bytes> + Send + Unpin + 'static,
+        B::Error: Into<BodyError>,
+    {
         loop {
-            report.update(&gate, &outs);
-            if gate.stats.cap_hits > cap_hits {
-                gates
-                    .metrics
-                    .cap_hits
-                    .inc_by(gate.stats.cap_hits - cap_hits);
-                cap_hits = gate.stats.cap_hits;
+            self.account(&outs);
+            if let Flow::Ended = self.send(&mut outs, &tx).await {
+                return;
             }
-            trace_notes(&gates.trace, lanes.as_deref(), &target, &mut gate);
-            let since = gate.oldest_held_since();
-            if since != last_since {
-                views.set_held_since(&target.client, &target.label, stream_id, since);
-                last_since = since;
-            }
-            for o in outs.drain(..) {
-                let (bytes, end): (Option<Result<Bytes, BodyError>>, bool) = match o {
-                    Output::Deliver(f) => {
-                        if keep_view {
-                            views.apply(&target.view, encoding, &f.meta, &f.bytes);
-                        }
-                        if f.meta.initial_events_end
-                            && let Some(i) = &target.initial
-                        {
-                            i.done();
-                        }
-                        (Some(Ok(f.bytes)), false)
-                    }
-                    Output::EndExpired { reason } => {
-                        if gates.trace.enabled() {
-                            gates.trace.record(Record::Event {
-                                client: target.client.clone(),
-                                resource: target.resource.clone(),
-                                type_: "ERROR",
-                                namespace: String::new(),
-                                name: String::new(),
-                                resource_version: String::new(),
-                                fate: "injected",
-                                delay_ms: None,
-                            });
-                        }
-                        (Some(Ok(expired_event(format, reason))), true)
-                    }
-                    Output::EndClean => (None, true),
-                    Output::Abort => (Some(Err("stalemate: watch stream reset".into())), true),
-                };
-                if let Some(b) = bytes
-                    && tx.send(b).await.is_err()
-                {
-                    return;
-                }
-                if end {
-                    return;
-                }
-            }
-            let due = gate.next_due();
+            let due = self.gate.next_due();
             tokio::select! {
                 _ = tx.closed() => return,
-                changed = changes.changed() => {
+                changed = self.changes.changed() => {
                     if changed.is_err() { return; }
-                    outs = apply_windows(&engine, &target, &mut gate, &mut ended);
+                    outs = self.windows_changed();
                 }
                 _ = async { match due { Some(d) => tokio::time::sleep_until(d).await, None => std::future::pending().await } } => {
-                    outs = gate.tick(tokio::time::Instant::now());
+                    outs = self.gate.tick(tokio::time::Instant::now());
                 }
                 frame = upstream.frame() => {
-                    let now = tokio::time::Instant::now();
-                    outs = match frame {
-                        None => gate.on_upstream_end(),
-                        Some(Err(e)) => {
-                            let e: BodyError = e.into();
-                            tracing::info!(error = %e, "upstream watch ended with an error");
-                            // Held events: ERROR 410 (invariant 1). Otherwise end the
-                            // client's stream the way the upstream's ended.
-                            match crate::upstream::error::watch_end(&*e) {
-                                _ if gate.held_len() > 0 => gate.on_upstream_end(),
-                                WatchEnd::Reset => vec![Output::Abort],
-                                WatchEnd::Lost => gate.on_upstream_end(),
-                            }
-                        }
-                        Some(Ok(f)) => match f.into_data().map(|data| match gunzip.as_mut() {
-                            Some(g) => g.push(&data).map(Bytes::from),
-                            None => Ok(data),
-                        }) {
-                            Err(_) => vec![],
-                            Ok(data) => match data.and_then(|data| framer.push(&data)) {
-                                Ok(frames) => {
-                                    let mut o = Vec::new();
-                                    for fr in frames {
-                                        // A window may have opened since the last frame — over the
-                                        // control API (its notification not polled yet: the 201 has
-                                        // already gone out, so this event must be held) or by a
-                                        // trigger the previous event fired.
-                                        if changes.has_changed().unwrap_or(false) {
-                                            changes.borrow_and_update();
-                                            o.extend(apply_windows(&engine, &target, &mut gate, &mut ended));
-                                        }
-                                        if let Some(kind) = fr.meta.type_.and_then(crate::schedule::EventKind::of) {
-                                            engine.on_event(&target.client, &target.resource, kind);
-                                        }
-                                        o.extend(gate.on_frame(fr, now));
-                                    }
-                                    if changes.has_changed().unwrap_or(false) {
-                                        changes.borrow_and_update();
-                                        o.extend(apply_windows(&engine, &target, &mut gate, &mut ended));
-                                    }
-                                    o
-                                }
-                                Err(e) => {
-                                    tracing::warn!(error = %e, resource = %target.resource, "malformed watch frame; ending the stream with 410");
-                                    let _ = gate.relist(true);
-                                    vec![Output::EndExpired { reason: "stalemate: the upstream sent a watch event it could not parse" }]
-                                }
-                            },
-                        },
-                    };
+                    outs = self.upstream_sent(frame);
                 }
             }
         }
-    });
-    body
+    }
+
+    /// The gate's counters into metrics, its notes into the trace and the oracles'
+    /// lanes, and its oldest held event into the views' lag.
+    fn account(&mut self, outs: &[Output]) {
+        self.report.update(&self.gate, outs);
+        let hits = self.gate.stats.cap_hits;
+        if hits > self.cap_hits {
+            self.gates.metrics.cap_hits.inc_by(hits - self.cap_hits);
+            self.cap_hits = hits;
+        }
+        trace_notes(
+            &self.gates.trace,
+            self.lanes.as_deref(),
+            &self.target,
+            &mut self.gate,
+        );
+        let since = self.gate.oldest_held_since();
+        if since != self.last_since {
+            let t = &self.target;
+            self.gates
+                .views
+                .set_held_since(&t.client, &t.label, self.stream_id, since);
+            self.last_since = since;
+        }
+    }
+
+    /// Send `outs` to the client, in order: a delivered event also updates the
+    /// client's view (and a WatchList's end marker its initial state); an end ends.
+    async fn send(&mut self, outs: &mut Vec<Output>, tx: &Sender) -> Flow {
+        for o in outs.drain(..) {
+            let (bytes, end): (Option<Result<Bytes, BodyError>>, bool) = match o {
+                Output::Deliver(f) => {
+                    if self.keep_view {
+                        self.gates
+                            .views
+                            .apply(&self.target.view, self.encoding, &f.meta, &f.bytes);
+                    }
+                    if f.meta.initial_events_end
+                        && let Some(i) = &self.target.initial
+                    {
+                        i.done();
+                    }
+                    (Some(Ok(f.bytes)), false)
+                }
+                Output::EndExpired { reason } => {
+                    self.trace_injected();
+                    (Some(Ok(expired_event(self.format, reason))), true)
+                }
+                Output::EndClean => (None, true),
+                Output::Abort => (Some(Err("stalemate: watch stream reset".into())), true),
+            };
+            if let Some(b) = bytes
+                && tx.send(b).await.is_err()
+            {
+                return Flow::Ended;
+            }
+            if end {
+                return Flow::Ended;
+            }
+        }
+        Flow::Open
+    }
+
+    /// An ERROR the proxy wrote into the stream, in the trace.
+    fn trace_injected(&self) {
+        if !self.gates.trace.enabled() {
+            return;
+        }
+        self.gates.trace.record(Record::Event {
+            client: self.target.client.clone(),
+            resource: self.target.resource.clone(),
+            type_: "ERROR",
+            namespace: String::new(),
+            name: String::new(),
+            resource_version: String::new(),
+            fate: "injected",
+            delay_ms: None,
+        });
+    }
+
+    /// The windows over this stream changed (or may have): apply them.
+    fn windows_changed(&mut self) -> Vec<Output> {
+        apply_windows(
+            &self.gates.engine,
+            &self.target,
+            &mut self.gate,
+            &mut self.ended,
+        )
+    }
+
+    /// A window may have opened since the last look — over the control API (its
+    /// notification not polled yet: the 201 has already gone out, so what comes next
+    /// must be held) or by a trigger the previous event fired: apply it now.
+    fn windows_if_changed(&mut self) -> Vec<Output> {
+        if self.changes.has_changed().unwrap_or(false) {
+            self.changes.borrow_and_update();
+            self.windows_changed()
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// The upstream sent a frame of its body, an error, or its end.
+    fn upstream_sent<E: Into<BodyError>>(
+        &mut self,
+        frame: Option<Result<http_body::Frame<Bytes>, E>>,
+    ) -> Vec<Output> {
+        match frame {
+            None => self.gate.on_upstream_end(),
+            Some(Err(e)) => {
+                let e: BodyError = e.into();
+                tracing::info!(error = %e, "upstream watch ended with an error");
+                // Held events: ERROR 410 (invariant 1). Otherwise end the client's
+                // stream the way the upstream's ended.
+                match crate::upstream::error::watch_end(&*e) {
+                    _ if self.gate.held_len() > 0 => self.gate.on_upstream_end(),
+                    WatchEnd::Reset => vec![Output::Abort],
+                    WatchEnd::Lost => self.gate.on_upstream_end(),
+                }
+            }
+            // Trailers: nothing to gate.
+            Some(Ok(f)) => match f.into_data() {
+                Err(_) => vec![],
+                Ok(data) => self.upstream_data(data),
+            },
+        }
+    }
+
+    /// Body bytes from the upstream: gunzipped, framed, each event told to the engine
+    /// (its triggers) and gated — or, when they do not parse, the stream ended with 410.
+    fn upstream_data(&mut self, data: Bytes) -> Vec<Output> {
+        let now = tokio::time::Instant::now();
+        let data = match self.gunzip.as_mut() {
+            Some(g) => g.push(&data).map(Bytes::from),
+            None => Ok(data),
+        };
+        let frames = match data.and_then(|data| self.framer.push(&data)) {
+            Ok(frames) => frames,
+            Err(e) => {
+                tracing::warn!(error = %e, resource = %self.target.resource, "malformed watch frame; ending the stream with 410");
+                let _ = self.gate.relist(true);
+                return vec![Output::EndExpired {
+                    reason: "stalemate: the upstream sent a watch event it could not parse",
+                }];
+            }
+        };
+        let mut outs = Vec::new();
+        for fr in frames {
+            outs.extend(self.windows_if_changed());
+            if let Some(kind) = fr.meta.type_.and_then(crate::schedule::EventKind::of) {
+                self.gates
+                    .engine
+                    .on_event(&self.target.client, &self.target.resource, kind);
+            }
+            outs.extend(self.gate.on_frame(fr, now));
+        }
+        outs.extend(self.windows_if_changed());
+        outs
+    }
 }
+
+/// Where a gated stream's bytes go: the client's body.
+type Sender = tokio::sync::mpsc::Sender<Result<Bytes, BodyError>>;
 
 /// A WatchList's initial state from the view, delivered now; one that does not frame
 /// (it cannot: the proxy wrote it) ends the stream with 410 rather than mislead.
