@@ -5,8 +5,8 @@
 //!
 //! Time is tokio's clock, so tests drive windows with paused time.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use http::HeaderMap;
@@ -15,30 +15,11 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::{EventKind, Schedule, Verb, Window};
-use crate::fault::{HoldMode, Process, Random};
+use crate::fault::{Process, Random};
 use crate::identity::Clients;
 
-/// A window that is open now.
-#[derive(Debug, Clone)]
-pub struct Active {
-    pub window: Window,
-    pub opened: Instant,
-    /// Distinguishes re-openings of the same window (streams are ended once per opening).
-    pub generation: u64,
-    /// How this opening holds its target's streams, drawn once when it opened (a lag's
-    /// jitter): every stream and every later look at it agree, and a seeded run draws
-    /// the same sequence whatever else happens in between.
-    pub hold: Option<HoldMode>,
-}
-
-/// A window waiting for its trigger: counting requests or events, or on a timer (`at`,
-/// `every` — an `every` window stays armed until its `count` is used up).
-struct Armed {
-    id: u64,
-    window: Window,
-    seen: u64,
-    timer: Option<tokio::task::AbortHandle>,
-}
+pub use super::book::Active;
+use super::book::Book;
 
 /// What a window does when it opens outside the proxy (a `restart`), put off until the
 /// request that fired its trigger has been answered: run it then.
@@ -60,19 +41,10 @@ pub struct Engine {
     /// The controller process, when stalemate owns it (`run`, `explore`).
     process: OnceLock<Arc<dyn Process>>,
     expects_process: std::sync::atomic::AtomicBool,
-    armed: Mutex<Vec<Armed>>,
-    next_armed: std::sync::atomic::AtomicU64,
-    /// Windows triggered with a `delay` that have not opened yet.
-    delayed: std::sync::atomic::AtomicUsize,
-    /// Resources a window that reads from views has named (in the file or at run time):
-    /// only these need client views (`--views named`).
-    view_resources: RwLock<HashSet<String>>,
-    /// Resources a `rewind` window has named: their views keep their past.
-    rewind_resources: RwLock<HashSet<String>>,
-    active: Mutex<BTreeMap<String, Active>>,
-    /// When each window last opened (what `rewind {at}` goes back to).
-    last_opened: Mutex<HashMap<String, Instant>>,
-    generation: Mutex<u64>,
+    /// Which windows are open and armed (`book.rs`): everything the engine decides from.
+    book: Mutex<Book>,
+    /// The armed windows' timers (`at`, `every`), by their ids in the book.
+    timers: Mutex<HashMap<u64, tokio::task::AbortHandle>>,
     changes: watch::Sender<u64>,
     /// The proxy's listeners' links, which `partition` windows break.
     network: Arc<crate::listen::network::Network>,
@@ -116,14 +88,8 @@ impl Engine {
             oracles: OnceLock::new(),
             process: OnceLock::new(),
             expects_process: Default::default(),
-            armed: Mutex::new(Vec::new()),
-            next_armed: std::sync::atomic::AtomicU64::new(1),
-            delayed: Default::default(),
-            view_resources: Default::default(),
-            rewind_resources: Default::default(),
-            active: Mutex::new(BTreeMap::new()),
-            last_opened: Mutex::new(HashMap::new()),
-            generation: Mutex::new(0),
+            book: Mutex::new(Book::default()),
+            timers: Mutex::new(HashMap::new()),
             changes: watch::channel(0).0,
             network: crate::listen::network::Network::new(),
             opened_total: prometheus::IntCounter::new("windows_opened_total", "Windows opened.")
@@ -158,7 +124,7 @@ impl Engine {
     pub fn start(self: &Arc<Self>, schedule: &Schedule) {
         for w in &schedule.windows {
             if w.trigger.as_ref().is_some_and(|t| t.manual.is_some()) {
-                self.note_view_resources(w);
+                self.book().note_views(w);
                 continue;
             }
             let _ = self.submit(w.clone());
@@ -217,24 +183,27 @@ impl Engine {
     /// or start its trigger (`at` and `every` count from now). Returns what was done.
     pub fn submit(self: &Arc<Self>, w: Window) -> Result<&'static str, String> {
         self.check(&w)?;
-        self.note_view_resources(&w);
+        self.book().note_views(&w);
         let Some(t) = w.trigger.clone().filter(|t| t.manual.is_none()) else {
             self.open(w)?;
             return Ok("opened");
         };
-        let id = self
-            .next_armed
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let counted = t.after_requests.is_some() || t.after_events.is_some();
+        if t.at.is_none() && t.every.is_none() && !counted {
+            self.open(w)?;
+            return Ok("opened");
+        }
+        // Armed before its timer starts, so that a timer firing at once finds it.
+        let id = self.book().arm(w.clone());
         let timer = if let Some(at) = t.at {
-            let (engine, w) = (self.clone(), w.clone());
+            let engine = self.clone();
             Some(tokio::spawn(async move {
                 tokio::time::sleep(at.0).await;
                 engine.unarm(id);
                 let _ = engine.open(w);
             }))
         } else if let Some(every) = t.every {
-            let (engine, jitter, count, w) =
-                (self.clone(), t.jitter.map(|j| j.0), t.count, w.clone());
+            let (engine, jitter, count) = (self.clone(), t.jitter.map(|j| j.0), t.count);
             Some(tokio::spawn(async move {
                 let mut n = 0u64;
                 while count.is_none_or(|c| n < c) {
@@ -247,45 +216,44 @@ impl Engine {
                 }
                 engine.unarm(id);
             }))
-        } else if t.after_requests.is_some() || t.after_events.is_some() {
-            None
         } else {
-            self.open(w)?;
-            return Ok("opened");
+            None
         };
-        self.lock_armed().push(Armed {
-            id,
-            window: w,
-            seen: 0,
-            timer: timer.map(|t| t.abort_handle()),
-        });
+        if let Some(t) = timer
+            && !t.is_finished()
+        {
+            self.lock_timers().insert(id, t.abort_handle());
+        }
         Ok("armed")
     }
 
-    fn lock_armed(&self) -> std::sync::MutexGuard<'_, Vec<Armed>> {
-        self.armed.lock().unwrap_or_else(|p| p.into_inner())
+    /// The book, locked. Nothing that takes another of the engine's locks is called
+    /// while it is held.
+    fn book(&self) -> MutexGuard<'_, Book> {
+        self.book.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn lock_timers(&self) -> MutexGuard<'_, HashMap<u64, tokio::task::AbortHandle>> {
+        self.timers.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// A timer fired for the last time: no longer armed.
     fn unarm(&self, id: u64) {
-        self.lock_armed().retain(|a| a.id != id);
+        self.book().unarm(id);
+        self.lock_timers().remove(&id);
     }
 
     /// Cancel every armed window named `name` (its trigger will not open it); whether
     /// there was one. An open window of that name stays open: see [`Engine::close`].
     pub fn disarm(&self, name: &str) -> bool {
-        let mut armed = self.lock_armed();
-        let before = armed.len();
-        armed.retain(|a| {
-            if a.window.name != name {
-                return true;
-            }
-            if let Some(t) = &a.timer {
+        let ids = self.book().disarm(name);
+        let mut timers = self.lock_timers();
+        for id in &ids {
+            if let Some(t) = timers.remove(id) {
                 t.abort();
             }
-            false
-        });
-        let disarmed = armed.len() < before;
+        }
+        let disarmed = !ids.is_empty();
         if disarmed {
             tracing::info!(window = %name, "window disarmed");
         }
@@ -328,7 +296,7 @@ impl Engine {
     }
 
     fn fire(self: &Arc<Self>, counts: impl Fn(&Window) -> Option<u64>) -> Vec<Deferred> {
-        let due = self.due(counts);
+        let due = self.book().count(counts);
         let mut now = Vec::new();
         for w in due {
             match w.trigger.as_ref().and_then(|t| t.delay) {
@@ -344,43 +312,20 @@ impl Engine {
     /// A window whose trigger fired with a `delay`: it opens then, and until then the
     /// run is not quiet (it has a window still to come).
     fn open_later(self: &Arc<Self>, w: Window, delay: Duration) {
-        use std::sync::atomic::Ordering;
-        self.delayed.fetch_add(1, Ordering::SeqCst);
+        self.book().delay();
         tracing::info!(window = %w.name, ?delay, "window triggered; opens after its delay");
         let engine = self.clone();
         tokio::spawn(async move {
             tokio::time::sleep(delay).await;
             let _ = engine.open(w);
-            engine.delayed.fetch_sub(1, Ordering::SeqCst);
+            engine.book().delay_over();
             engine.bump();
         });
     }
 
     /// No window open, and none triggered that waits out its delay.
     pub fn idle(&self) -> bool {
-        self.lock().is_empty() && self.delayed.load(std::sync::atomic::Ordering::SeqCst) == 0
-    }
-
-    /// The armed windows whose counts reach their trigger, disarmed.
-    fn due(&self, counts: impl Fn(&Window) -> Option<u64>) -> Vec<Window> {
-        let due: Vec<Window> = {
-            let mut armed = self.lock_armed();
-            let mut due = Vec::new();
-            armed.retain_mut(|a| match counts(&a.window) {
-                Some(n) => {
-                    a.seen += 1;
-                    if a.seen >= n {
-                        due.push(a.window.clone());
-                        false
-                    } else {
-                        true
-                    }
-                }
-                None => true,
-            });
-            due
-        };
-        due
+        self.book().idle()
     }
 
     /// Send window openings and closings to a trace (the oracles hear of them too).
@@ -411,10 +356,6 @@ impl Engine {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Active>> {
-        self.active.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
     fn bump(&self) {
         self.relink();
         self.changes.send_modify(|n| *n += 1);
@@ -432,7 +373,7 @@ impl Engine {
         use crate::listen::network::Link;
         let listeners = self.network.listeners();
         let mut links: HashMap<std::net::SocketAddr, Link> = HashMap::new();
-        for a in self.lock().values() {
+        for a in self.book().active() {
             let crate::fault::Fault::Partition(p) = &a.window.fault else {
                 continue;
             };
@@ -457,61 +398,28 @@ impl Engine {
     pub async fn until_closed(&self, name: &str, generation: u64) {
         let mut changes = self.changes();
         loop {
-            let open = self
-                .lock()
-                .get(name)
-                .is_some_and(|a| a.generation == generation);
+            let open = self.book().is_open(name, generation);
             if !open || changes.changed().await.is_err() {
                 return;
             }
         }
     }
 
-    /// A window that may answer reads from views: its resources keep views from now on
-    /// (a view starts at its client's next LIST).
-    fn note_view_resources(&self, w: &Window) {
-        if w.fault.uses_views() {
-            self.view_resources
-                .write()
-                .unwrap_or_else(|p| p.into_inner())
-                .extend(w.resources.iter().cloned());
-        }
-        if matches!(w.fault.behaviour().reads(), crate::fault::Reads::Rewound(_)) {
-            self.rewind_resources
-                .write()
-                .unwrap_or_else(|p| p.into_inner())
-                .extend(w.resources.iter().cloned());
-        }
-    }
-
     /// Whether a `rewind` window named `resource` (or `*`): its views keep their past.
     pub fn may_rewind(&self, resource: &str) -> bool {
-        let named = self
-            .rewind_resources
-            .read()
-            .unwrap_or_else(|p| p.into_inner());
-        named.contains(resource)
-            || (named.contains("*") && resource != "leases.coordination.k8s.io")
+        self.book().may_rewind(resource)
     }
 
     /// Whether a window could answer reads of `resource` from a view: one that does
-    /// named it (or `*`, which does not cover leases) in the schedule or at run time.
+    /// named it (or `*`, which does not cover leases) in the schedule or at run time
+    /// (a view starts at its client's next LIST).
     pub fn may_use_view(&self, resource: &str) -> bool {
-        let named = self
-            .view_resources
-            .read()
-            .unwrap_or_else(|p| p.into_inner());
-        named.contains(resource)
-            || (named.contains("*") && resource != "leases.coordination.k8s.io")
+        self.book().may_use_view(resource)
     }
 
     /// When the window `name` last opened.
     pub fn opened_at(&self, name: &str) -> Option<Instant> {
-        self.last_opened
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(name)
-            .copied()
+        self.book().opened_at(name)
     }
 
     /// Open a window now (it closes after its duration, if it has one).
@@ -526,12 +434,7 @@ impl Engine {
     /// caller (after the request that fired its trigger has been answered).
     fn open_deferred(self: &Arc<Self>, w: Window) -> Result<Option<Deferred>, String> {
         self.check(&w)?;
-        self.note_view_resources(&w);
-        let generation = {
-            let mut g = self.generation.lock().unwrap_or_else(|p| p.into_inner());
-            *g += 1;
-            *g
-        };
+        self.book().note_views(&w);
         let name = w.name.clone();
         let duration = w
             .duration
@@ -540,21 +443,8 @@ impl Engine {
         let hold = w.fault.behaviour().hold(&**self);
         let fault = w.fault.name();
         self.announce_window(&name, "open", fault);
-        let now = Instant::now();
-        self.last_opened
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(name.clone(), now);
         let (effect, client) = (w.fault.clone(), w.client.clone());
-        self.lock().insert(
-            name.clone(),
-            Active {
-                window: w,
-                opened: now,
-                generation,
-                hold,
-            },
-        );
+        let generation = self.book().open(w, hold, Instant::now());
         self.opened_total.inc();
         self.window_active.with_label_values(&[&name]).set(1);
         self.window_opened.with_label_values(&[&name]).set(
@@ -572,10 +462,7 @@ impl Engine {
             let name = name.clone();
             tokio::spawn(async move {
                 tokio::time::sleep(d).await;
-                let still = engine
-                    .lock()
-                    .get(&name)
-                    .is_some_and(|a| a.generation == generation);
+                let still = engine.book().is_open(&name, generation);
                 if still {
                     engine.close(&name);
                 }
@@ -591,7 +478,7 @@ impl Engine {
 
     /// Close a window now; its held events are released.
     pub fn close(&self, name: &str) -> bool {
-        let removed = self.lock().remove(name);
+        let removed = self.book().close(name);
         if let Some(a) = &removed {
             self.announce_window(name, "close", a.window.fault.name());
             self.window_active.with_label_values(&[name]).set(0);
@@ -631,32 +518,22 @@ impl Engine {
         resource: &str,
         namespace: Option<&str>,
     ) -> Vec<Active> {
-        let mut v: Vec<Active> = self
-            .lock()
-            .values()
-            .filter(|a| {
-                (a.window.client == "*" || a.window.client == client)
-                    && a.window.targets(resource, namespace)
-            })
-            .cloned()
-            .collect();
-        v.sort_by_key(|a| a.opened);
-        v
+        self.book().windows_for(client, resource, namespace)
     }
 
     /// `GET /v1/windows` and `/v1/status` material.
     pub fn describe(&self) -> Value {
         let now = Instant::now();
-        let windows: Vec<Value> = self
-            .lock()
-            .values()
+        let book = self.book();
+        let windows: Vec<Value> = book
+            .active()
             .map(|a| {
                 let remaining = a.window.duration.map(|d| d.0.saturating_sub(now.duration_since(a.opened)).as_secs_f64());
                 json!({"window": a.window, "openForSeconds": now.duration_since(a.opened).as_secs_f64(), "remainingSeconds": remaining})
             })
             .collect();
-        let armed: Vec<Value> = self
-            .lock_armed()
+        let armed: Vec<Value> = book
+            .armed()
             .iter()
             .map(|a| {
                 let count = a.window.trigger.as_ref().and_then(|t| {
@@ -682,7 +559,7 @@ impl Engine {
     }
 
     pub fn active_names(&self) -> Vec<String> {
-        self.lock().keys().cloned().collect()
+        self.book().active_names()
     }
 }
 

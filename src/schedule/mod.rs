@@ -5,6 +5,7 @@
 //! disables a window, and every error names its field path (and, for files, line and
 //! column).
 
+mod book;
 pub mod engine;
 
 use serde::{Deserialize, Serialize};

@@ -1,4 +1,5 @@
 use super::*;
+use crate::fault::HoldMode;
 
 fn hold_of(windows: &[Active]) -> Option<HoldMode> {
     crate::fault::combined_hold(windows.iter().filter_map(|a| a.hold))
