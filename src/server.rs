@@ -310,16 +310,18 @@ fn register_metrics(
     oracles: &crate::oracle::Oracles,
     max_held_bytes_total: usize,
 ) {
-    for c in [
-        Box::new(engine.opened_total.clone()) as Box<dyn prometheus::core::Collector>,
-        Box::new(engine.window_active.clone()),
-        Box::new(engine.window_opened.clone()),
-        Box::new(engine.window_planned.clone()),
+    let oracle_metrics: [Box<dyn prometheus::core::Collector>; 4] = [
         Box::new(oracles.violations_gauge.clone()),
         Box::new(oracles.dropped_counter.clone()),
         Box::new(oracles.exits_counter.clone()),
         Box::new(oracles.backoff_gauge.clone()),
-    ] {
+    ];
+    for c in engine
+        .metrics
+        .collectors()
+        .into_iter()
+        .chain(oracle_metrics)
+    {
         let _ = metrics.registry.register(c);
     }
     metrics.held_bytes_limit.set(max_held_bytes_total as i64);

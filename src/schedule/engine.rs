@@ -48,13 +48,8 @@ pub struct Engine {
     changes: watch::Sender<u64>,
     /// The proxy's listeners' links, which `partition` windows break.
     network: Arc<crate::listen::network::Network>,
-    pub opened_total: prometheus::IntCounter,
-    pub window_active: prometheus::IntGaugeVec,
-    /// When each window last opened (unix seconds), and how long it was to stay open (0:
-    /// until closed over the control API) — together they tell a window open longer than
-    /// planned (the `StalemateWindowOverdue` alert).
-    pub window_opened: prometheus::GaugeVec,
-    pub window_planned: prometheus::GaugeVec,
+    /// The windows' metric families (`window_metrics.rs`).
+    pub metrics: super::window_metrics::WindowMetrics,
 }
 
 impl Random for Engine {
@@ -92,29 +87,7 @@ impl Engine {
             timers: Mutex::new(HashMap::new()),
             changes: watch::channel(0).0,
             network: crate::listen::network::Network::new(),
-            opened_total: prometheus::IntCounter::new("windows_opened_total", "Windows opened.")
-                .expect("static metric definition"),
-            window_active: prometheus::IntGaugeVec::new(
-                prometheus::Opts::new("window_active", "1 while a window is open."),
-                &["window"],
-            )
-            .expect("static metric definition"),
-            window_opened: prometheus::GaugeVec::new(
-                prometheus::Opts::new(
-                    "window_opened_timestamp_seconds",
-                    "When the window last opened (unix time).",
-                ),
-                &["window"],
-            )
-            .expect("static metric definition"),
-            window_planned: prometheus::GaugeVec::new(
-                prometheus::Opts::new(
-                    "window_planned_seconds",
-                    "How long the window was to stay open when it last opened (0: until closed over the control API).",
-                ),
-                &["window"],
-            )
-            .expect("static metric definition"),
+            metrics: Default::default(),
         })
     }
 
@@ -445,16 +418,7 @@ impl Engine {
         self.announce_window(&name, "open", fault);
         let (effect, client) = (w.fault.clone(), w.client.clone());
         let generation = self.book().open(w, hold, Instant::now());
-        self.opened_total.inc();
-        self.window_active.with_label_values(&[&name]).set(1);
-        self.window_opened.with_label_values(&[&name]).set(
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0.0, |d| d.as_secs_f64()),
-        );
-        self.window_planned
-            .with_label_values(&[&name])
-            .set(duration.map_or(0.0, |d| d.as_secs_f64()));
+        self.metrics.opened(&name, duration);
         tracing::info!(window = %name, fault, ?duration, "window opened");
         self.bump();
         if let Some(d) = duration {
@@ -481,7 +445,7 @@ impl Engine {
         let removed = self.book().close(name);
         if let Some(a) = &removed {
             self.announce_window(name, "close", a.window.fault.name());
-            self.window_active.with_label_values(&[name]).set(0);
+            self.metrics.closed(name);
             tracing::info!(window = %name, "window closed");
             self.bump();
         }

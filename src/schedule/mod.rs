@@ -7,6 +7,7 @@
 
 mod book;
 pub mod engine;
+mod window_metrics;
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

@@ -46,11 +46,11 @@ async fn windows_open_and_close_on_paused_time() {
     e.on_request("sc", Verb::Patch, "secrets", Some("status"));
     assert_eq!(e.windows_for("sc", "secrets", None).len(), 1);
     // every 30 s, twice, 1 s each.
-    let opened = e.opened_total.get();
+    let opened = e.metrics.opened_total.get();
     tokio::time::sleep(Duration::from_secs(61)).await;
-    assert_eq!(e.opened_total.get(), opened + 2);
+    assert_eq!(e.metrics.opened_total.get(), opened + 2);
     tokio::time::sleep(Duration::from_secs(60)).await;
-    assert_eq!(e.opened_total.get(), opened + 2, "count: 2");
+    assert_eq!(e.metrics.opened_total.get(), opened + 2, "count: 2");
     e.open(s.windows[3].clone()).unwrap();
     assert_eq!(
         hold_of(&e.windows_for("x", "secrets", None)),
@@ -93,7 +93,7 @@ async fn armed_windows_can_be_disarmed() {
     assert!(armed(&e).is_empty());
     e.on_request("x", Verb::Create, "secrets", None);
     tokio::time::sleep(Duration::from_secs(120)).await;
-    assert_eq!(e.opened_total.get(), 0, "no disarmed window opened");
+    assert_eq!(e.metrics.opened_total.get(), 0, "no disarmed window opened");
     // An `at` window that fired is no longer armed.
     e.submit(window(
         r#"{"name": "soon", "resources": ["*"], "fault": {"freeze": {}}, "trigger": {"at": "1s"}}"#,
