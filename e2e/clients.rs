@@ -4,6 +4,7 @@
 
 #[path = "common/mod.rs"]
 mod common;
+use common::Kubectl;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

@@ -12,6 +12,7 @@
 
 #[path = "common/mod.rs"]
 mod common;
+use common::Kubectl;
 
 // Shards, merge, and explore as a Job: in a file of their own, run with these.
 #[path = "explore_shards.rs"]

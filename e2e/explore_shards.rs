@@ -13,7 +13,7 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
-use super::common::{self, BIN};
+use super::common::{self, BIN, Kubectl};
 use super::{CONTROLLER_ENV, ONE_AT_A_TIME, controller_argv, explore_bin, gitrepo_setup, marker};
 
 /// The flags every explore here shares: small budgets, no long windows, no replays.

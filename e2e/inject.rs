@@ -4,6 +4,7 @@
 
 #[path = "common/mod.rs"]
 mod common;
+use common::Kubectl;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -3,6 +3,7 @@
 
 #[path = "common/mod.rs"]
 mod common;
+use common::Kubectl;
 
 use std::path::Path;
 use std::process::Command;

@@ -5,6 +5,7 @@
 
 #[path = "common/mod.rs"]
 mod common;
+use common::Kubectl;
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -187,7 +188,7 @@ fn a_real_prometheus_records_a_freeze() {
     sim.kubectl_ok(&["create", "configmap", "watched", "-n", "default"]);
     // A watch through the proxy, then a freeze on configmaps for 20 s.
     let _watch = KillOnDrop(
-        common::kubectl_cmd(&proxy.kubeconfig, &dir.path().join("kubectl-cache"))
+        common::kubectl::kubectl_cmd(&proxy.kubeconfig, &dir.path().join("kubectl-cache"))
             .args(["get", "configmaps", "-n", "default", "-w", "-o", "name"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())

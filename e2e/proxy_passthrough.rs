@@ -4,12 +4,14 @@
 
 #[path = "common/mod.rs"]
 mod common;
+use common::Kubectl;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{Proxy, Sim, curl, install_gitrepo_crd, kubectl_cmd, peak_rss, wait_for};
+use common::kubectl::kubectl_cmd;
+use common::{Proxy, Sim, curl, install_gitrepo_crd, peak_rss, wait_for};
 use futures_util::TryStreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, Patch, PatchParams, PostParams};

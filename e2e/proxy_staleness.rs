@@ -3,13 +3,15 @@
 
 #[path = "common/mod.rs"]
 mod common;
+use common::Kubectl;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
-use common::{Proxy, Sim, kubectl_cmd};
+use common::kubectl::kubectl_cmd;
+use common::{Proxy, Sim};
 use serde_json::{Value, json};
 
 fn admin(proxy: &Proxy, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {

@@ -4,11 +4,13 @@
 
 #[path = "common/mod.rs"]
 mod common;
+use common::Kubectl;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
-use common::{Proxy, Sim, curl, kubectl_cmd};
+use common::kubectl::kubectl_cmd;
+use common::{Proxy, Sim, curl};
 use serde_json::Value;
 
 #[test]

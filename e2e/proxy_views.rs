@@ -4,6 +4,7 @@
 
 #[path = "common/mod.rs"]
 mod common;
+use common::Kubectl;
 
 use std::process::Command;
 use std::time::Duration;
@@ -888,7 +889,7 @@ async fn rewind_sends_new_readers_back_in_time_then_they_converge() {
     wait_v(b.clone(), "1").await;
     // ... and kubectl, watching the one object, is sent back to it too.
     let mut kubectl = common::KillOnDrop(
-        common::kubectl_cmd(
+        common::kubectl::kubectl_cmd(
             &proxy.kubeconfig,
             &proxy.dir.path().join("kubectl-cache-rw"),
         )

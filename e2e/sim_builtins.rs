@@ -9,6 +9,7 @@
 
 #[path = "common/mod.rs"]
 mod common;
+use common::Kubectl;
 
 use std::process::{Command, Stdio};
 use std::time::Duration;

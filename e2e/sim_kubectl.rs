@@ -4,12 +4,14 @@
 
 #[path = "common/mod.rs"]
 mod common;
+use common::Kubectl;
 
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::{Sim, install_gitrepo_crd, kubectl_cmd, wait_for};
+use common::kubectl::kubectl_cmd;
+use common::{Sim, install_gitrepo_crd, wait_for};
 use serde_json::Value;
 
 fn json(s: &str) -> Value {

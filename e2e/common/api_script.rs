@@ -9,15 +9,15 @@
 //!
 //! Entry points: [`Run::run`] (one script on one endpoint), [`compare`], [`report`].
 
-use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
 use super::envtest::RealApiserver;
 use super::watch_stream::{Stream, field, frame_json, split_frames, str_of};
-use super::{Proxy, Response, Sim, kubectl_cmd};
+use super::{Kubectl, Proxy, Response, Sim};
 
 /// How long anything may take on a busy 2-core machine before a test gives up.
 pub const WAIT: Duration = Duration::from_secs(60);
@@ -48,6 +48,20 @@ pub struct Endpoint {
     pub auth: Vec<String>,
     pub kubeconfig: PathBuf,
     pub cache: PathBuf,
+}
+
+impl super::Kubectl for Endpoint {
+    fn kubeconfig_file(&self) -> &Path {
+        &self.kubeconfig
+    }
+
+    fn cache_dir(&self) -> PathBuf {
+        self.cache.clone()
+    }
+
+    fn whom(&self) -> &'static str {
+        self.name
+    }
 }
 
 impl Endpoint {
@@ -127,23 +141,6 @@ impl Endpoint {
 
     pub fn get(&self, path: &str) -> Response {
         self.call("GET", path, &[], "")
-    }
-
-    pub fn kubectl(&self, args: &[&str], stdin: &str) -> Output {
-        use std::io::Write;
-        let mut child = kubectl_cmd(&self.kubeconfig, &self.cache)
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("run kubectl");
-        let mut input = child.stdin.take().expect("stdin");
-        input
-            .write_all(stdin.as_bytes())
-            .expect("write kubectl's stdin");
-        drop(input);
-        child.wait_with_output().expect("kubectl output")
     }
 
     /// Open a watch and read it as it streams (curl -N, the body on a pipe).
@@ -368,7 +365,7 @@ impl<'a> Run<'a> {
     }
 
     fn kubectl(&mut self, expect: &str, args: &[&str], stdin: &str) -> Stepped {
-        let out = self.ep.kubectl(args, stdin);
+        let out = self.ep.kubectl_stdin(args, stdin);
         let stderr = self.norm.scrub(&String::from_utf8_lossy(&out.stderr));
         let ok = out.status.success();
         let mut failed = Vec::new();

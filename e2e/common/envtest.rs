@@ -10,7 +10,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use super::{BIN, kubectl_cmd, repo};
+use super::{BIN, repo};
 
 /// The directory of real control-plane binaries: `$KUBEBUILDER_ASSETS` if it holds a
 /// kube-apiserver, else what `e2e/assets/build.sh` builds (or finds cached: a second;
@@ -118,46 +118,6 @@ impl RealApiserver {
         self.cp_dir.join("ca.crt")
     }
 
-    pub fn cache_dir(&self) -> PathBuf {
-        self.dir.path().join("kubectl-cache")
-    }
-
-    pub fn kubectl(&self, args: &[&str]) -> Output {
-        kubectl_cmd(&self.kubeconfig, &self.cache_dir())
-            .args(args)
-            .output()
-            .expect("run kubectl")
-    }
-
-    pub fn kubectl_ok(&self, args: &[&str]) -> String {
-        let out = self.kubectl(args);
-        assert!(
-            out.status.success(),
-            "kubectl {args:?} against the real apiserver failed: {}\n{}",
-            String::from_utf8_lossy(&out.stderr),
-            String::from_utf8_lossy(&out.stdout)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    pub fn kubectl_stdin(&self, args: &[&str], stdin: &str) -> Output {
-        use std::io::Write;
-        let mut child = kubectl_cmd(&self.kubeconfig, &self.cache_dir())
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("run kubectl");
-        child
-            .stdin
-            .take()
-            .expect("stdin")
-            .write_all(stdin.as_bytes())
-            .expect("write stdin");
-        child.wait_with_output().expect("kubectl output")
-    }
-
     /// The admin's client certificate and key files (for curl's `--cert`/`--key`).
     pub fn admin_cert(&self) -> (PathBuf, PathBuf) {
         let text = std::fs::read_to_string(&self.kubeconfig).expect("read the kubeconfig");
@@ -178,18 +138,22 @@ impl RealApiserver {
         )
     }
 
-    /// A token the real apiserver issued (TokenRequest) for the service account
-    /// NAMESPACE/NAME, created with its namespace when missing.
-    pub fn sa_token(&self, namespace: &str, name: &str) -> String {
-        let _ = self.kubectl(&["create", "namespace", namespace]);
-        let _ = self.kubectl(&["-n", namespace, "create", "serviceaccount", name]);
-        self.kubectl_ok(&["-n", namespace, "create", "token", name])
-            .trim()
-            .to_string()
-    }
-
     pub fn pid(&self) -> u32 {
         self.child.id()
+    }
+}
+
+impl super::Kubectl for RealApiserver {
+    fn kubeconfig_file(&self) -> &Path {
+        &self.kubeconfig
+    }
+
+    fn cache_dir(&self) -> PathBuf {
+        self.dir.path().join("kubectl-cache")
+    }
+
+    fn whom(&self) -> &'static str {
+        "the real apiserver"
     }
 }
 

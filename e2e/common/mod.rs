@@ -4,12 +4,15 @@
 
 pub mod api_script;
 pub mod envtest;
+pub mod kubectl;
 pub mod watch_stream;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+pub use kubectl::Kubectl;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_stalemate");
 
@@ -86,48 +89,6 @@ impl Sim {
         self.dir.path().join("tls").join("ca.crt")
     }
 
-    pub fn cache_dir(&self) -> PathBuf {
-        self.dir.path().join("kubectl-cache")
-    }
-
-    /// Run kubectl against the simulator with its own discovery cache.
-    pub fn kubectl(&self, args: &[&str]) -> Output {
-        kubectl_cmd(&self.kubeconfig, &self.cache_dir())
-            .args(args)
-            .output()
-            .expect("run kubectl")
-    }
-
-    /// Run kubectl and return stdout, failing the test with stderr when it fails.
-    pub fn kubectl_ok(&self, args: &[&str]) -> String {
-        let out = self.kubectl(args);
-        assert!(
-            out.status.success(),
-            "kubectl {args:?} failed: {}\n{}",
-            String::from_utf8_lossy(&out.stderr),
-            String::from_utf8_lossy(&out.stdout)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    pub fn kubectl_stdin(&self, args: &[&str], stdin: &str) -> Output {
-        use std::io::Write;
-        let mut child = kubectl_cmd(&self.kubeconfig, &self.cache_dir())
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("run kubectl");
-        child
-            .stdin
-            .take()
-            .expect("stdin")
-            .write_all(stdin.as_bytes())
-            .expect("write stdin");
-        child.wait_with_output().expect("kubectl output")
-    }
-
     /// curl against the simulator (curl's User-Agent, as the fixtures were recorded with).
     pub fn curl(
         &self,
@@ -162,21 +123,24 @@ impl Sim {
             .to_string()
     }
 
-    /// A token the simulator issued (TokenRequest, through `kubectl create token`) for the
-    /// service account NAMESPACE/NAME, created with its namespace when missing.
-    pub fn sa_token(&self, namespace: &str, name: &str) -> String {
-        // Already there is fine: `default` exists in every namespace.
-        let _ = self.kubectl(&["create", "namespace", namespace]);
-        let _ = self.kubectl(&["-n", namespace, "create", "serviceaccount", name]);
-        self.kubectl_ok(&["-n", namespace, "create", "token", name])
-            .trim()
-            .to_string()
-    }
-
     pub fn admin(&self, path_and_query: &str) -> serde_json::Value {
         let r = self.curl("POST", path_and_query, &[], None);
         assert_eq!(r.status, 200, "{path_and_query}: {}", r.text());
         r.json()
+    }
+}
+
+impl Kubectl for Sim {
+    fn kubeconfig_file(&self) -> &Path {
+        &self.kubeconfig
+    }
+
+    fn cache_dir(&self) -> PathBuf {
+        self.dir.path().join("kubectl-cache")
+    }
+
+    fn whom(&self) -> &'static str {
+        "the simulator"
     }
 }
 
@@ -185,16 +149,6 @@ impl Drop for Sim {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-pub fn kubectl_cmd(kubeconfig: &Path, cache: &Path) -> Command {
-    let mut c = Command::new("kubectl");
-    c.arg("--kubeconfig")
-        .arg(kubeconfig)
-        .arg("--cache-dir")
-        .arg(cache);
-    c.env_remove("KUBECONFIG");
-    c
 }
 
 /// An HTTP response as curl saw it.
@@ -415,23 +369,6 @@ impl Proxy {
         self.dir.path().join("tls").join("ca.crt")
     }
 
-    pub fn kubectl(&self, args: &[&str]) -> Output {
-        kubectl_cmd(&self.kubeconfig, &self.dir.path().join("kubectl-cache"))
-            .args(args)
-            .output()
-            .expect("run kubectl")
-    }
-
-    pub fn kubectl_ok(&self, args: &[&str]) -> String {
-        let out = self.kubectl(args);
-        assert!(
-            out.status.success(),
-            "kubectl {args:?} via the proxy failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
     pub fn curl(
         &self,
         method: &str,
@@ -510,6 +447,20 @@ impl Proxy {
 
     pub fn terminate(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
         terminate(&mut self.child, within)
+    }
+}
+
+impl Kubectl for Proxy {
+    fn kubeconfig_file(&self) -> &Path {
+        &self.kubeconfig
+    }
+
+    fn cache_dir(&self) -> PathBuf {
+        self.dir.path().join("kubectl-cache")
+    }
+
+    fn whom(&self) -> &'static str {
+        "the proxy"
     }
 }
 
