@@ -83,6 +83,28 @@ fn unsharded() -> &'static BTreeSet<Vec<String>> {
     })
 }
 
+/// Shards 0/2 and 1/2 of the buggy controller side by side (`--jobs 1` each), with
+/// `flags`, their outputs under `dir`.
+fn two_shards(dir: &Path, flags: Vec<String>) -> Vec<super::Explored> {
+    let shards: Vec<_> = (0..2)
+        .map(|i| {
+            let d = dir.join(format!("s{i}"));
+            let mut args = flags.clone();
+            args.extend([
+                "--jobs".into(),
+                "1".into(),
+                "--shard".into(),
+                format!("{i}/2"),
+            ]);
+            std::thread::spawn(move || {
+                let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                explore_bin(Path::new(BIN), &d, "gitrepo", &controller_argv(), &args)
+            })
+        })
+        .collect();
+    shards.into_iter().map(|t| t.join().unwrap()).collect()
+}
+
 fn run(args: &[&str]) -> std::process::Output {
     Command::new(BIN).args(args).output().unwrap()
 }
@@ -101,23 +123,7 @@ fn shards_merged_find_what_one_run_finds() {
     );
     let want = unsharded();
     let dir = tempfile::tempdir().unwrap();
-    let shards: Vec<_> = (0..2)
-        .map(|i| {
-            let d = dir.path().join(format!("s{i}"));
-            std::thread::spawn(move || {
-                let mut args = flags(&gitrepo_setup());
-                args.extend([
-                    "--jobs".into(),
-                    "1".into(),
-                    "--shard".into(),
-                    format!("{i}/2"),
-                ]);
-                let args: Vec<&str> = args.iter().map(String::as_str).collect();
-                explore_bin(Path::new(BIN), &d, "gitrepo", &controller_argv(), &args)
-            })
-        })
-        .collect();
-    let shards: Vec<_> = shards.into_iter().map(|t| t.join().unwrap()).collect();
+    let shards = two_shards(dir.path(), flags(&gitrepo_setup()));
     let mut dirs = Vec::new();
     let mut trials = 0;
     for (i, s) in shards.iter().enumerate() {
@@ -234,25 +240,8 @@ fn reproducer_size(out: &Path, finding: &Value) -> (usize, u128) {
 fn findings_no_shard_shrank_are_shrunk_once_after_the_merge() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let dir = tempfile::tempdir().unwrap();
-    let shards: Vec<_> = (0..2)
-        .map(|i| {
-            let d = dir.path().join(format!("s{i}"));
-            std::thread::spawn(move || {
-                let mut args = shrinking(&gitrepo_setup(), "0", "0");
-                args.extend([
-                    "--jobs".into(),
-                    "1".into(),
-                    "--shard".into(),
-                    format!("{i}/2"),
-                ]);
-                let args: Vec<&str> = args.iter().map(String::as_str).collect();
-                explore_bin(Path::new(BIN), &d, "gitrepo", &controller_argv(), &args)
-            })
-        })
-        .collect();
     let mut dirs = Vec::new();
-    for s in shards {
-        let s = s.join().unwrap();
+    for s in two_shards(dir.path(), shrinking(&gitrepo_setup(), "0", "0")) {
         assert!(matches!(s.code, Some(0 | 1)), "{}", s.stderr);
         assert!(
             s.summary["findings"]
