@@ -122,15 +122,20 @@ fn prepare(obj: &mut Value) {
     if obj["spec"]["conversion"].is_null() {
         obj["spec"]["conversion"] = json!({"strategy": "None"});
     }
-    let storage: Vec<Value> = obj["spec"]["versions"]
+    let storage = storage_versions(obj);
+    obj["status"] = json!({"conditions": null, "acceptedNames": {"plural": "", "kind": ""},
+        "storedVersions": storage});
+}
+
+/// The version its objects are stored in (`storage: true`), as `storedVersions` lists it.
+fn storage_versions(obj: &Value) -> Vec<Value> {
+    obj["spec"]["versions"]
         .as_array()
         .into_iter()
         .flatten()
         .filter(|v| v["storage"].as_bool() == Some(true))
         .map(|v| v["name"].clone())
-        .collect();
-    obj["status"] = json!({"conditions": null, "acceptedNames": {"plural": "", "kind": ""},
-        "storedVersions": storage});
+        .collect()
 }
 
 /// CRD status as the apiextensions controllers settle it: names accepted, established.
@@ -146,13 +151,7 @@ fn establish(obj: &mut Value) {
         accepted["listKind"] = format!("{kind}List").into();
     }
     obj["spec"]["names"] = accepted.clone();
-    let storage: Vec<Value> = obj["spec"]["versions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|v| v["storage"].as_bool() == Some(true))
-        .map(|v| v["name"].clone())
-        .collect();
+    let storage = storage_versions(obj);
     obj["status"] = json!({
         "conditions": [
             {"type": "NamesAccepted", "status": "True", "lastTransitionTime": now, "reason": "NoConflicts", "message": "no conflicts found"},

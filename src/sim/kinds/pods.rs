@@ -184,12 +184,7 @@ fn service_account(st: &State, ns: &str, pod: &mut Value) -> Result<(), ApiError
     spec["serviceAccountName"] = sa_name.clone().into();
     spec["serviceAccount"] = sa_name.clone().into();
     let Some(sa) = st.get("/serviceaccounts", ns, &sa_name) else {
-        let pods = status::GroupResource {
-            group: "",
-            resource: "pods",
-        };
-        return Err(ApiError::forbidden(
-            pods,
+        return Err(forbidden(
             &name,
             &format!(
                 "error looking up service account {ns}/{sa_name}: serviceaccount \"{sa_name}\" not found"
@@ -294,12 +289,7 @@ fn priority(st: &State, pod: &mut Value) -> Result<(), ApiError> {
                     .to_string(),
             ),
             None => {
-                let pods = status::GroupResource {
-                    group: "",
-                    resource: "pods",
-                };
-                return Err(ApiError::forbidden(
-                    pods,
+                return Err(forbidden(
                     &name,
                     &format!("no PriorityClass with name {class} was found"),
                 ));
@@ -313,6 +303,15 @@ fn priority(st: &State, pod: &mut Value) -> Result<(), ApiError> {
         spec["preemptionPolicy"] = policy.into();
     }
     Ok(())
+}
+
+/// A pod create refused by an admission plugin (403, as the apiserver says it).
+fn forbidden(name: &str, why: &str) -> ApiError {
+    let pods = status::GroupResource {
+        group: "",
+        resource: "pods",
+    };
+    ApiError::forbidden(pods, name, why)
 }
 
 #[cfg(test)]

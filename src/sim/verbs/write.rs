@@ -76,15 +76,24 @@ pub fn create(ctx: &Ctx, body: &[u8]) -> Result<(u16, Arc<Stored>), ApiError> {
     let obj = decode_body(body)?;
     let w = writer(ctx, "Update", None)?;
     let mut st = ctx.sim.lock();
-    let created = create_in(
-        &mut st,
+    Ok((201, create_named(&mut st, ctx, obj, &w)?))
+}
+
+/// Create `obj` where the request says (its resource and namespace), by its kind's rules.
+fn create_named(
+    st: &mut State,
+    ctx: &Ctx,
+    obj: Value,
+    w: &Writer,
+) -> Result<Arc<Stored>, ApiError> {
+    create_in(
+        st,
         kinds::strategy,
         &ctx.rt,
         ctx.req.namespace.as_deref(),
         obj,
-        &w,
-    )?;
-    Ok((201, created))
+        w,
+    )
 }
 
 /// The object the request names.
@@ -181,15 +190,7 @@ pub fn patch(
             // Apply creates what does not exist yet.
             let mut obj = applied.unwrap_or_default();
             obj["metadata"]["name"] = name.clone().into();
-            let created = create_in(
-                &mut st,
-                kinds::strategy,
-                &ctx.rt,
-                ctx.req.namespace.as_deref(),
-                obj,
-                &w,
-            )?;
-            return Ok((201, created));
+            return Ok((201, create_named(&mut st, ctx, obj, &w)?));
         }
         Err(e) => return Err(e),
     };
