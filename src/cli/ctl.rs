@@ -338,8 +338,9 @@ fn clients_text(v: &Value) -> String {
     table(&["CLIENT", "MATCH", "REQUESTS", "WATCHES"], &rows)
 }
 
-pub async fn run(args: CtlArgs) -> Result<()> {
-    let (method, path, body): (&str, String, Option<Value>) = match &args.command {
+/// The control API request a command makes: method, path and JSON body.
+fn request(command: &CtlCommand) -> Result<(&'static str, String, Option<Value>)> {
+    Ok(match command {
         CtlCommand::Status => ("GET", "/v1/status".into(), None),
         CtlCommand::Windows => ("GET", "/v1/windows".into(), None),
         CtlCommand::Clients => ("GET", "/v1/clients".into(), None),
@@ -389,7 +390,11 @@ pub async fn run(args: CtlArgs) -> Result<()> {
             }
             ("POST", "/v1/windows".into(), Some(w))
         }
-    };
+    })
+}
+
+pub async fn run(args: CtlArgs) -> Result<()> {
+    let (method, path, body) = request(&args.command)?;
     let (code, v) = call(&args, method, &path, body).await?;
     if !(200..300).contains(&code) {
         bail!("{method} {path}: {code}: {}", error_of(&v));

@@ -64,41 +64,9 @@ pub async fn run(args: ExploreArgs, matches: Option<&clap::ArgMatches>) -> Resul
 async fn explore(args: ExploreFlags) -> Result<ExitCode> {
     let setup = crate::setup::load(&args.world.setup)?;
     if args.actions_list {
-        let (sequences, notes) = match &args.actions {
-            explore::actions::Source::None => (Vec::new(), Vec::new()),
-            explore::actions::Source::File(p) => (explore::actions::load(p)?, Vec::new()),
-            explore::actions::Source::Generated => {
-                let g = explore::actions::generate(&setup, args.seed);
-                (g.sequences, g.notes)
-            }
-        };
-        let mut text = explore::actions::listing(&sequences, &notes);
-        if args.actions == explore::actions::Source::Generated {
-            text.push_str(
-                "# and, once the references have run, a delete of each object the controller owns\n",
-            );
-        }
-        // A reader that stops early (`| head`) is not an error.
-        use std::io::Write;
-        let _ = std::io::stdout().write_all(text.as_bytes());
-        return Ok(ExitCode::SUCCESS);
+        return actions_list(&args, &setup);
     }
-    let oracles = match &args.oracles {
-        Some(p) => {
-            let text =
-                std::fs::read_to_string(p).with_context(|| format!("--oracles {}", p.display()))?;
-            let mut de = serde_json::Deserializer::from_str(&text);
-            serde_path_to_error::deserialize(&mut de).map_err(|e| {
-                anyhow::anyhow!("--oracles {}: {}: {}", p.display(), e.path(), e.inner())
-            })?
-        }
-        None => explore::default_oracles(&setup, &args.converge, args.settle),
-    };
-    let oracles = {
-        let mut o = Some(oracles);
-        args.world.recover_within(&mut o)?;
-        o.unwrap_or_default()
-    };
+    let oracles = oracles(&args, &setup)?;
     // As a Deployment's pod: an exit is followed by kubelet's back-off and a restart;
     // five in a row are a crash loop, which ends the trial as a finding.
     let crash_policy = args.world.crash_policy(Some(5))?;
@@ -154,4 +122,48 @@ async fn explore(args: ExploreFlags) -> Result<ExitCode> {
         Verdict::Clean => ExitCode::SUCCESS,
         Verdict::Found => ExitCode::from(1),
     })
+}
+
+/// `--actions-list`: the sequences `--actions` gives, printed, nothing run.
+fn actions_list(args: &ExploreFlags, setup: &[crate::setup::Manifest]) -> Result<ExitCode> {
+    let (sequences, notes) = match &args.actions {
+        explore::actions::Source::None => (Vec::new(), Vec::new()),
+        explore::actions::Source::File(p) => (explore::actions::load(p)?, Vec::new()),
+        explore::actions::Source::Generated => {
+            let g = explore::actions::generate(setup, args.seed);
+            (g.sequences, g.notes)
+        }
+    };
+    let mut text = explore::actions::listing(&sequences, &notes);
+    if args.actions == explore::actions::Source::Generated {
+        text.push_str(
+            "# and, once the references have run, a delete of each object the controller owns\n",
+        );
+    }
+    // A reader that stops early (`| head`) is not an error.
+    use std::io::Write;
+    let _ = std::io::stdout().write_all(text.as_bytes());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The oracles: `--oracles FILE`, else the defaults for the setup; `--recover-within`
+/// applied.
+fn oracles(
+    args: &ExploreFlags,
+    setup: &[crate::setup::Manifest],
+) -> Result<crate::oracle::OracleConfig> {
+    let oracles = match &args.oracles {
+        Some(p) => {
+            let text =
+                std::fs::read_to_string(p).with_context(|| format!("--oracles {}", p.display()))?;
+            let mut de = serde_json::Deserializer::from_str(&text);
+            serde_path_to_error::deserialize(&mut de).map_err(|e| {
+                anyhow::anyhow!("--oracles {}: {}: {}", p.display(), e.path(), e.inner())
+            })?
+        }
+        None => explore::default_oracles(setup, &args.converge, args.settle),
+    };
+    let mut o = Some(oracles);
+    args.world.recover_within(&mut o)?;
+    Ok(o.unwrap_or_default())
 }

@@ -370,6 +370,29 @@ impl Shared {
         }
     }
 
+    /// Every object the differential judges gets the allowance the convergence oracle
+    /// gives its own: a quiet trial whose end state differs from the references' goes on
+    /// until it does not, or until `settle` after the last window (a retry waiting out
+    /// its back-off is quiet too).
+    fn end_state_check(
+        &self,
+        schedule: &Schedule,
+        reference: Arc<Baseline>,
+    ) -> session::EndStateCheck {
+        let settle = schedule
+            .oracles
+            .as_ref()
+            .and_then(|c| c.convergence.as_ref())
+            .map_or(self.cfg.settle, |c| c.allowance());
+        session::EndStateCheck {
+            ok: Box::new(move |snapshot| {
+                let state = differ::normalize(snapshot);
+                differ::compare(&reference.state, &reference.masks, &state).is_empty()
+            }),
+            settle,
+        }
+    }
+
     /// Run one trial and judge it; failing trials' traces and reports are kept.
     async fn trial(
         self: Arc<Self>,
@@ -380,24 +403,7 @@ impl Shared {
         let name = format!("trial-{:03}", job.id);
         let mut o = self.options(job.schedule.clone(), &name, job.quiet, &job.workload)?;
         o.extent_hint = hint;
-        // Every object the differential judges gets the allowance the convergence
-        // oracle gives its own: a quiet trial whose end state differs from the
-        // references' goes on until it does not, or until `settle` after the last
-        // window (a retry waiting out its back-off is quiet too).
-        let settle = job
-            .schedule
-            .oracles
-            .as_ref()
-            .and_then(|c| c.convergence.as_ref())
-            .map_or(self.cfg.settle, |c| c.allowance());
-        let reference = baseline.clone();
-        o.end_state = Some(session::EndStateCheck {
-            ok: Box::new(move |snapshot| {
-                let state = differ::normalize(snapshot);
-                differ::compare(&reference.state, &reference.masks, &state).is_empty()
-            }),
-            settle,
-        });
+        o.end_state = Some(self.end_state_check(&job.schedule, baseline.clone()));
         let started = Instant::now();
         let mut files = vec![format!("logs/{name}.log")];
         // Each other controller's log beside it (`session::other_log`).

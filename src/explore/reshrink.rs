@@ -191,8 +191,19 @@ impl Search {
             }
             shrunk_here.push(f.number);
         }
-        // Those shrunk here get their reproducers written again, from the trial that
-        // shows each now; the rest stay as they were written.
+        self.write_shrunk(summary, findings, &shrunk_here, before)
+    }
+
+    /// The output again: the findings shrunk here with their reproducers written again,
+    /// from the trial that shows each now (the rest as they were written), and the trials
+    /// run here after the earlier ones.
+    fn write_shrunk(
+        &mut self,
+        mut summary: Summary,
+        findings: Vec<Finding>,
+        shrunk_here: &[usize],
+        before: usize,
+    ) -> Result<Verdict> {
         let (again, kept): (Vec<Finding>, Vec<Finding>) = findings
             .into_iter()
             .partition(|f| shrunk_here.contains(&f.number));
@@ -210,16 +221,12 @@ impl Search {
         summary.seconds += self.elapsed();
         summary.trials_per_minute = super::output::per_minute(summary.trials_run, summary.seconds);
         self.shared.out.write_summary(&summary)?;
+        let ran = summary.trials.len() - before;
         self.progress.say(&format!(
-            "explore: --shrink: {} finding{} shrunk here, {} trial{} run\n{}",
+            "explore: --shrink: {} finding{} shrunk here, {ran} trial{} run\n{}",
             shrunk_here.len(),
             if shrunk_here.len() == 1 { "" } else { "s" },
-            summary.trials.len() - before,
-            if summary.trials.len() - before == 1 {
-                ""
-            } else {
-                "s"
-            },
+            if ran == 1 { "" } else { "s" },
             summary.terminal(&self.shared.cfg.out)
         ));
         if *self.shared.stop.borrow() {

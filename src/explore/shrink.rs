@@ -31,76 +31,92 @@ impl Search {
         if self.shared.cfg.shrink_steps == 0 {
             return Ok(false);
         }
-        let key = f.signatures[0].clone();
-        let mut windows = best.schedule.windows.clone();
-        let mut tries = 0;
-        // Drop windows one at a time.
-        let mut i = 0;
+        let mut s = Shrinking {
+            key: f.signatures[0].clone(),
+            windows: best.schedule.windows.clone(),
+            base,
+            refs,
+            best: &best,
+        };
+        self.drop_windows(f, &mut s, next_id).await?;
+        for w in 0..s.windows.len() {
+            if !self.bisect(f, &mut s, w, next_id).await? {
+                return Ok(false);
+            }
+        }
+        Ok(!self.out_of_time())
+    }
+
+    /// Drop the windows the finding does not need, one at a time.
+    async fn drop_windows(
+        &mut self,
+        f: &mut Finding,
+        s: &mut Shrinking<'_>,
+        next_id: &mut usize,
+    ) -> Result<()> {
+        let (mut i, mut tries) = (0, 0);
         // Out of time or interrupted: no new trial starts (the finding keeps the simplest
         // plan found so far).
-        while windows.len() > 1
-            && i < windows.len()
+        while s.windows.len() > 1
+            && i < s.windows.len()
             && tries < self.shared.cfg.shrink_steps
             && !self.out_of_time()
         {
-            let mut fewer = windows.clone();
+            let mut fewer = s.windows.clone();
             fewer.remove(i);
-            let candidate = Schedule {
-                windows: fewer.clone(),
-                ..base.clone()
-            };
+            let candidate = s.with(fewer.clone());
             if !candidate.check("shrink").is_empty() {
                 i += 1;
                 continue;
             }
             tries += 1;
-            if self
-                .still_fails(f, candidate, &key, refs, next_id, &best)
-                .await?
-            {
-                windows = fewer;
+            if self.still_fails(f, candidate, s, next_id).await? {
+                s.windows = fewer;
             } else {
                 i += 1;
             }
         }
-        // Bisect durations.
-        for w in 0..windows.len() {
-            let Some(d) = windows[w].duration.map(|d| d.0) else {
-                continue;
-            };
-            // Restarts and relists act when they open: their length is not the cause.
-            if windows[w].fault.behaviour().needs_process()
-                || matches!(windows[w].fault, crate::fault::Fault::Relist(_))
-            {
-                continue;
+        Ok(())
+    }
+
+    /// Bisect window `w`'s duration: the shortest that still fails, to 10 ms. Returns
+    /// false when out of time.
+    async fn bisect(
+        &mut self,
+        f: &mut Finding,
+        s: &mut Shrinking<'_>,
+        w: usize,
+        next_id: &mut usize,
+    ) -> Result<bool> {
+        let Some(d) = s.windows[w].duration.map(|d| d.0) else {
+            return Ok(true);
+        };
+        // Restarts and relists act when they open: their length is not the cause.
+        if s.windows[w].fault.behaviour().needs_process()
+            || matches!(s.windows[w].fault, crate::fault::Fault::Relist(_))
+        {
+            return Ok(true);
+        }
+        let (mut lo, mut hi) = (Duration::ZERO, d);
+        for _ in 0..self.shared.cfg.shrink_steps {
+            if self.out_of_time() {
+                return Ok(false);
             }
-            let (mut lo, mut hi) = (Duration::ZERO, d);
-            for _ in 0..self.shared.cfg.shrink_steps {
-                if self.out_of_time() {
-                    return Ok(false);
-                }
-                let mid = round10((lo + hi) / 2);
-                if mid <= lo || mid >= hi {
-                    break;
-                }
-                let mut shorter = windows.clone();
-                shorter[w].duration = Some(crate::duration::GoDuration(mid));
-                let candidate = Schedule {
-                    windows: shorter.clone(),
-                    ..base.clone()
-                };
-                if self
-                    .still_fails(f, candidate, &key, refs, next_id, &best)
-                    .await?
-                {
-                    hi = mid;
-                    windows = shorter;
-                } else {
-                    lo = mid;
-                }
+            let mid = round10((lo + hi) / 2);
+            if mid <= lo || mid >= hi {
+                break;
+            }
+            let mut shorter = s.windows.clone();
+            shorter[w].duration = Some(crate::duration::GoDuration(mid));
+            let candidate = s.with(shorter.clone());
+            if self.still_fails(f, candidate, s, next_id).await? {
+                hi = mid;
+                s.windows = shorter;
+            } else {
+                lo = mid;
             }
         }
-        Ok(!self.out_of_time())
+        Ok(true)
     }
 
     /// Run a finding's reproducer again, `--replay` times, before it is reported: one
@@ -157,15 +173,16 @@ impl Search {
         Ok(())
     }
 
+    /// Run `schedule` for finding `f`: whether it still fails with the finding's first
+    /// signature (the finding then takes that trial as its reproducer).
     async fn still_fails(
         &mut self,
         f: &mut Finding,
         schedule: Schedule,
-        key: &str,
-        refs: &References,
+        s: &Shrinking<'_>,
         next_id: &mut usize,
-        best: &Trial,
     ) -> Result<bool> {
+        let (key, refs, best) = (s.key.as_str(), s.refs, s.best);
         let job = follow_up(
             best,
             format!("{} (shrinking finding {})", best.plan, f.number),
@@ -194,6 +211,26 @@ impl Search {
         }
         self.trials.push(t);
         Ok(fails)
+    }
+}
+
+/// A finding being shrunk: its first signature, the windows it still needs, and what its
+/// trials are made from and judged against.
+struct Shrinking<'a> {
+    key: String,
+    windows: Vec<crate::schedule::Window>,
+    base: &'a Schedule,
+    refs: &'a References,
+    best: &'a Trial,
+}
+
+impl Shrinking<'_> {
+    /// The base schedule with these windows.
+    fn with(&self, windows: Vec<crate::schedule::Window>) -> Schedule {
+        Schedule {
+            windows,
+            ..self.base.clone()
+        }
     }
 }
 

@@ -132,6 +132,25 @@ impl Track {
     }
 }
 
+/// The controller failing in a sequence's fault-free references: a finding of its own.
+fn failed_after(t: &Track, why: &str, log: &str) -> Found {
+    let label = t.label().unwrap_or_default();
+    Found {
+        oracle: "controller".into(),
+        resource: String::new(),
+        namespace: String::new(),
+        name: String::new(),
+        message: format!(
+            "after {label} (no fault): the controller failed: {why} (its output: {log})"
+        ),
+        signature: format!(
+            "controller failed after {}",
+            t.sequence.as_ref().map(Sequence::class).unwrap_or_default()
+        ),
+        expect: None,
+    }
+}
+
 impl Search {
     /// The sequences to search (`--actions`), said on the terminal.
     pub(super) fn sequences(&mut self, first: &References) -> Result<Vec<Sequence>> {
@@ -414,21 +433,7 @@ impl Search {
         self.with_actions_files
             .extend(without.files.iter().cloned());
         if let Some(why) = failed {
-            let f = Found {
-                oracle: "controller".into(),
-                resource: String::new(),
-                namespace: String::new(),
-                name: String::new(),
-                message: format!(
-                    "after {label} (no fault): the controller failed: {why} (its output: {})",
-                    log(1)
-                ),
-                signature: format!(
-                    "controller failed after {}",
-                    t.sequence.as_ref().map(Sequence::class).unwrap_or_default()
-                ),
-                expect: None,
-            };
+            let f = failed_after(t, &why, &log(1));
             self.progress
                 .say(&format!("explore: FAIL without any fault: {}", f.message));
             self.with_actions_no_fault.push(f);
