@@ -110,37 +110,10 @@ async fn behind_proxy(o: &Options, upstream: &dyn upstream::Started) -> Result<O
     let stop = stopping.elapsed().as_secs_f64();
     let ending = ending?;
     let reading = Instant::now();
-    let mut extent = extent_of(&stopped.trace, &applied);
-    extent
-        .resources
-        .extend(o.extent_hint.resources.iter().cloned());
-    extent
-        .namespaces
-        .extend(o.extent_hint.namespaces.iter().cloned());
     let expected = oracles.config.expected.as_ref();
-    if let Some(e) = expected {
-        let (resources, namespaces) = crate::oracle::expected::extent(e);
-        extent.resources.extend(resources);
-        extent.namespaces.extend(namespaces);
-    }
-    // Not when interrupted with a control plane that the signal took down too: reading
-    // it would wait for its requests to time out, for an end state nobody will judge.
-    // A cluster is still there, and its clean-up reads the setup's objects from this.
-    // Signalled counts as interrupted however the run ended: the signal that stopped
-    // the caller also stops the control plane, and the controller, losing it, may have
-    // ended the run first.
-    let gone = (matches!(ending.ended, Ended::Interrupted) || signalled(o))
-        && !o.upstream.outlives_an_interrupt();
-    let snapshot = if (o.snapshot || expected.is_some()) && !gone {
-        tokio::select! {
-            taken = snapshot::take(&client, &extent) => taken?,
-            _ = supervise::interruption(o), if !o.upstream.outlives_an_interrupt() => {
-                anyhow::bail!("interrupted (SIGINT or SIGTERM) while the end state was read")
-            }
-        }
-    } else {
-        Snapshot::new()
-    };
+    let extent = end_state_extent(o, &stopped.trace, &applied, expected);
+    let (snapshot, gone) =
+        end_snapshot(o, &client, &extent, ending.ended, expected.is_some()).await?;
     let controllers: Vec<&str> = std::iter::once(CONTROLLER)
         .chain(o.others.iter().map(|c| c.name.as_str()))
         .collect();
@@ -173,6 +146,57 @@ async fn behind_proxy(o: &Options, upstream: &dyn upstream::Started) -> Result<O
             ..ending.phases
         },
     })
+}
+
+/// The end state, read from ground truth, when wanted (`o.snapshot`, or an `expected`
+/// oracle to judge); and whether the upstream is gone.
+async fn end_snapshot(
+    o: &Options,
+    client: &kube::Client,
+    extent: &Extent,
+    ended: Ended,
+    expected: bool,
+) -> Result<(Snapshot, bool)> {
+    // Not when interrupted with a control plane that the signal took down too: reading
+    // it would wait for its requests to time out, for an end state nobody will judge.
+    // A cluster is still there, and its clean-up reads the setup's objects from this.
+    // Signalled counts as interrupted however the run ended: the signal that stopped
+    // the caller also stops the control plane, and the controller, losing it, may have
+    // ended the run first.
+    let gone = (matches!(ended, Ended::Interrupted) || signalled(o))
+        && !o.upstream.outlives_an_interrupt();
+    if !(o.snapshot || expected) || gone {
+        return Ok((Snapshot::new(), gone));
+    }
+    tokio::select! {
+        taken = snapshot::take(client, extent) => Ok((taken?, gone)),
+        _ = supervise::interruption(o), if !o.upstream.outlives_an_interrupt() => {
+            anyhow::bail!("interrupted (SIGINT or SIGTERM) while the end state was read")
+        }
+    }
+}
+
+/// What the end state is read over: what the run touched (`extent_of`), what the caller
+/// knows more of (`extent_hint`), and what the `expected` oracle names.
+fn end_state_extent(
+    o: &Options,
+    trace: &[Stamped],
+    applied: &[crate::setup::Applied],
+    expected: Option<&crate::oracle::expected::ExpectedConfig>,
+) -> Extent {
+    let mut extent = extent_of(trace, applied);
+    extent
+        .resources
+        .extend(o.extent_hint.resources.iter().cloned());
+    extent
+        .namespaces
+        .extend(o.extent_hint.namespaces.iter().cloned());
+    if let Some(e) = expected {
+        let (resources, namespaces) = crate::oracle::expected::extent(e);
+        extent.resources.extend(resources);
+        extent.namespaces.extend(namespaces);
+    }
+    extent
 }
 
 /// The setup applied, the kubeconfigs written, the controller started.

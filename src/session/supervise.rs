@@ -90,6 +90,28 @@ struct Watching {
     idle: Duration,
 }
 
+impl Watching {
+    fn new(activity: Activity) -> Watching {
+        Watching {
+            clock: Instant::now(),
+            activity,
+            workload: None,
+            steps_started: 0,
+            step_done_at: None,
+            workload_exit: None,
+            workload_done_at: None,
+            early: None,
+            end_checked: None,
+            quiet: false,
+            settled: None,
+            sample: None,
+            sampled: None,
+            ready_at: None,
+            idle: Duration::ZERO,
+        }
+    }
+}
+
 /// How the run ended.
 pub(super) struct Ending {
     pub ended: Ended,
@@ -99,6 +121,48 @@ pub(super) struct Ending {
     /// Where its time went (ready, work, quiet: the supervisor's share).
     pub phases: super::outcome::Phases,
     pub seconds: f64,
+}
+
+/// Start the other controllers under test (`--controller NAME=CMD`), each through a
+/// shell with its own kubeconfig; one that cannot start stops every one started (the
+/// controller too) and is an error.
+fn start_others(
+    o: &Options,
+    running: &crate::server::Running,
+    others: Vec<OtherStart>,
+    controller: &Arc<Controller>,
+    last_restart: &super::activity::Restarts,
+) -> Result<Vec<(String, Arc<Controller>)>> {
+    let mut started_others: Vec<(String, Arc<Controller>)> = Vec::new();
+    for c in others {
+        let sh = vec!["-c".to_string(), c.command.clone()];
+        let mut spec = spec(o, &c.env, "sh".into(), sh, &c.kubeconfig);
+        spec.output = o
+            .output
+            .as_deref()
+            .map(|p| super::options::other_log(p, &c.name));
+        let p = match Controller::spawn(spec) {
+            Ok(p) => p,
+            Err(e) => {
+                for p in std::iter::once(controller).chain(started_others.iter().map(|(_, p)| p)) {
+                    p.stopping();
+                    p.signal(libc::SIGKILL);
+                }
+                anyhow::bail!(
+                    "cannot start controller {:?} ({:?}): {e}",
+                    c.name,
+                    c.command
+                );
+            }
+        };
+        hear_restarts(&p, &c.name, running, last_restart);
+        hear_exits(&p, &c.name, running, last_restart);
+        if let Some(policy) = o.restart_crashed {
+            p.restart_crashed(policy);
+        }
+        started_others.push((c.name, p));
+    }
+    Ok(started_others)
 }
 
 impl Supervised {
@@ -136,37 +200,7 @@ impl Supervised {
             running,
             &last_restart,
         );
-        let mut started_others = Vec::new();
-        for c in others {
-            let sh = vec!["-c".to_string(), c.command.clone()];
-            let mut spec = spec(o, &c.env, "sh".into(), sh, &c.kubeconfig);
-            spec.output = o
-                .output
-                .as_deref()
-                .map(|p| super::options::other_log(p, &c.name));
-            let p = match Controller::spawn(spec) {
-                Ok(p) => p,
-                Err(e) => {
-                    for p in
-                        std::iter::once(&controller).chain(started_others.iter().map(|(_, p)| p))
-                    {
-                        p.stopping();
-                        p.signal(libc::SIGKILL);
-                    }
-                    anyhow::bail!(
-                        "cannot start controller {:?} ({:?}): {e}",
-                        c.name,
-                        c.command
-                    );
-                }
-            };
-            hear_restarts(&p, &c.name, running, &last_restart);
-            hear_exits(&p, &c.name, running, &last_restart);
-            if let Some(policy) = o.restart_crashed {
-                p.restart_crashed(policy);
-            }
-            started_others.push((c.name, p));
-        }
+        let started_others = start_others(o, running, others, &controller, &last_restart)?;
         running
             .engine
             .set_process(Arc::new(super::outside::Outside {
@@ -195,44 +229,16 @@ impl Supervised {
 
     /// Until the run ends (see the module docs).
     pub async fn until_end(&self, o: &Options, running: &crate::server::Running) -> Result<Ending> {
-        let mut st = Watching {
-            clock: Instant::now(),
-            activity: Activity::new(
-                running,
-                self.last_restart.clone(),
-                self.others.iter().map(|(n, _)| n.as_str()),
-            ),
-            workload: None,
-            steps_started: 0,
-            step_done_at: None,
-            workload_exit: None,
-            workload_done_at: None,
-            early: None,
-            end_checked: None,
-            quiet: false,
-            settled: None,
-            sample: None,
-            sampled: None,
-            ready_at: None,
-            idle: Duration::ZERO,
-        };
+        let mut st = Watching::new(Activity::new(
+            running,
+            self.last_restart.clone(),
+            self.others.iter().map(|(n, _)| n.as_str()),
+        ));
         let mut interrupted = std::pin::pin!(interruption(o));
-        let program = &self.program;
         let (ended, controller_failed) = loop {
             tokio::select! {
                 exit = self.controller.exited() => {
-                    let crashes = self.controller.crashes();
-                    let failed = match exit {
-                        _ if o.restart_crashed.is_some() && !crashes.is_empty() => Some(format!(
-                            "{program:?} kept exiting: {} exits ({}), restarted with a back-off after each as kubelet would",
-                            crashes.len(),
-                            crashes.iter().map(|c| c.status.as_str()).collect::<Vec<_>>().join(", ")
-                        )),
-                        Exit::Exited(s) if s.success() => None,
-                        Exit::Exited(s) => Some(format!("{program:?} exited with {s}")),
-                        Exit::Failed(e) => Some(format!("{program:?}: {e}")),
-                    };
-                    break (Ended::ControllerExited, failed);
+                    break (Ended::ControllerExited, self.controller_failed(o, exit));
                 }
                 (name, exit) = self.other_exited() => {
                     let failed = match exit {
@@ -284,6 +290,27 @@ impl Supervised {
         })
     }
 
+    /// What the controller's exit says of it: nothing when it exited 0, else how it failed
+    /// (restarted after each exit, a crash loop).
+    fn controller_failed(&self, o: &Options, exit: Exit) -> Option<String> {
+        let program = &self.program;
+        let crashes = self.controller.crashes();
+        match exit {
+            _ if o.restart_crashed.is_some() && !crashes.is_empty() => Some(format!(
+                "{program:?} kept exiting: {} exits ({}), restarted with a back-off after each as kubelet would",
+                crashes.len(),
+                crashes
+                    .iter()
+                    .map(|c| c.status.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+            Exit::Exited(s) if s.success() => None,
+            Exit::Exited(s) => Some(format!("{program:?} exited with {s}")),
+            Exit::Failed(e) => Some(format!("{program:?}: {e}")),
+        }
+    }
+
     /// One look at the run (every 50 ms): the workload's exit, or its start once the
     /// controller has settled; whether the run may end.
     fn look(
@@ -305,20 +332,7 @@ impl Supervised {
                     .unwrap_or_default()
             );
         }
-        let steps = self.workload.as_ref().map_or(0, |(s, _)| s.len());
-        if let (Some(w), None) = (&st.workload, st.workload_done_at)
-            && st.step_done_at.is_none()
-            && let Some(exit) = w.exit_now()
-        {
-            let code = exit_code(exit);
-            // A step that fails ends the workload: what follows it assumed it worked.
-            if code != 0 || st.steps_started == steps {
-                st.workload_exit = Some(code);
-                st.workload_done_at = Some(now);
-            } else {
-                st.step_done_at = Some(now);
-            }
-        }
+        self.step_ended(st, now);
         let idle = st
             .activity
             .idle_for(now, st.workload_done_at.or(st.step_done_at));
@@ -326,38 +340,8 @@ impl Supervised {
         if st.ready_at.is_none() && st.activity.ready() {
             st.ready_at = Some(Instant::now());
         }
-        // Each step starts once the controller has settled (or halfway to the cap); the
-        // first, where asked, only once it has written something.
-        if let Some((cmds, kc)) = &self.workload
-            && st.workload_done_at.is_none()
-            && (st.workload.is_none() || st.step_done_at.is_some())
-        {
-            let cap = match o.end {
-                End::Quiet { max_run, .. } | End::After(max_run) => max_run / 2,
-                End::ControllerExit => Duration::MAX,
-            };
-            let acted = st.steps_started > 0
-                || !o.first_step_after_a_write
-                || st.activity.controller_wrote();
-            if (idle >= o.settle_before_workload && acted) || st.clock.elapsed() >= cap {
-                let cmd = &cmds[st.steps_started];
-                let sh = vec!["-c".to_string(), cmd.clone()];
-                let w = Controller::spawn(spec(o, &self.env, "sh".into(), sh, kc))
-                    .with_context(|| format!("starting the workload {cmd:?}"));
-                match w {
-                    Ok(w) => {
-                        st.workload = Some(w);
-                        st.steps_started += 1;
-                        st.step_done_at = None;
-                    }
-                    Err(e) => {
-                        self.controller.stopping();
-                        self.controller.signal(libc::SIGKILL);
-                        return Err(e);
-                    }
-                }
-                return Ok(None);
-            }
+        if self.next_step(o, st, idle)? {
+            return Ok(None);
         }
         // Stop early a second after `stop_early` first says so: ground truth, a watch
         // behind a write storm, catches up with the writes it judges (the hot loop's
@@ -368,7 +352,75 @@ impl Supervised {
         {
             return Ok(Some(Ended::Early));
         }
-        Ok(match o.end {
+        Ok(self.end_by_rule(o, running, st, idle, now))
+    }
+
+    /// The workload step running has exited: the workload is done after its last step,
+    /// or a step that failed (what follows it assumed it worked).
+    fn step_ended(&self, st: &mut Watching, now: SystemTime) {
+        let steps = self.workload.as_ref().map_or(0, |(s, _)| s.len());
+        if let (Some(w), None) = (&st.workload, st.workload_done_at)
+            && st.step_done_at.is_none()
+            && let Some(exit) = w.exit_now()
+        {
+            let code = exit_code(exit);
+            if code != 0 || st.steps_started == steps {
+                st.workload_exit = Some(code);
+                st.workload_done_at = Some(now);
+            } else {
+                st.step_done_at = Some(now);
+            }
+        }
+    }
+
+    /// Start the next workload step once the controller has settled (or halfway to the
+    /// cap); the first, where asked, only once it has written something. Whether one
+    /// started.
+    fn next_step(&self, o: &Options, st: &mut Watching, idle: Duration) -> Result<bool> {
+        let Some((cmds, kc)) = &self.workload else {
+            return Ok(false);
+        };
+        if st.workload_done_at.is_some() || (st.workload.is_some() && st.step_done_at.is_none()) {
+            return Ok(false);
+        }
+        let cap = match o.end {
+            End::Quiet { max_run, .. } | End::After(max_run) => max_run / 2,
+            End::ControllerExit => Duration::MAX,
+        };
+        let acted =
+            st.steps_started > 0 || !o.first_step_after_a_write || st.activity.controller_wrote();
+        if !((idle >= o.settle_before_workload && acted) || st.clock.elapsed() >= cap) {
+            return Ok(false);
+        }
+        let cmd = &cmds[st.steps_started];
+        let sh = vec!["-c".to_string(), cmd.clone()];
+        let w = Controller::spawn(spec(o, &self.env, "sh".into(), sh, kc))
+            .with_context(|| format!("starting the workload {cmd:?}"));
+        match w {
+            Ok(w) => {
+                st.workload = Some(w);
+                st.steps_started += 1;
+                st.step_done_at = None;
+                Ok(true)
+            }
+            Err(e) => {
+                self.controller.stopping();
+                self.controller.signal(libc::SIGKILL);
+                Err(e)
+            }
+        }
+    }
+
+    /// Whether the run ends by its `End` rule now.
+    fn end_by_rule(
+        &self,
+        o: &Options,
+        running: &crate::server::Running,
+        st: &mut Watching,
+        idle: Duration,
+        now: SystemTime,
+    ) -> Option<Ended> {
+        match o.end {
             End::After(d) if st.clock.elapsed() >= d => Some(Ended::Duration),
             End::Quiet { quiet, max_run } => {
                 let workload_done = self.workload.is_none() || st.workload_done_at.is_some();
@@ -390,7 +442,7 @@ impl Supervised {
                 }
             }
             _ => None,
-        })
+        }
     }
 
     /// Whether a quiet run's end state may be judged now: nothing asked of it, `settle`
