@@ -107,13 +107,42 @@ impl Report {
     /// A summary for the terminal.
     pub fn terminal(&self) -> String {
         let mut o = String::new();
-        let at = |t: SystemTime| format!("+{:.1}s", self.offset(t));
         let _ = writeln!(
             o,
             "stalemate report — {} ({:.1}s)",
             humantime::format_rfc3339_seconds(self.started_at),
             self.offset(self.ended_at)
         );
+        self.windows_summary(&mut o);
+        self.restarts_summary(&mut o);
+        self.exits_summary(&mut o);
+        self.comeback_summary(&mut o);
+        self.objects_summary(&mut o);
+        self.recovery_summary(&mut o);
+        let v = &self.verdicts;
+        let writes = v.timeline.iter().filter(|m| m.code != 409).count();
+        let conflicts = v.timeline.iter().filter(|m| m.code == 409).count();
+        let _ = writeln!(o, "writes: {writes}, conflicts (409): {conflicts}");
+        self.violations_summary(&mut o);
+        let verdict = match self.verdict.as_str() {
+            "fail" => format!("FAIL ({} violation(s))", v.violations.len()),
+            "pass" => "PASS".to_string(),
+            _ => format!(
+                "NOT JUDGED ({})",
+                v.pending.as_deref().unwrap_or("the run ended too early")
+            ),
+        };
+        let _ = writeln!(o, "verdict: {verdict}");
+        o
+    }
+
+    /// `t` as an offset into the run, for the terminal (`+1.2s`).
+    fn at(&self, t: SystemTime) -> String {
+        format!("+{:.1}s", self.offset(t))
+    }
+
+    /// The terminal's windows: each one's name, fault, and when it opened and closed.
+    fn windows_summary(&self, o: &mut String) {
         let v = &self.verdicts;
         if v.windows.is_empty() {
             let _ = writeln!(o, "windows: none opened");
@@ -125,11 +154,16 @@ impl Report {
                     "  {:<28} {:<9} {} → {}",
                     w.name,
                     w.fault,
-                    at(w.opened_at),
-                    w.closed_at.map_or("still open".to_string(), at)
+                    self.at(w.opened_at),
+                    w.closed_at.map_or("still open".to_string(), |t| self.at(t))
                 );
             }
         }
+    }
+
+    /// The terminal's controller restarts (none: nothing printed).
+    fn restarts_summary(&self, o: &mut String) {
+        let v = &self.verdicts;
         if !v.restarts.is_empty() {
             let _ = writeln!(o, "controller restarts:");
             for r in &v.restarts {
@@ -142,11 +176,16 @@ impl Report {
                     o,
                     "  {:<28} killed at {}{whose}, down {:.1}s",
                     r.window,
-                    at(r.at),
+                    self.at(r.at),
                     r.down_seconds
                 );
             }
         }
+    }
+
+    /// The terminal's controller exits and whether each was started again.
+    fn exits_summary(&self, o: &mut String) {
+        let v = &self.verdicts;
         if !v.exits.is_empty() {
             let _ = writeln!(
                 o,
@@ -157,45 +196,55 @@ impl Report {
                 let _ = writeln!(
                     o,
                     "  {} {} {} after {:.1}s running; {}",
-                    at(e.at),
+                    self.at(e.at),
                     e.controller,
                     e.status,
                     e.ran_seconds,
                     match (e.backoff_seconds, e.back_at()) {
                         (Some(b), Some(back)) =>
-                            format!("back-off {b:.1}s, started again at {}", at(back)),
+                            format!("back-off {b:.1}s, started again at {}", self.at(back)),
                         _ => "not started again".to_string(),
                     }
                 );
             }
         }
-        if let Some(c) = &v.comeback {
-            let since = |t: SystemTime| {
-                format!(
-                    "{} ({:.1}s after)",
-                    at(t),
-                    t.duration_since(c.window_closed_at)
-                        .unwrap_or_default()
-                        .as_secs_f64()
-                )
-            };
-            let answered: Vec<String> = c
-                .answered
-                .iter()
-                .map(|(client, t)| format!("{client} {}", since(t.0)))
-                .collect();
-            let _ = writeln!(
-                o,
-                "after the last window (closed {}): answered again: {}; objects Current again: {}",
-                at(c.window_closed_at),
-                if answered.is_empty() {
-                    "no client".to_string()
-                } else {
-                    answered.join(", ")
-                },
-                c.current_at.map_or("not all".to_string(), since)
-            );
-        }
+    }
+
+    /// The terminal's line on the comeback after the last window, when there was one.
+    fn comeback_summary(&self, o: &mut String) {
+        let Some(c) = &self.verdicts.comeback else {
+            return;
+        };
+        let since = |t: SystemTime| {
+            format!(
+                "{} ({:.1}s after)",
+                self.at(t),
+                t.duration_since(c.window_closed_at)
+                    .unwrap_or_default()
+                    .as_secs_f64()
+            )
+        };
+        let answered: Vec<String> = c
+            .answered
+            .iter()
+            .map(|(client, t)| format!("{client} {}", since(t.0)))
+            .collect();
+        let _ = writeln!(
+            o,
+            "after the last window (closed {}): answered again: {}; objects Current again: {}",
+            self.at(c.window_closed_at),
+            if answered.is_empty() {
+                "no client".to_string()
+            } else {
+                answered.join(", ")
+            },
+            c.current_at.map_or("not all".to_string(), since)
+        );
+    }
+
+    /// The terminal's judged objects and their kstatus now.
+    fn objects_summary(&self, o: &mut String) {
+        let v = &self.verdicts;
         if !v.objects.is_empty() {
             let _ = writeln!(o, "objects (kstatus now):");
             for x in &v.objects {
@@ -206,7 +255,12 @@ impl Report {
                 );
             }
         }
-        let recovered: Vec<String> = v
+    }
+
+    /// The terminal's recovery time of each object after each window.
+    fn recovery_summary(&self, o: &mut String) {
+        let recovered: Vec<String> = self
+            .verdicts
             .recoveries
             .iter()
             .map(|r| {
@@ -226,39 +280,17 @@ impl Report {
                 let _ = writeln!(o, "{r}");
             }
         }
-        let writes = v.timeline.iter().filter(|m| m.code != 409).count();
-        let conflicts = v.timeline.iter().filter(|m| m.code == 409).count();
-        let _ = writeln!(o, "writes: {writes}, conflicts (409): {conflicts}");
-        // One line per violation (or per rate seen inside windows).
-        let line = |o: &mut String, x: &Violation, when: &str| {
-            // An object, a cluster-scoped one, or a whole resource (the `expected`
-            // oracle's counts).
-            let object = match (x.namespace.as_str(), x.name.as_str()) {
-                ("", "") => String::new(),
-                ("", name) => format!(" {name}"),
-                (ns, name) => format!(" {ns}/{name}"),
-            };
-            let _ = writeln!(
-                o,
-                "  {:<13} {}{object}{} {when} {}: {}",
-                x.oracle,
-                x.resource,
-                x.client
-                    .as_deref()
-                    .map_or(String::new(), |c| format!(" (client {c})")),
-                at(x.since),
-                x.rule
-            );
-            if let Some(why) = &x.why {
-                let _ = writeln!(o, "                why: {why}");
-            }
-        };
+    }
+
+    /// The terminal's violations, then the rates seen inside windows.
+    fn violations_summary(&self, o: &mut String) {
+        let v = &self.verdicts;
         if v.violations.is_empty() {
             let _ = writeln!(o, "violations: none");
         } else {
             let _ = writeln!(o, "violations ({}):", v.violations.len());
             for x in &v.violations {
-                line(&mut o, x, "since");
+                self.violation_line(o, x, "since");
             }
         }
         if !v.inside_windows.is_empty() {
@@ -268,148 +300,173 @@ impl Report {
                 v.inside_windows.len()
             );
             for x in &v.inside_windows {
-                line(&mut o, x, "from");
+                self.violation_line(o, x, "from");
             }
         }
-        let verdict = match self.verdict.as_str() {
-            "fail" => format!("FAIL ({} violation(s))", v.violations.len()),
-            "pass" => "PASS".to_string(),
-            _ => format!(
-                "NOT JUDGED ({})",
-                v.pending.as_deref().unwrap_or("the run ended too early")
-            ),
+    }
+
+    /// One line per violation (or per rate seen inside windows), and its why if known.
+    fn violation_line(&self, o: &mut String, x: &Violation, when: &str) {
+        // An object, a cluster-scoped one, or a whole resource (the `expected`
+        // oracle's counts).
+        let object = match (x.namespace.as_str(), x.name.as_str()) {
+            ("", "") => String::new(),
+            ("", name) => format!(" {name}"),
+            (ns, name) => format!(" {ns}/{name}"),
         };
-        let _ = writeln!(o, "verdict: {verdict}");
-        o
+        let _ = writeln!(
+            o,
+            "  {:<13} {}{object}{} {when} {}: {}",
+            x.oracle,
+            x.resource,
+            x.client
+                .as_deref()
+                .map_or(String::new(), |c| format!(" (client {c})")),
+            self.at(x.since),
+            x.rule
+        );
+        if let Some(why) = &x.why {
+            let _ = writeln!(o, "                why: {why}");
+        }
     }
 
     /// Rebuild a report from a trace file's lines: windows and writes from the request
     /// and window records, verdicts from the verdict records written at the end of the
     /// run. Lines that are not trace records are errors naming the line.
     pub fn from_trace(text: &str) -> Result<Report, String> {
-        let mut first: Option<SystemTime> = None;
-        let mut last: Option<SystemTime> = None;
-        let mut windows: Vec<WindowSpan> = Vec::new();
-        let mut timeline: Vec<Mark> = Vec::new();
-        let mut restarts: Vec<RestartMark> = Vec::new();
-        let mut exits: Vec<crate::oracle::ExitMark> = Vec::new();
-        let mut violations: Vec<Violation> = Vec::new();
-        let mut inside_windows: Vec<Violation> = Vec::new();
-        let mut judgement: Option<(bool, Option<String>)> = None;
-        let mut lanes = crate::oracle::staleness::Record::default();
+        let mut trace = TraceReader::default();
         for (i, line) in text.lines().enumerate() {
             if line.trim().is_empty() {
                 continue;
             }
-            let n = i + 1;
-            let v: serde_json::Value = serde_json::from_str(line)
-                .map_err(|e| format!("line {n}: not a JSON trace record: {e}"))?;
-            let ts = v["ts"]
-                .as_str()
-                .and_then(|t| humantime::parse_rfc3339_weak(t).ok())
-                .ok_or_else(|| format!("line {n}: no valid \"ts\""))?;
-            first = Some(first.map_or(ts, |f| f.min(ts)));
-            last = Some(last.map_or(ts, |l| l.max(ts)));
-            let s = |k: &str| v[k].as_str().unwrap_or("").to_string();
-            match v["kind"].as_str() {
-                Some("window") if v["action"] == "open" => windows.push(WindowSpan {
-                    name: s("window"),
-                    fault: s("fault"),
-                    opened_at: ts,
-                    closed_at: None,
-                }),
-                Some("window") => {
-                    if let Some(w) = windows
-                        .iter_mut()
-                        .rev()
-                        .find(|w| w.name == s("window") && w.closed_at.is_none())
-                    {
-                        w.closed_at = Some(ts);
-                    }
-                }
-                Some("request") => {
-                    let code = v["code"].as_u64().unwrap_or(0) as u16;
-                    let Ok(verb) = serde_json::from_value::<Verb>(v["verb"].clone()) else {
-                        continue;
-                    };
-                    if let Some(name) = v["name"].as_str()
-                        && (verb.is_write() || code == 409)
-                    {
-                        let resource = s("resource");
-                        timeline.push(Mark {
-                            at: ts,
-                            client: s("client"),
-                            verb,
-                            resource: resource.split('/').next().unwrap_or("").to_string(),
-                            namespace: s("namespace"),
-                            name: name.to_string(),
-                            code,
-                        });
-                    }
-                }
-                Some("verdict") => {
-                    violations.push(serde_json::from_value(v["violation"].clone()).map_err(
-                        |e| format!("line {n}: a verdict record that does not parse: {e}"),
-                    )?)
-                }
-                Some("insideWindow") => {
-                    inside_windows.push(serde_json::from_value(v["violation"].clone()).map_err(
-                        |e| format!("line {n}: an insideWindow record that does not parse: {e}"),
-                    )?)
-                }
-                Some("judgement") => {
-                    judgement = Some((
-                        v["judged"].as_bool().unwrap_or(false),
-                        v["pending"].as_str().map(str::to_string),
-                    ))
-                }
-                Some("restart") => restarts.push(RestartMark {
-                    window: s("window"),
-                    controller: v["controller"].as_str().unwrap_or("controller").to_string(),
-                    at: ts,
-                    down_seconds: v["downMs"].as_f64().unwrap_or(0.0) / 1000.0,
-                }),
-                Some("exit") => exits.push(crate::oracle::ExitMark {
-                    controller: s("controller"),
-                    at: ts,
-                    status: s("status"),
-                    ran_seconds: v["ranMs"].as_f64().unwrap_or(0.0) / 1000.0,
-                    backoff_seconds: v["backoffMs"].as_f64().map(|b| b / 1000.0),
-                }),
-                Some("event") => {
-                    let (fate, type_) = (s("fate"), s("type"));
-                    if matches!(fate.as_str(), "delivered" | "held" | "released" | "dropped")
-                        && matches!(type_.as_str(), "ADDED" | "MODIFIED" | "DELETED")
-                    {
-                        let key = crate::oracle::ObjectRef {
-                            resource: s("resource"),
-                            namespace: s("namespace"),
-                            name: s("name"),
-                        };
-                        lanes.delivery(
-                            &key,
-                            crate::oracle::staleness::DeliveryMark {
-                                at: ts,
-                                client: s("client"),
-                                resource: key.resource.clone(),
-                                namespace: key.namespace.clone(),
-                                name: key.name.clone(),
-                                resource_version: s("resourceVersion"),
-                                type_,
-                                fate,
-                            },
-                        );
-                    }
-                }
-                Some("dropped") => {}
-                Some(k) => return Err(format!("line {n}: unknown record kind {k:?}")),
-                None => return Err(format!("line {n}: no \"kind\"")),
-            }
+            trace.line(i + 1, line)?;
         }
-        let (Some(start), Some(end)) = (first, last) else {
+        trace.finish()
+    }
+}
+
+/// What a trace's lines add up to, gathered line by line (`Report::from_trace`).
+#[derive(Default)]
+struct TraceReader {
+    first: Option<SystemTime>,
+    last: Option<SystemTime>,
+    windows: Vec<WindowSpan>,
+    timeline: Vec<Mark>,
+    restarts: Vec<RestartMark>,
+    exits: Vec<crate::oracle::ExitMark>,
+    violations: Vec<Violation>,
+    inside_windows: Vec<Violation>,
+    judgement: Option<(bool, Option<String>)>,
+    lanes: crate::oracle::staleness::Record,
+}
+
+/// A record's string field (`""` when missing).
+fn text_field(v: &serde_json::Value, k: &str) -> String {
+    v[k].as_str().unwrap_or("").to_string()
+}
+
+impl TraceReader {
+    /// Take in line `n` of the trace, or say why it is not a trace record.
+    fn line(&mut self, n: usize, line: &str) -> Result<(), String> {
+        let v: serde_json::Value = serde_json::from_str(line)
+            .map_err(|e| format!("line {n}: not a JSON trace record: {e}"))?;
+        let ts = v["ts"]
+            .as_str()
+            .and_then(|t| humantime::parse_rfc3339_weak(t).ok())
+            .ok_or_else(|| format!("line {n}: no valid \"ts\""))?;
+        self.first = Some(self.first.map_or(ts, |f| f.min(ts)));
+        self.last = Some(self.last.map_or(ts, |l| l.max(ts)));
+        let s = |k: &str| text_field(&v, k);
+        match v["kind"].as_str() {
+            Some("window") if v["action"] == "open" => self.windows.push(WindowSpan {
+                name: s("window"),
+                fault: s("fault"),
+                opened_at: ts,
+                closed_at: None,
+            }),
+            Some("window") => {
+                if let Some(w) = self
+                    .windows
+                    .iter_mut()
+                    .rev()
+                    .find(|w| w.name == s("window") && w.closed_at.is_none())
+                {
+                    w.closed_at = Some(ts);
+                }
+            }
+            Some("request") => self.timeline.extend(write_mark(&v, ts)),
+            Some("verdict") => self.violations.push(
+                serde_json::from_value(v["violation"].clone())
+                    .map_err(|e| format!("line {n}: a verdict record that does not parse: {e}"))?,
+            ),
+            Some("insideWindow") => {
+                self.inside_windows
+                    .push(serde_json::from_value(v["violation"].clone()).map_err(|e| {
+                        format!("line {n}: an insideWindow record that does not parse: {e}")
+                    })?)
+            }
+            Some("judgement") => {
+                self.judgement = Some((
+                    v["judged"].as_bool().unwrap_or(false),
+                    v["pending"].as_str().map(str::to_string),
+                ))
+            }
+            Some("restart") => self.restarts.push(RestartMark {
+                window: s("window"),
+                controller: v["controller"].as_str().unwrap_or("controller").to_string(),
+                at: ts,
+                down_seconds: v["downMs"].as_f64().unwrap_or(0.0) / 1000.0,
+            }),
+            Some("exit") => self.exits.push(crate::oracle::ExitMark {
+                controller: s("controller"),
+                at: ts,
+                status: s("status"),
+                ran_seconds: v["ranMs"].as_f64().unwrap_or(0.0) / 1000.0,
+                backoff_seconds: v["backoffMs"].as_f64().map(|b| b / 1000.0),
+            }),
+            Some("event") => self.event(&v, ts),
+            Some("dropped") => {}
+            Some(k) => return Err(format!("line {n}: unknown record kind {k:?}")),
+            None => return Err(format!("line {n}: no \"kind\"")),
+        }
+        Ok(())
+    }
+
+    /// An event record: what a client was given of an object (other fates and types are
+    /// not drawn).
+    fn event(&mut self, v: &serde_json::Value, ts: SystemTime) {
+        let s = |k: &str| text_field(v, k);
+        let (fate, type_) = (s("fate"), s("type"));
+        if matches!(fate.as_str(), "delivered" | "held" | "released" | "dropped")
+            && matches!(type_.as_str(), "ADDED" | "MODIFIED" | "DELETED")
+        {
+            let key = crate::oracle::ObjectRef {
+                resource: s("resource"),
+                namespace: s("namespace"),
+                name: s("name"),
+            };
+            self.lanes.delivery(
+                &key,
+                crate::oracle::staleness::DeliveryMark {
+                    at: ts,
+                    client: s("client"),
+                    resource: key.resource.clone(),
+                    namespace: key.namespace.clone(),
+                    name: key.name.clone(),
+                    resource_version: s("resourceVersion"),
+                    type_,
+                    fate,
+                },
+            );
+        }
+    }
+
+    /// The report the trace's lines add up to (an error when there were none).
+    fn finish(self) -> Result<Report, String> {
+        let (Some(start), Some(end)) = (self.first, self.last) else {
             return Err("the trace is empty".into());
         };
-        let (judged, pending) = judgement.unwrap_or((
+        let (judged, pending) = self.judgement.unwrap_or((
             false,
             Some("the trace has no verdicts: the run did not finish".into()),
         ));
@@ -419,22 +476,47 @@ impl Report {
             Verdicts {
                 judged,
                 pending,
-                violations,
-                inside_windows,
-                windows,
-                restarts,
+                violations: self.violations,
+                inside_windows: self.inside_windows,
+                windows: self.windows,
+                restarts: self.restarts,
                 recoveries: vec![],
-                exits,
+                exits: self.exits,
                 backoff: None,
                 comeback: None,
                 objects: vec![],
-                timeline,
+                timeline: self.timeline,
                 // The trace has no ground truth: only what clients were given.
                 truth: vec![],
-                deliveries: lanes.delivery_marks(),
+                deliveries: self.lanes.delivery_marks(),
             },
         ))
     }
+}
+
+/// A request record's mark on the timeline: a write or a 409 on a named object (`None`
+/// for anything else, or a verb that does not parse).
+fn write_mark(v: &serde_json::Value, ts: SystemTime) -> Option<Mark> {
+    let s = |k: &str| text_field(v, k);
+    let code = v["code"].as_u64().unwrap_or(0) as u16;
+    let Ok(verb) = serde_json::from_value::<Verb>(v["verb"].clone()) else {
+        return None;
+    };
+    if let Some(name) = v["name"].as_str()
+        && (verb.is_write() || code == 409)
+    {
+        let resource = s("resource");
+        return Some(Mark {
+            at: ts,
+            client: s("client"),
+            verb,
+            resource: resource.split('/').next().unwrap_or("").to_string(),
+            namespace: s("namespace"),
+            name: name.to_string(),
+            code,
+        });
+    }
+    None
 }
 
 #[cfg(test)]
