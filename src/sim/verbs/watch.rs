@@ -24,11 +24,12 @@ use std::time::Duration;
 use bytes::{BufMut, Bytes, BytesMut};
 use hyper::Response;
 use serde_json::json;
-use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::broadcast::{self, error::RecvError};
+use tokio::sync::mpsc;
 
 use super::read::{Filter, parse_rv, validate_list_options};
 use crate::listen::Body;
-use crate::listen::body::ChannelBody;
+use crate::listen::body::{BodyError, ChannelBody};
 use crate::request::RvSemantics;
 use crate::sim::ctx::Ctx;
 use crate::sim::instance::{CloseMode, Sim, WatchEncoding};
@@ -163,74 +164,15 @@ pub fn watch(ctx: &Ctx) -> Result<Response<Body>, ApiError> {
     validate_list_options(p, true)?;
     let filter = Filter::from_request(ctx)?;
     let initial_events = p.send_initial_events == Some(true);
-    let timeout = match p
-        .timeout_seconds
-        .as_deref()
-        .and_then(|t| t.parse::<u64>().ok())
-    {
-        Some(t) if t > 0 => Duration::from_secs(t),
-        _ => {
-            // `MinRequestTimeout` (1800 s) × [1, 2) when the client sets none.
-            use rand::Rng;
-            Duration::from_secs_f64(1800.0 * (1.0 + rand::rng().random::<f64>()))
-        }
-    };
-    let encoding = match &ctx.output {
-        Output::Json => Encoding::Json,
-        Output::Table(v) => Encoding::Table {
-            version: v.clone(),
-            include: ctx.include_object(),
-            sent_columns: false,
-        },
-        Output::Meta(v) => Encoding::Meta(v.clone()),
-    };
-    let mut w = Watcher {
+    let timeout = watch_timeout(p.timeout_seconds.as_deref());
+    let w = Watcher {
         rt: ctx.rt.clone(),
         api_version: ctx.rt.api_version(),
         filter,
-        encoding,
+        encoding: encoding(ctx),
     };
     let key = ctx.rt.storage_key();
-
-    // Snapshot (or history) and subscription under one lock: nothing in between.
-    let (initial, start_rv, mut rx, expired) = {
-        let mut st = ctx.sim.lock();
-        let from = match p.rv_semantics() {
-            RvSemantics::Unset | RvSemantics::Any => None,
-            RvSemantics::NotOlderThan(x) | RvSemantics::Exact(x) => Some(parse_rv(&x)?),
-        };
-        if let Some(x) = from
-            && x > st.rv
-        {
-            return Err(ApiError::too_large_resource_version(x, st.rv));
-        }
-        let rx = st.subscribe();
-        let mut initial: Vec<(EventType, Arc<Stored>)> = Vec::new();
-        let mut expired = None;
-        match from {
-            Some(x) if !initial_events => {
-                if st.is_expired_for(&key, x) {
-                    expired = Some(expired_event(x, st.oldest_available_rv_for(&key)));
-                } else {
-                    for ev in st.events_since(x) {
-                        if *ev.resource == *key
-                            && let Some((t, o)) = w.convert(ev)
-                        {
-                            initial.push((t, o.clone()));
-                        }
-                    }
-                }
-            }
-            _ => {
-                initial = st
-                    .iter(&key, w.filter.namespace.as_deref())
-                    .filter(|o| w.filter.matches(o))
-                    .map(|o| (EventType::Added, o.clone()))
-                    .collect();
-            }
-        }
-        (initial, st.rv, rx, expired)
-    };
+    let start = start(ctx, &w, &key, initial_events)?;
 
     let (tx, body) = ChannelBody::channel(64);
     let sim = ctx.sim.clone();
@@ -240,46 +182,169 @@ pub fn watch(ctx: &Ctx) -> Result<Response<Body>, ApiError> {
     let interval = sim.cfg.bookmark_interval;
     let mut close = sim.close_signal();
     let close_epoch = close.borrow_and_update().0;
+    let stream = Stream {
+        w,
+        key,
+        tx,
+        sim,
+        initial_events,
+        bookmarks,
+        interval,
+        timeout,
+        close,
+        close_epoch,
+    };
     tokio::spawn(async move {
         let _guard = guard;
-        let send = |b: Bytes| {
-            let tx = tx.clone();
-            let sim = sim.clone();
-            async move {
-                sim.wait_unpaused().await;
-                tx.send(Ok(b)).await.is_ok()
+        stream.run(start).await;
+    });
+    Ok(response(ctx, body, initial_events && bookmarks))
+}
+
+/// How long the watch lasts: `timeoutSeconds` when the client sets it above 0.
+fn watch_timeout(timeout_seconds: Option<&str>) -> Duration {
+    match timeout_seconds.and_then(|t| t.parse::<u64>().ok()) {
+        Some(t) if t > 0 => Duration::from_secs(t),
+        _ => {
+            // `MinRequestTimeout` (1800 s) × [1, 2) when the client sets none.
+            use rand::Rng;
+            Duration::from_secs_f64(1800.0 * (1.0 + rand::rng().random::<f64>()))
+        }
+    }
+}
+
+/// How the watch encodes objects, from the negotiated output.
+fn encoding(ctx: &Ctx) -> Encoding {
+    match &ctx.output {
+        Output::Json => Encoding::Json,
+        Output::Table(v) => Encoding::Table {
+            version: v.clone(),
+            include: ctx.include_object(),
+            sent_columns: false,
+        },
+        Output::Meta(v) => Encoding::Meta(v.clone()),
+    }
+}
+
+/// Where a watch starts, read under one lock with its subscription.
+struct Start {
+    /// The events to send first: the current state, or the history since the RV asked.
+    initial: Vec<(EventType, Arc<Stored>)>,
+    start_rv: u64,
+    rx: broadcast::Receiver<Arc<Event>>,
+    /// The ERROR event to send instead, when the resume point is gone.
+    expired: Option<Bytes>,
+}
+
+/// The watch's start: snapshot (or history) and subscription under one lock, nothing in
+/// between; an RV ahead of the store is an error.
+fn start(ctx: &Ctx, w: &Watcher, key: &str, initial_events: bool) -> Result<Start, ApiError> {
+    let mut st = ctx.sim.lock();
+    let from = match ctx.req.params.rv_semantics() {
+        RvSemantics::Unset | RvSemantics::Any => None,
+        RvSemantics::NotOlderThan(x) | RvSemantics::Exact(x) => Some(parse_rv(&x)?),
+    };
+    if let Some(x) = from
+        && x > st.rv
+    {
+        return Err(ApiError::too_large_resource_version(x, st.rv));
+    }
+    let rx = st.subscribe();
+    let mut initial: Vec<(EventType, Arc<Stored>)> = Vec::new();
+    let mut expired = None;
+    match from {
+        Some(x) if !initial_events => {
+            if st.is_expired_for(key, x) {
+                expired = Some(expired_event(x, st.oldest_available_rv_for(key)));
+            } else {
+                for ev in st.events_since(x) {
+                    if *ev.resource == *key
+                        && let Some((t, o)) = w.convert(ev)
+                    {
+                        initial.push((t, o.clone()));
+                    }
+                }
             }
-        };
-        if let Some(e) = expired {
-            let _ = send(e).await;
+        }
+        _ => {
+            initial = st
+                .iter(key, w.filter.namespace.as_deref())
+                .filter(|o| w.filter.matches(o))
+                .map(|o| (EventType::Added, o.clone()))
+                .collect();
+        }
+    }
+    Ok(Start {
+        initial,
+        start_rv: st.rv,
+        rx,
+        expired,
+    })
+}
+
+/// A watch's stream once it is answered: what it sends, where to, and until when.
+struct Stream {
+    w: Watcher,
+    key: String,
+    tx: mpsc::Sender<Result<Bytes, BodyError>>,
+    sim: Arc<Sim>,
+    initial_events: bool,
+    bookmarks: bool,
+    interval: Duration,
+    timeout: Duration,
+    close: tokio::sync::watch::Receiver<(u64, CloseMode)>,
+    close_epoch: u64,
+}
+
+impl Stream {
+    /// Send a frame once the simulator is not paused; false when the client is gone.
+    async fn send(&self, b: Bytes) -> bool {
+        self.sim.wait_unpaused().await;
+        self.tx.send(Ok(b)).await.is_ok()
+    }
+
+    /// The whole stream: the expired ERROR alone, or the initial events (and the
+    /// initial-events-end BOOKMARK) and then live.
+    async fn run(mut self, start: Start) {
+        if let Some(e) = start.expired {
+            let _ = self.send(e).await;
             return;
         }
-        for (t, o) in &initial {
-            let f = w.frame(t.as_str(), o);
-            if !send(f).await {
+        for (t, o) in &start.initial {
+            let f = self.w.frame(t.as_str(), o);
+            if !self.send(f).await {
                 return;
             }
         }
-        if initial_events && bookmarks && !send(w.bookmark(start_rv, true)).await {
+        if self.initial_events
+            && self.bookmarks
+            && !self.send(self.w.bookmark(start.start_rv, true)).await
+        {
             return;
         }
-        let mut seen_rv = start_rv;
-        let deadline = tokio::time::sleep(timeout);
+        self.live(start.start_rv, start.rx).await;
+    }
+
+    /// Live: matching events and periodic BOOKMARKs until the client goes, the timeout,
+    /// a lag, or the simulator closing its watches.
+    async fn live(mut self, mut seen_rv: u64, mut rx: broadcast::Receiver<Arc<Event>>) {
+        let deadline = tokio::time::sleep(self.timeout);
         tokio::pin!(deadline);
-        let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
+        let mut tick =
+            tokio::time::interval_at(tokio::time::Instant::now() + self.interval, self.interval);
         loop {
             tokio::select! {
-                _ = tx.closed() => return,
+                _ = self.tx.closed() => return,
                 _ = &mut deadline => return,
-                _ = tick.tick(), if bookmarks => {
-                    if !send(w.bookmark(seen_rv, false)).await { return; }
+                _ = tick.tick(), if self.bookmarks => {
+                    if !self.send(self.w.bookmark(seen_rv, false)).await { return; }
                 }
-                changed = close.changed() => {
+                changed = self.close.changed() => {
                     if changed.is_err() { return; }
-                    let (epoch, mode) = *close.borrow();
-                    if epoch != close_epoch {
+                    let (epoch, mode) = *self.close.borrow();
+                    if epoch != self.close_epoch {
                         if mode == CloseMode::Abrupt {
-                            let _ = tx.send(Err("watch aborted by the simulator".into())).await;
+                            let _ = self.tx.send(Err("watch aborted by the simulator".into())).await;
                         }
                         return;
                     }
@@ -287,10 +352,10 @@ pub fn watch(ctx: &Ctx) -> Result<Response<Body>, ApiError> {
                 ev = rx.recv() => match ev {
                     Ok(ev) => {
                         seen_rv = ev.rv;
-                        if *ev.resource != *key { continue; }
-                        if let Some((t, o)) = w.convert(&ev) {
-                            let f = w.frame(t.as_str(), o);
-                            if !send(f).await { return; }
+                        if *ev.resource != *self.key { continue; }
+                        if let Some((t, o)) = self.w.convert(&ev) {
+                            let f = self.w.frame(t.as_str(), o);
+                            if !self.send(f).await { return; }
                         }
                     }
                     // Too slow to keep up: closed, as the watch cache closes
@@ -303,9 +368,14 @@ pub fn watch(ctx: &Ctx) -> Result<Response<Body>, ApiError> {
                 }
             }
         }
-    });
+    }
+}
+
+/// The 200 whose body is the stream: marked when it is a WatchList, compressed when the
+/// simulator is told to encode watches.
+fn response(ctx: &Ctx, body: Body, watch_list: bool) -> Response<Body> {
     let mut resp = ctx.reply.raw(200, Bytes::new(), "application/json");
-    if initial_events && bookmarks {
+    if watch_list {
         resp.extensions_mut().insert(WatchListStream);
     }
     *resp.body_mut() = match ctx.sim.cfg.encode_watches {
@@ -322,7 +392,7 @@ pub fn watch(ctx: &Ctx) -> Result<Response<Body>, ApiError> {
             http_body_util::BodyExt::boxed(Encoded::new(body, enc))
         }
     };
-    Ok(resp)
+    resp
 }
 
 /// Marks a WatchList response (`sendInitialEvents=true` with bookmarks, the apiserver's
