@@ -121,15 +121,6 @@ pub fn from_crd(crd: &Value) -> Vec<ResourceType> {
         .as_str()
         .map(str::to_string)
         .unwrap_or_else(|| kind.to_ascii_lowercase());
-    let strings = |v: &Value| -> Vec<String> {
-        v.as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(|s| s.as_str().map(str::to_string))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
     let namespaced = spec["scope"].as_str() != Some("Cluster");
     let mut out = Vec::new();
     for v in spec["versions"].as_array().into_iter().flatten() {
@@ -140,28 +131,7 @@ pub fn from_crd(crd: &Value) -> Vec<ResourceType> {
             continue;
         };
         let status = v["subresources"].get("status").is_some();
-        let columns = v["additionalPrinterColumns"]
-            .as_array()
-            .map(|cols| {
-                cols.iter()
-                    .filter_map(|c| {
-                        Some(PrinterColumn {
-                            name: c["name"].as_str()?.to_string(),
-                            type_: c["type"].as_str().unwrap_or("string").to_string(),
-                            format: c["format"].as_str().unwrap_or("").to_string(),
-                            description: c["description"].as_str().map(str::to_string).unwrap_or_else(|| {
-                                format!(
-                                    "Custom resource definition column (in JSONPath format): {}",
-                                    c["jsonPath"].as_str().unwrap_or("")
-                                )
-                            }),
-                            priority: c["priority"].as_i64().unwrap_or(0),
-                            json_path: c["jsonPath"].as_str()?.to_string(),
-                        })
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
+        let columns = printer_columns(v);
         out.push(ResourceType {
             group: group.into(),
             version: version.into(),
@@ -190,6 +160,47 @@ pub fn from_crd(crd: &Value) -> Vec<ResourceType> {
         });
     }
     out
+}
+
+/// A string array's strings (anything else: none).
+fn strings(v: &Value) -> Vec<String> {
+    v.as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A CRD version's `additionalPrinterColumns` (those without a name or a jsonPath are
+/// left out).
+fn printer_columns(v: &Value) -> Vec<PrinterColumn> {
+    v["additionalPrinterColumns"]
+        .as_array()
+        .map(|cols| {
+            cols.iter()
+                .filter_map(|c| {
+                    Some(PrinterColumn {
+                        name: c["name"].as_str()?.to_string(),
+                        type_: c["type"].as_str().unwrap_or("string").to_string(),
+                        format: c["format"].as_str().unwrap_or("").to_string(),
+                        description: c["description"]
+                            .as_str()
+                            .map(str::to_string)
+                            .unwrap_or_else(|| {
+                                format!(
+                                    "Custom resource definition column (in JSONPath format): {}",
+                                    c["jsonPath"].as_str().unwrap_or("")
+                                )
+                            }),
+                        priority: c["priority"].as_i64().unwrap_or(0),
+                        json_path: c["jsonPath"].as_str()?.to_string(),
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

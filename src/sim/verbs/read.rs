@@ -20,7 +20,7 @@ use crate::sim::ctx::Ctx;
 use crate::sim::negotiate::Output;
 use crate::sim::resource_type::ResourceType;
 use crate::sim::selector::{FieldSelector, LabelSelector, supported_fields};
-use crate::sim::store::{ObjKey, Stored};
+use crate::sim::store::{ObjKey, State, Stored};
 use crate::sim::table;
 use crate::status::{ApiError, FieldError};
 
@@ -237,84 +237,33 @@ pub struct Page {
 pub fn list_page(ctx: &Ctx, filter: &Filter) -> Result<Page, ApiError> {
     let p = &ctx.req.params;
     validate_list_options(p, false)?;
-    let limit = match p.limit.as_deref() {
-        None | Some("") => 0,
-        Some(l) => l
-            .parse::<i64>()
-            .map_err(|_| ApiError::bad_request(format!("invalid limit {l:?}")))?
-            .max(0) as usize,
-    };
+    let limit = page_limit(p)?;
     let cont = p.continue_token.as_deref().filter(|c| !c.is_empty());
     let key = ctx.rt.storage_key();
     let mut st = ctx.sim.lock();
     let (rv, after, limit) = match cont {
         Some(c) => {
-            let (rv, after) = decode_continue(c, filter.namespace.as_deref())?;
-            if rv > st.rv {
-                return Err(ApiError::bad_request(
-                    "continue key is not valid: resourceVersion is in the future",
-                ));
-            }
-            if st.is_expired_for(&key, rv) {
-                return Err(ApiError::expired(
-                    "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.",
-                ));
-            }
+            let (rv, after) = resume_point(&mut st, &key, c, filter)?;
             (rv, Some(after), limit)
         }
-        None => match p.rv_semantics() {
-            RvSemantics::Unset => (st.rv, None, limit),
-            // The watch cache serves RV=0 and ignores limit.
-            RvSemantics::Any => (st.rv, None, 0),
-            RvSemantics::NotOlderThan(x) => {
-                let x = parse_rv(&x)?;
-                if x > st.rv {
-                    return Err(ApiError::too_large_resource_version(x, st.rv));
-                }
-                (st.rv, None, limit)
-            }
-            RvSemantics::Exact(x) => {
-                let x = parse_rv(&x)?;
-                if x > st.rv {
-                    return Err(ApiError::too_large_resource_version(x, st.rv));
-                }
-                if st.is_expired_for(&key, x) {
-                    return Err(ApiError::expired(format!(
-                        "too old resource version: {x} ({})",
-                        st.oldest_available_rv_for(&key)
-                    )));
-                }
-                (x, None, limit)
-            }
-        },
+        None => {
+            let (rv, limit) = read_point(&mut st, &key, p, limit)?;
+            (rv, None, limit)
+        }
     };
     let matching = |o: &&Arc<Stored>| filter.matches(o);
-    let collect =
-        |it: &mut dyn Iterator<Item = &Arc<Stored>>| -> (Vec<Arc<Stored>>, Option<ObjKey>, usize) {
-            let mut items = Vec::new();
-            let mut last = None;
-            let mut remaining = 0usize;
-            for o in it {
-                if limit == 0 || items.len() < limit {
-                    last = Some(o.key());
-                    items.push(o.clone());
-                } else {
-                    remaining += 1;
-                }
-            }
-            (items, last, remaining)
-        };
     let past = |o: &&Arc<Stored>| after.as_ref().is_none_or(|a| o.key() > *a);
     let (items, last, remaining) = if rv == st.rv {
-        collect(
+        collect_page(
             &mut st
                 .iter(&key, filter.namespace.as_deref())
                 .filter(past)
                 .filter(matching),
+            limit,
         )
     } else {
         let snap = st.snapshot_at(&key, rv);
-        collect(&mut snap.values().filter(past).filter(matching))
+        collect_page(&mut snap.values().filter(past).filter(matching), limit)
     };
     drop(st);
     let more = remaining > 0;
@@ -327,6 +276,94 @@ pub fn list_page(ctx: &Ctx, filter: &Filter) -> Result<Page, ApiError> {
         items,
         rv,
     })
+}
+
+/// The `limit` asked for (0: no limit; negative ones are 0).
+fn page_limit(p: &ListParams) -> Result<usize, ApiError> {
+    Ok(match p.limit.as_deref() {
+        None | Some("") => 0,
+        Some(l) => l
+            .parse::<i64>()
+            .map_err(|_| ApiError::bad_request(format!("invalid limit {l:?}")))?
+            .max(0) as usize,
+    })
+}
+
+/// A continued LIST: the RV it is served as of and the key it resumes after, or why the
+/// token cannot be followed.
+fn resume_point(
+    st: &mut State,
+    key: &str,
+    cont: &str,
+    filter: &Filter,
+) -> Result<(u64, ObjKey), ApiError> {
+    let (rv, after) = decode_continue(cont, filter.namespace.as_deref())?;
+    if rv > st.rv {
+        return Err(ApiError::bad_request(
+            "continue key is not valid: resourceVersion is in the future",
+        ));
+    }
+    if st.is_expired_for(key, rv) {
+        return Err(ApiError::expired(
+            "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.",
+        ));
+    }
+    Ok((rv, after))
+}
+
+/// A first LIST: the RV it is served as of (by its resourceVersion semantics) and the
+/// limit that applies, or why that RV cannot be served.
+fn read_point(
+    st: &mut State,
+    key: &str,
+    p: &ListParams,
+    limit: usize,
+) -> Result<(u64, usize), ApiError> {
+    Ok(match p.rv_semantics() {
+        RvSemantics::Unset => (st.rv, limit),
+        // The watch cache serves RV=0 and ignores limit.
+        RvSemantics::Any => (st.rv, 0),
+        RvSemantics::NotOlderThan(x) => {
+            let x = parse_rv(&x)?;
+            if x > st.rv {
+                return Err(ApiError::too_large_resource_version(x, st.rv));
+            }
+            (st.rv, limit)
+        }
+        RvSemantics::Exact(x) => {
+            let x = parse_rv(&x)?;
+            if x > st.rv {
+                return Err(ApiError::too_large_resource_version(x, st.rv));
+            }
+            if st.is_expired_for(key, x) {
+                return Err(ApiError::expired(format!(
+                    "too old resource version: {x} ({})",
+                    st.oldest_available_rv_for(key)
+                )));
+            }
+            (x, limit)
+        }
+    })
+}
+
+/// A page of `limit` items (0: all) from `it`: the items, the key of the last one, and
+/// how many more there were.
+fn collect_page(
+    it: &mut dyn Iterator<Item = &Arc<Stored>>,
+    limit: usize,
+) -> (Vec<Arc<Stored>>, Option<ObjKey>, usize) {
+    let mut items = Vec::new();
+    let mut last = None;
+    let mut remaining = 0usize;
+    for o in it {
+        if limit == 0 || items.len() < limit {
+            last = Some(o.key());
+            items.push(o.clone());
+        } else {
+            remaining += 1;
+        }
+    }
+    (items, last, remaining)
 }
 
 pub fn list(ctx: &Ctx) -> Result<Response<Body>, ApiError> {
