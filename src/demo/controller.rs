@@ -114,31 +114,32 @@ fn conditions(revision: &str) -> serde_json::Value {
     ])
 }
 
+/// The object one reconcile works on, and the API it is written through.
+struct Target<'a> {
+    ctx: &'a Ctx,
+    api: Api<DynamicObject>,
+    ar: ApiResource,
+    ns: String,
+    name: String,
+}
+
 async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Error> {
     let _work = ctx.queue.start();
     let ns = obj.metadata.namespace.clone().unwrap_or_default();
     let name = obj.metadata.name.clone().unwrap_or_default();
     let ar = api_resource();
     let api: Api<DynamicObject> = Api::namespaced_with(ctx.client.clone(), &ns, &ar);
+    let t = Target {
+        ctx: &ctx,
+        api,
+        ar,
+        ns,
+        name,
+    };
+    let (ns, name) = (&t.ns, &t.name);
     let log = &ctx.log;
     if ctx.behaviour == Behaviour::HotLoop {
-        let stamp = humantime::format_rfc3339_nanos(std::time::SystemTime::now()).to_string();
-        api.patch(
-            &name,
-            &PatchParams::default(),
-            &Patch::Merge(json!({"metadata": {"annotations": {STAMP: stamp}}})),
-        )
-        .await?;
-        let n = ctx
-            .stamps
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-            + 1;
-        if n <= 3 || n.is_power_of_two() {
-            log(format!(
-                "{ns}/{name}: patched annotation {STAMP} (write #{n})"
-            ));
-        }
-        return Ok(Action::await_change());
+        return stamp(&t).await;
     }
     let generation = obj.metadata.generation.unwrap_or(0);
     let key = (ns.clone(), name.clone());
@@ -146,21 +147,7 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Err
         return Ok(Action::requeue(INTERVAL));
     }
     let status = obj.data.get("status").cloned().unwrap_or(json!({}));
-    let cached_conditions = status["conditions"]
-        .as_array()
-        .is_some_and(|c| !c.is_empty());
-    // Progressive status: a reconcile that has a new artifact to store marks the object
-    // Reconciling in memory first; one that finds an artifact stored does not.
-    let marked_reconciling = status.get("artifact").is_none();
-    let had_conditions = cached_conditions || marked_reconciling;
-    log(format!(
-        "{ns}/{name}: reconcile generation {generation} (in-memory object has {})",
-        match (cached_conditions, marked_reconciling) {
-            (true, _) => "its conditions",
-            (false, true) => "a Reconciling condition: no artifact stored yet",
-            (false, false) => "no conditions: an artifact is stored, nothing to mark",
-        }
-    ));
+    let had_conditions = in_memory_conditions(&t, generation, &status);
     // The work: "fetch" the revision — from a URL it can fetch from. One it cannot is
     // rejected as Flux rejects it: Stalled, with no retry until the spec changes.
     let url = obj.data["spec"]["url"].as_str().unwrap_or("").to_string();
@@ -168,7 +155,7 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Err
         .iter()
         .any(|scheme| url.starts_with(scheme))
     {
-        reject(&api, &name, generation, &url).await?;
+        reject(&t.api, name, generation, &url).await?;
         log(format!(
             "{ns}/{name}: Stalled: URL {url:?} is not http, https or ssh; not retried until the spec changes"
         ));
@@ -180,72 +167,9 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Err
     }
     let revision = format!("main@sha1:{:016x}", fxhash(&url));
     tokio::time::sleep(Duration::from_millis(20)).await;
-    // 1. The artifact, with a plain merge patch.
-    let observed = status["observedGeneration"].as_i64().unwrap_or(0);
-    api.patch_status(
-        &name,
-        &PatchParams::default(),
-        &Patch::Merge(json!({"status": {
-            "observedGeneration": observed,
-            "artifact": {"revision": revision, "path": format!("gitrepository/{ns}/{name}/{revision}.tar.gz")}
-        }})),
-    )
-    .await?;
-    log(format!(
-        "{ns}/{name}: status patch (artifact {revision}) → 200"
-    ));
-    // 2. The conditions, with the optimistic lock, re-reading the informer cache.
-    let mut written = false;
-    for attempt in 1..=5 {
-        let cached = ctx
-            .store
-            .get(&ObjectRef::new_with(&name, ar.clone()).within(&ns));
-        let rv = cached
-            .as_ref()
-            .and_then(|o| o.metadata.resource_version.clone())
-            .unwrap_or_default();
-        let patch = json!({"metadata": {"resourceVersion": rv}, "status": {"conditions": conditions(&revision)}});
-        match api
-            .patch_status(&name, &PatchParams::default(), &Patch::Merge(patch))
-            .await
-        {
-            Ok(_) => {
-                log(format!(
-                    "{ns}/{name}: conditions patch (optimistic lock, cached rv {rv}) → 200"
-                ));
-                written = true;
-                break;
-            }
-            Err(kube::Error::Api(e)) if e.code == 409 => {
-                log(format!(
-                    "{ns}/{name}: conditions patch (optimistic lock, cached rv {rv}) → 409 Conflict (attempt {attempt}/5)"
-                ));
-                let jitter = 100 + (fxhash(&format!("{name}{attempt}")) % 100);
-                tokio::time::sleep(Duration::from_millis(jitter)).await;
-            }
-            Err(e) => return Err(e.into()),
-        }
-    }
-    // 3. observedGeneration.
-    let set_observed = match ctx.behaviour {
-        Behaviour::Buggy => written && had_conditions,
-        _ => true,
-    };
-    if set_observed {
-        api.patch_status(
-            &name,
-            &PatchParams::default(),
-            &Patch::Merge(json!({"status": {"observedGeneration": generation}})),
-        )
-        .await?;
-        log(format!(
-            "{ns}/{name}: status patch (observedGeneration {generation}) → 200"
-        ));
-    } else if written {
-        log(format!(
-            "{ns}/{name}: observedGeneration not written: the in-memory object had no conditions (the guard)"
-        ));
-    }
+    store_artifact(&t, &status, &revision).await?;
+    let written = write_conditions(&t, &revision).await?;
+    write_observed_generation(&t, generation, written, had_conditions).await?;
     if !written {
         log(format!(
             "{ns}/{name}: reconcile failed: conditions not written after 5 conflicts; requeue in 2s"
@@ -257,6 +181,144 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Err
         .unwrap_or_else(|p| p.into_inner())
         .insert(key, generation);
     Ok(Action::requeue(INTERVAL))
+}
+
+/// `Behaviour::HotLoop`: stamp the annotation (a write that triggers the next reconcile).
+async fn stamp(t: &Target<'_>) -> Result<Action, Error> {
+    let (ns, name, log) = (&t.ns, &t.name, &t.ctx.log);
+    let stamp = humantime::format_rfc3339_nanos(std::time::SystemTime::now()).to_string();
+    t.api
+        .patch(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": {STAMP: stamp}}})),
+        )
+        .await?;
+    let n = t
+        .ctx
+        .stamps
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        + 1;
+    if n <= 3 || n.is_power_of_two() {
+        log(format!(
+            "{ns}/{name}: patched annotation {STAMP} (write #{n})"
+        ));
+    }
+    Ok(Action::await_change())
+}
+
+/// Whether the in-memory object has conditions (the guard's question), logged.
+fn in_memory_conditions(t: &Target, generation: i64, status: &serde_json::Value) -> bool {
+    let (ns, name, log) = (&t.ns, &t.name, &t.ctx.log);
+    let cached_conditions = status["conditions"]
+        .as_array()
+        .is_some_and(|c| !c.is_empty());
+    // Progressive status: a reconcile that has a new artifact to store marks the object
+    // Reconciling in memory first; one that finds an artifact stored does not.
+    let marked_reconciling = status.get("artifact").is_none();
+    log(format!(
+        "{ns}/{name}: reconcile generation {generation} (in-memory object has {})",
+        match (cached_conditions, marked_reconciling) {
+            (true, _) => "its conditions",
+            (false, true) => "a Reconciling condition: no artifact stored yet",
+            (false, false) => "no conditions: an artifact is stored, nothing to mark",
+        }
+    ));
+    cached_conditions || marked_reconciling
+}
+
+/// Step 1, the artifact, with a plain merge patch.
+async fn store_artifact(
+    t: &Target<'_>,
+    status: &serde_json::Value,
+    revision: &str,
+) -> Result<(), Error> {
+    let (ns, name, log) = (&t.ns, &t.name, &t.ctx.log);
+    let observed = status["observedGeneration"].as_i64().unwrap_or(0);
+    t.api
+        .patch_status(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {
+                "observedGeneration": observed,
+                "artifact": {"revision": revision, "path": format!("gitrepository/{ns}/{name}/{revision}.tar.gz")}
+            }})),
+        )
+        .await?;
+    log(format!(
+        "{ns}/{name}: status patch (artifact {revision}) → 200"
+    ));
+    Ok(())
+}
+
+/// Step 2, the conditions, with the optimistic lock, re-reading the informer cache:
+/// whether they were written within 5 attempts.
+async fn write_conditions(t: &Target<'_>, revision: &str) -> Result<bool, Error> {
+    let (ns, name, log) = (&t.ns, &t.name, &t.ctx.log);
+    for attempt in 1..=5 {
+        let cached = t
+            .ctx
+            .store
+            .get(&ObjectRef::new_with(name, t.ar.clone()).within(ns));
+        let rv = cached
+            .as_ref()
+            .and_then(|o| o.metadata.resource_version.clone())
+            .unwrap_or_default();
+        let patch = json!({"metadata": {"resourceVersion": rv}, "status": {"conditions": conditions(revision)}});
+        match t
+            .api
+            .patch_status(name, &PatchParams::default(), &Patch::Merge(patch))
+            .await
+        {
+            Ok(_) => {
+                log(format!(
+                    "{ns}/{name}: conditions patch (optimistic lock, cached rv {rv}) → 200"
+                ));
+                return Ok(true);
+            }
+            Err(kube::Error::Api(e)) if e.code == 409 => {
+                log(format!(
+                    "{ns}/{name}: conditions patch (optimistic lock, cached rv {rv}) → 409 Conflict (attempt {attempt}/5)"
+                ));
+                let jitter = 100 + (fxhash(&format!("{name}{attempt}")) % 100);
+                tokio::time::sleep(Duration::from_millis(jitter)).await;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(false)
+}
+
+/// Step 3, observedGeneration: always, or under Flux's guard (`Behaviour::Buggy`) only
+/// when the conditions were written and the in-memory object had conditions.
+async fn write_observed_generation(
+    t: &Target<'_>,
+    generation: i64,
+    written: bool,
+    had_conditions: bool,
+) -> Result<(), Error> {
+    let (ns, name, log) = (&t.ns, &t.name, &t.ctx.log);
+    let set_observed = match t.ctx.behaviour {
+        Behaviour::Buggy => written && had_conditions,
+        _ => true,
+    };
+    if set_observed {
+        t.api
+            .patch_status(
+                name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"status": {"observedGeneration": generation}})),
+            )
+            .await?;
+        log(format!(
+            "{ns}/{name}: status patch (observedGeneration {generation}) → 200"
+        ));
+    } else if written {
+        log(format!(
+            "{ns}/{name}: observedGeneration not written: the in-memory object had no conditions (the guard)"
+        ));
+    }
+    Ok(())
 }
 
 /// A spec the controller cannot act on: `Stalled=True` and `Ready=False` for this

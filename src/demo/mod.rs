@@ -161,8 +161,46 @@ async fn run_in(
         .sim
         .token_for(&format!("system:serviceaccount:{SERVICE_ACCOUNT}"));
     log(format!("simulator serving at {sim_url}"));
+    let (running, proxy_certs) = start_proxy(args, &local, &log).await?;
 
-    // The proxy, with the scenario's schedule.
+    // The user: a CRD and a GitRepository, straight on the cluster.
+    let admin = crate::kubeconfig::client(&local.kubeconfig, None).await?;
+    install_crd(&admin, controller::CRD).await?;
+    // The controller: through the proxy, as its own service account.
+    let ctl_client = controller_client(dir, &running, &proxy_certs, &controller_token).await?;
+    let behaviour = match (args.scenario, args.fixed) {
+        (Scenario::HotLoop, _) => Behaviour::HotLoop,
+        (Scenario::F1, true) => Behaviour::Fixed,
+        (Scenario::F1, false) => Behaviour::Buggy,
+    };
+    log(format!("controller started ({behaviour:?})"));
+    let ctl_task = tokio::spawn(controller::run(ctl_client, behaviour, log.clone()));
+    let windows_task = log_windows(running.engine.clone(), log.clone());
+    create_objects(&admin, &log).await?;
+
+    wait_for_verdict(args, &running).await;
+    ctl_task.abort();
+    windows_task.abort();
+    let report = running.stop().await;
+    local.stop().await;
+    let _ = start;
+    crate::server::write_reports(
+        &report,
+        args.report_json.as_deref(),
+        args.report_html.as_deref(),
+    )?;
+    println!();
+    print!("{}", report.terminal());
+    Ok(())
+}
+
+/// The proxy in front of the simulator, with the scenario's schedule, and its
+/// certificates.
+async fn start_proxy(
+    args: &DemoArgs,
+    local: &crate::sim::local::Local,
+    log: &controller::Log,
+) -> Result<(crate::server::Running, crate::certs::CertBundle)> {
     let schedule_json = schedule(args.scenario, args.settle);
     let schedule =
         crate::schedule::Schedule::parse(&schedule_json.to_string(), "the demo schedule")
@@ -186,11 +224,17 @@ async fn run_in(
         Scenario::F1 => log("schedule: freeze the controller's view of gitrepositories for 1.5s right after its first status patch".into()),
         Scenario::HotLoop => log("schedule: no windows; the hot-loop oracle watches write rates".into()),
     }
+    Ok((running, proxy_certs))
+}
 
-    // The user: a CRD and a GitRepository, straight on the cluster.
-    let admin = crate::kubeconfig::client(&local.kubeconfig, None).await?;
-    install_crd(&admin, controller::CRD).await?;
-    // The controller: through the proxy, as its own service account.
+/// A client for the controller: through the proxy, as its own service account (its
+/// kubeconfig written in `dir`).
+async fn controller_client(
+    dir: &std::path::Path,
+    running: &crate::server::Running,
+    proxy_certs: &crate::certs::CertBundle,
+    token: &str,
+) -> Result<kube::Client> {
     let ctl_kubeconfig = dir.join("controller.kubeconfig");
     crate::kubeconfig::write(
         &ctl_kubeconfig,
@@ -198,37 +242,37 @@ async fn run_in(
             name: "stalemate-demo",
             server: &running.url,
             ca_pem: &proxy_certs.ca_cert_pem,
-            token: Some(&controller_token),
+            token: Some(token),
             client_cert: None,
             namespace: Some("demo"),
         },
     )?;
-    let ctl_client = crate::kubeconfig::client(&ctl_kubeconfig, None).await?;
-    let behaviour = match (args.scenario, args.fixed) {
-        (Scenario::HotLoop, _) => Behaviour::HotLoop,
-        (Scenario::F1, true) => Behaviour::Fixed,
-        (Scenario::F1, false) => Behaviour::Buggy,
-    };
-    log(format!("controller started ({behaviour:?})"));
-    let ctl_task = tokio::spawn(controller::run(ctl_client, behaviour, log.clone()));
-    // Window transitions, as they happen.
-    let windows_task = tokio::spawn({
-        let (engine, log) = (running.engine.clone(), log.clone());
-        async move {
-            let mut open: Vec<String> = Vec::new();
-            loop {
-                let now = engine.active_names();
-                for w in now.iter().filter(|w| !open.contains(w)) {
-                    log(format!("window {w} opened (freeze)"));
-                }
-                for w in open.iter().filter(|w| !now.contains(w)) {
-                    log(format!("window {w} closed: held events released"));
-                }
-                open = now;
-                tokio::time::sleep(Duration::from_millis(5)).await;
+    crate::kubeconfig::client(&ctl_kubeconfig, None).await
+}
+
+/// Window transitions, logged as they happen (until the task is aborted).
+fn log_windows(
+    engine: Arc<crate::schedule::engine::Engine>,
+    log: controller::Log,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut open: Vec<String> = Vec::new();
+        loop {
+            let now = engine.active_names();
+            for w in now.iter().filter(|w| !open.contains(w)) {
+                log(format!("window {w} opened (freeze)"));
             }
+            for w in open.iter().filter(|w| !now.contains(w)) {
+                log(format!("window {w} closed: held events released"));
+            }
+            open = now;
+            tokio::time::sleep(Duration::from_millis(5)).await;
         }
-    });
+    })
+}
+
+/// The user's objects: namespace `demo` and the GitRepository `demo/podinfo`.
+async fn create_objects(admin: &kube::Client, log: &controller::Log) -> Result<()> {
     let ns: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(admin.clone());
     ns.create(
         &PostParams::default(),
@@ -250,8 +294,11 @@ async fn run_in(
         .await
         .context("creating the GitRepository")?;
     log("created GitRepository demo/podinfo".into());
+    Ok(())
+}
 
-    // Wait for the verdict.
+/// Wait for the verdict: the hot loop's run time, or F1 judged (at most 50 s).
+async fn wait_for_verdict(args: &DemoArgs, running: &crate::server::Running) {
     match args.scenario {
         Scenario::HotLoop => tokio::time::sleep(args.hot_loop_for).await,
         Scenario::F1 => {
@@ -268,17 +315,4 @@ async fn run_in(
             }
         }
     }
-    ctl_task.abort();
-    windows_task.abort();
-    let report = running.stop().await;
-    local.stop().await;
-    let _ = start;
-    crate::server::write_reports(
-        &report,
-        args.report_json.as_deref(),
-        args.report_html.as_deref(),
-    )?;
-    println!();
-    print!("{}", report.terminal());
-    Ok(())
 }
