@@ -193,6 +193,45 @@ fn inject(doc: &mut Value, o: &Options, n: usize) -> Result<(), InjectError> {
     };
     // Injecting twice equals injecting once: start from the original.
     uninject(doc, n)?;
+    check_pod_template(doc, o, n, spec_path)?;
+    let mut record = Record::default();
+    let spec = at_mut(doc, spec_path).unwrap_or_else(|| unreachable!("checked above"));
+    if let Some(containers) = spec.get_mut("containers").and_then(Value::as_array_mut) {
+        for c in containers.iter_mut() {
+            let name = c["name"].as_str().unwrap_or("").to_string();
+            if !(o.containers.is_empty() || o.containers.contains(&name)) {
+                continue;
+            }
+            let Some(cm) = c.as_object_mut() else {
+                continue;
+            };
+            record.containers.push(behind_proxy(cm, name));
+        }
+        containers.push(sidecar(o));
+    }
+    let Some(sm) = spec.as_object_mut() else {
+        return Ok(());
+    };
+    record.created_volumes = !sm.contains_key("volumes");
+    if let Some(vols) = sm
+        .entry("volumes")
+        .or_insert_with(|| json!([]))
+        .as_array_mut()
+    {
+        vols.extend(volumes(o));
+    }
+    annotate(doc, meta_path, record);
+    Ok(())
+}
+
+/// That the workload has a pod template with containers, among them every one
+/// `--containers` names.
+fn check_pod_template(
+    doc: &mut Value,
+    o: &Options,
+    n: usize,
+    spec_path: &[&str],
+) -> Result<(), InjectError> {
     let spec_field = spec_path.join(".");
     let Some(spec) = at_mut(doc, spec_path).filter(|s| s.is_object()) else {
         return Err(err(doc, n, &spec_field, "no pod template here"));
@@ -225,71 +264,55 @@ fn inject(doc: &mut Value, o: &Options, n: usize) -> Result<(), InjectError> {
             ));
         }
     }
-    let mut record = Record::default();
-    let spec = at_mut(doc, spec_path).unwrap_or_else(|| unreachable!("checked above"));
+    Ok(())
+}
+
+/// Put one controller container behind the proxy; the record of what it had before.
+fn behind_proxy(cm: &mut Map<String, Value>, name: String) -> ContainerRecord {
     // The controller containers: the proxy as their apiserver, its CA as theirs.
     let env = [
         json!({"name": "KUBERNETES_SERVICE_HOST", "value": "127.0.0.1"}),
         json!({"name": "KUBERNETES_SERVICE_PORT", "value": PROXY_PORT.to_string()}),
     ];
     let mount = json!({"name": SA_VOLUME, "mountPath": SA_PATH, "readOnly": true});
-    if let Some(containers) = spec.get_mut("containers").and_then(Value::as_array_mut) {
-        for c in containers.iter_mut() {
-            let name = c["name"].as_str().unwrap_or("").to_string();
-            if !(o.containers.is_empty() || o.containers.contains(&name)) {
-                continue;
-            }
-            let mut cr = ContainerRecord {
-                name,
-                ..Default::default()
-            };
-            let Some(cm) = c.as_object_mut() else {
-                continue;
-            };
-            cr.created_env = !cm.contains_key("env");
-            let envs = cm.entry("env").or_insert_with(|| json!([]));
-            if let Some(envs) = envs.as_array_mut() {
-                for e in &env {
-                    match envs.iter().position(|x| x["name"] == e["name"]) {
-                        Some(i) => {
-                            cr.replaced_env.push((i, envs[i].clone()));
-                            envs[i] = e.clone();
-                        }
-                        None => envs.push(e.clone()),
-                    }
-                }
-            }
-            cr.created_mounts = !cm.contains_key("volumeMounts");
-            let mounts = cm.entry("volumeMounts").or_insert_with(|| json!([]));
-            if let Some(mounts) = mounts.as_array_mut() {
-                match mounts.iter().position(|m| m["mountPath"] == SA_PATH) {
-                    Some(i) => {
-                        cr.replaced_mount = Some((i, mounts[i].clone()));
-                        mounts[i] = mount.clone();
-                    }
-                    None => mounts.push(mount.clone()),
-                }
-            }
-            record.containers.push(cr);
-        }
-        containers.push(sidecar(o));
-    }
-    let Some(sm) = spec.as_object_mut() else {
-        return Ok(());
+    let mut cr = ContainerRecord {
+        name,
+        ..Default::default()
     };
-    record.created_volumes = !sm.contains_key("volumes");
-    if let Some(vols) = sm
-        .entry("volumes")
-        .or_insert_with(|| json!([]))
-        .as_array_mut()
-    {
-        vols.extend(volumes(o));
+    cr.created_env = !cm.contains_key("env");
+    let envs = cm.entry("env").or_insert_with(|| json!([]));
+    if let Some(envs) = envs.as_array_mut() {
+        for e in &env {
+            match envs.iter().position(|x| x["name"] == e["name"]) {
+                Some(i) => {
+                    cr.replaced_env.push((i, envs[i].clone()));
+                    envs[i] = e.clone();
+                }
+                None => envs.push(e.clone()),
+            }
+        }
     }
+    cr.created_mounts = !cm.contains_key("volumeMounts");
+    let mounts = cm.entry("volumeMounts").or_insert_with(|| json!([]));
+    if let Some(mounts) = mounts.as_array_mut() {
+        match mounts.iter().position(|m| m["mountPath"] == SA_PATH) {
+            Some(i) => {
+                cr.replaced_mount = Some((i, mounts[i].clone()));
+                mounts[i] = mount.clone();
+            }
+            None => mounts.push(mount.clone()),
+        }
+    }
+    cr
+}
+
+/// The pod template's annotations: scrape ones, and the record of what was injected.
+fn annotate(doc: &mut Value, meta_path: &[&str], mut record: Record) {
     // Scrape annotations, unless the pod already has its own (Flux's controllers do, for
     // their own metrics): then the PodMonitor finds the `stalemate-admin` port.
     let meta = ensure_object(doc, meta_path);
     let Some(mm) = meta.as_object_mut() else {
-        return Ok(());
+        return;
     };
     record.created_annotations = !mm.contains_key("annotations");
     let ann = mm
@@ -313,7 +336,6 @@ fn inject(doc: &mut Value, o: &Options, n: usize) -> Result<(), InjectError> {
             Value::String(serde_json::to_string(&record).unwrap_or_default()),
         );
     }
-    Ok(())
 }
 
 fn sidecar(o: &Options) -> Value {
@@ -395,40 +417,7 @@ fn uninject(doc: &mut Value, n: usize) -> Result<(), InjectError> {
                 else {
                     continue;
                 };
-                if let Some(envs) = c.get_mut("env").and_then(Value::as_array_mut) {
-                    for (i, orig) in &cr.replaced_env {
-                        if let Some(slot) = envs.get_mut(*i) {
-                            *slot = orig.clone();
-                        }
-                    }
-                    let replaced: Vec<usize> = cr.replaced_env.iter().map(|(i, _)| *i).collect();
-                    let mut idx = 0;
-                    envs.retain(|e| {
-                        let keep = replaced.contains(&idx)
-                            || !matches!(
-                                e["name"].as_str(),
-                                Some("KUBERNETES_SERVICE_HOST" | "KUBERNETES_SERVICE_PORT")
-                            );
-                        idx += 1;
-                        keep
-                    });
-                }
-                if cr.created_env {
-                    c.remove("env");
-                }
-                if let Some(mounts) = c.get_mut("volumeMounts").and_then(Value::as_array_mut) {
-                    match &cr.replaced_mount {
-                        Some((i, orig)) => {
-                            if let Some(slot) = mounts.get_mut(*i) {
-                                *slot = orig.clone();
-                            }
-                        }
-                        None => mounts.retain(|m| m["name"] != SA_VOLUME),
-                    }
-                }
-                if cr.created_mounts {
-                    c.remove("volumeMounts");
-                }
+                restore_container(c, cr);
             }
         }
         if let Some(vols) = spec.get_mut("volumes").and_then(Value::as_array_mut) {
@@ -455,4 +444,42 @@ fn uninject(doc: &mut Value, n: usize) -> Result<(), InjectError> {
         }
     }
     Ok(())
+}
+
+/// Give a controller container back the env and mounts it had before it was injected.
+fn restore_container(c: &mut Map<String, Value>, cr: &ContainerRecord) {
+    if let Some(envs) = c.get_mut("env").and_then(Value::as_array_mut) {
+        for (i, orig) in &cr.replaced_env {
+            if let Some(slot) = envs.get_mut(*i) {
+                *slot = orig.clone();
+            }
+        }
+        let replaced: Vec<usize> = cr.replaced_env.iter().map(|(i, _)| *i).collect();
+        let mut idx = 0;
+        envs.retain(|e| {
+            let keep = replaced.contains(&idx)
+                || !matches!(
+                    e["name"].as_str(),
+                    Some("KUBERNETES_SERVICE_HOST" | "KUBERNETES_SERVICE_PORT")
+                );
+            idx += 1;
+            keep
+        });
+    }
+    if cr.created_env {
+        c.remove("env");
+    }
+    if let Some(mounts) = c.get_mut("volumeMounts").and_then(Value::as_array_mut) {
+        match &cr.replaced_mount {
+            Some((i, orig)) => {
+                if let Some(slot) = mounts.get_mut(*i) {
+                    *slot = orig.clone();
+                }
+            }
+            None => mounts.retain(|m| m["name"] != SA_VOLUME),
+        }
+    }
+    if cr.created_mounts {
+        c.remove("volumeMounts");
+    }
 }
