@@ -156,89 +156,101 @@ async fn handle(admin: Arc<Admin>, req: Request<Incoming>) -> Response<Body> {
                 &serde_json::to_value(&r).unwrap_or(serde_json::Value::Null),
             )
         }
-        (&http::Method::POST, "/v1/windows") => {
-            use http_body_util::BodyExt;
-            let body = match http_body_util::Limited::new(req.into_body(), 1 << 20)
-                .collect()
-                .await
-            {
-                Ok(b) => b.to_bytes(),
-                Err(e) => {
-                    return json(
-                        StatusCode::BAD_REQUEST,
-                        &serde_json::json!({"error": format!("reading the body: {e}")}),
-                    );
-                }
-            };
-            let text_body = String::from_utf8_lossy(&body);
-            match crate::schedule::Window::parse(&text_body) {
-                Err(e) => json(
-                    StatusCode::BAD_REQUEST,
-                    &serde_json::json!({"error": e.to_string()}),
-                ),
-                Ok(w) => {
-                    let name = w.name.clone();
-                    match admin.gates.engine.submit(w) {
-                        Ok("opened") => {
-                            json(StatusCode::CREATED, &serde_json::json!({"opened": name}))
-                        }
-                        Ok(_) => json(StatusCode::ACCEPTED, &serde_json::json!({"armed": name})),
-                        Err(e) => json(
-                            StatusCode::UNPROCESSABLE_ENTITY,
-                            &serde_json::json!({"error": e}),
-                        ),
-                    }
-                }
-            }
-        }
+        (&http::Method::POST, "/v1/windows") => open_window(&admin, req).await,
         (&http::Method::DELETE, p) if p.starts_with("/v1/windows/") => {
-            let name = &p["/v1/windows/".len()..];
-            // Ends an open window (held events are released) and cancels an armed one,
-            // so a window with a trigger can be taken back before it fires.
-            let closed = admin.gates.engine.close(name);
-            let disarmed = admin.gates.engine.disarm(name);
-            if closed || disarmed {
-                json(
-                    StatusCode::OK,
-                    &serde_json::json!({"window": name, "closed": closed, "disarmed": disarmed}),
-                )
-            } else {
-                json(
-                    StatusCode::NOT_FOUND,
-                    &serde_json::json!({"error": format!("no open or armed window named {name:?}")}),
-                )
-            }
+            close_window(&admin, &p["/v1/windows/".len()..])
         }
-        (&http::Method::GET, "/metrics") => {
-            refresh_lag(&admin);
-            let up = matches!(admin.upstream.probe(Duration::from_secs(2)).await, Ok(c) if c < 500);
-            admin.metrics.upstream_up.set(i64::from(up));
-            // Sets stalemate_oracle_violations.
-            let _ = admin.oracles.update_gauge(std::time::SystemTime::now());
-            text(
-                StatusCode::OK,
-                admin.metrics.render(),
-                "text/plain; version=0.0.4",
-            )
-        }
+        (&http::Method::GET, "/metrics") => metrics(&admin).await,
         (&http::Method::GET, "/healthz" | "/livez") => text(StatusCode::OK, "ok", "text/plain"),
-        (&http::Method::GET, "/readyz") => match admin.upstream.probe(Duration::from_secs(3)).await
-        {
-            Ok(code) if code < 500 => text(StatusCode::OK, "ok", "text/plain"),
-            Ok(code) => text(
-                StatusCode::SERVICE_UNAVAILABLE,
-                format!("upstream answered {code}\n"),
-                "text/plain",
-            ),
-            Err(e) => text(
-                StatusCode::SERVICE_UNAVAILABLE,
-                format!("upstream unreachable: {e}\n"),
-                "text/plain",
-            ),
-        },
+        (&http::Method::GET, "/readyz") => readyz(&admin).await,
         _ => text(
             StatusCode::NOT_FOUND,
             "not found: try /metrics, /healthz, /readyz, /v1/status, /v1/windows, /v1/clients or /v1/report\n",
+            "text/plain",
+        ),
+    }
+}
+
+/// `POST /v1/windows`: a window from the body, opened now or armed for its trigger.
+async fn open_window(admin: &Admin, req: Request<Incoming>) -> Response<Body> {
+    use http_body_util::BodyExt;
+    let body = match http_body_util::Limited::new(req.into_body(), 1 << 20)
+        .collect()
+        .await
+    {
+        Ok(b) => b.to_bytes(),
+        Err(e) => {
+            return json(
+                StatusCode::BAD_REQUEST,
+                &serde_json::json!({"error": format!("reading the body: {e}")}),
+            );
+        }
+    };
+    let text_body = String::from_utf8_lossy(&body);
+    match crate::schedule::Window::parse(&text_body) {
+        Err(e) => json(
+            StatusCode::BAD_REQUEST,
+            &serde_json::json!({"error": e.to_string()}),
+        ),
+        Ok(w) => {
+            let name = w.name.clone();
+            match admin.gates.engine.submit(w) {
+                Ok("opened") => json(StatusCode::CREATED, &serde_json::json!({"opened": name})),
+                Ok(_) => json(StatusCode::ACCEPTED, &serde_json::json!({"armed": name})),
+                Err(e) => json(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    &serde_json::json!({"error": e}),
+                ),
+            }
+        }
+    }
+}
+
+/// `DELETE /v1/windows/NAME`: the window closed or disarmed, or 404 when it is neither.
+fn close_window(admin: &Admin, name: &str) -> Response<Body> {
+    // Ends an open window (held events are released) and cancels an armed one,
+    // so a window with a trigger can be taken back before it fires.
+    let closed = admin.gates.engine.close(name);
+    let disarmed = admin.gates.engine.disarm(name);
+    if closed || disarmed {
+        json(
+            StatusCode::OK,
+            &serde_json::json!({"window": name, "closed": closed, "disarmed": disarmed}),
+        )
+    } else {
+        json(
+            StatusCode::NOT_FOUND,
+            &serde_json::json!({"error": format!("no open or armed window named {name:?}")}),
+        )
+    }
+}
+
+/// `GET /metrics`: the gauges brought up to date, then the exposition.
+async fn metrics(admin: &Admin) -> Response<Body> {
+    refresh_lag(admin);
+    let up = matches!(admin.upstream.probe(Duration::from_secs(2)).await, Ok(c) if c < 500);
+    admin.metrics.upstream_up.set(i64::from(up));
+    // Sets stalemate_oracle_violations.
+    let _ = admin.oracles.update_gauge(std::time::SystemTime::now());
+    text(
+        StatusCode::OK,
+        admin.metrics.render(),
+        "text/plain; version=0.0.4",
+    )
+}
+
+/// `GET /readyz`: ready while the upstream answers below 500.
+async fn readyz(admin: &Admin) -> Response<Body> {
+    match admin.upstream.probe(Duration::from_secs(3)).await {
+        Ok(code) if code < 500 => text(StatusCode::OK, "ok", "text/plain"),
+        Ok(code) => text(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("upstream answered {code}\n"),
+            "text/plain",
+        ),
+        Err(e) => text(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("upstream unreachable: {e}\n"),
             "text/plain",
         ),
     }
