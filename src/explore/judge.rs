@@ -187,6 +187,16 @@ pub fn fault_free_key(v: &crate::oracle::Violation) -> String {
 
 /// Judge one faulted run against the baseline. `max_run` names the cap in messages.
 pub fn judge(o: &Outcome, base: &Baseline) -> Vec<Found> {
+    let mut out = process_findings(o, base);
+    out.extend(violation_findings(o, base));
+    out.extend(state_differences(o, base));
+    out.extend(write_differences(o, base));
+    out
+}
+
+/// What the processes did that the fault-free runs did not: the controller failed or
+/// never went quiet, the workload exited otherwise.
+fn process_findings(o: &Outcome, base: &Baseline) -> Vec<Found> {
     let mut out = Vec::new();
     let nothing = ObjectRef {
         resource: String::new(),
@@ -225,6 +235,13 @@ pub fn judge(o: &Outcome, base: &Baseline) -> Vec<Found> {
             "exit",
         ));
     }
+    out
+}
+
+/// The oracles' violations that count: not ones the references showed too, and rates
+/// only where they beat the references' (`rate_counts`).
+fn violation_findings(o: &Outcome, base: &Baseline) -> Vec<Found> {
+    let mut out = Vec::new();
     let last_close = o
         .report
         .verdicts
@@ -245,26 +262,8 @@ pub fn judge(o: &Outcome, base: &Baseline) -> Vec<Found> {
         if !rate && base.without_faults.contains(&fault_free_key(v)) {
             continue;
         }
-        if rate {
-            // Healthy controllers retry under staleness: a rate counts only when it is
-            // the controller's, outlives the faults, and clearly beats its own
-            // fault-free rate.
-            let client = v.client.as_deref().unwrap_or("");
-            let reference = base
-                .peaks
-                .get(&(client.to_string(), obj.clone()))
-                .map_or(0, |p| {
-                    if v.oracle == "hotLoop" {
-                        p.writes
-                    } else {
-                        p.conflicts
-                    }
-                }) as u64;
-            let peak = v.peak.unwrap_or(0);
-            let outlived = v.until.is_some_and(|u| u > last_close);
-            if !super::under_test(client) || !outlived || peak <= 2 * reference.max(1) {
-                continue;
-            }
+        if rate && !rate_counts(v, &obj, base, last_close) {
+            continue;
         }
         let what = if rate {
             v.oracle.clone()
@@ -278,6 +277,39 @@ pub fn judge(o: &Outcome, base: &Baseline) -> Vec<Found> {
             &what,
         ));
     }
+    out
+}
+
+/// Whether a rate violation (hotLoop, conflicts) counts, against the references' peak.
+fn rate_counts(
+    v: &crate::oracle::Violation,
+    obj: &ObjectRef,
+    base: &Baseline,
+    last_close: SystemTime,
+) -> bool {
+    // Healthy controllers retry under staleness: a rate counts only when it is
+    // the controller's, outlives the faults, and clearly beats its own
+    // fault-free rate.
+    let client = v.client.as_deref().unwrap_or("");
+    let reference = base
+        .peaks
+        .get(&(client.to_string(), obj.clone()))
+        .map_or(0, |p| {
+            if v.oracle == "hotLoop" {
+                p.writes
+            } else {
+                p.conflicts
+            }
+        }) as u64;
+    let peak = v.peak.unwrap_or(0);
+    let outlived = v.until.is_some_and(|u| u > last_close);
+    super::under_test(client) && outlived && peak > 2 * reference.max(1)
+}
+
+/// The differential oracle on the end state: each difference from the references, with
+/// what they showed instead.
+fn state_differences(o: &Outcome, base: &Baseline) -> Vec<Found> {
+    let mut out = Vec::new();
     let state = differ::normalize(&o.snapshot);
     for d in differ::compare(&base.state, &base.masks, &state) {
         let mut f = found(
@@ -301,6 +333,12 @@ pub fn judge(o: &Outcome, base: &Baseline) -> Vec<Found> {
         });
         out.push(f);
     }
+    out
+}
+
+/// The controller's creates and deletes per resource beyond the references'.
+fn write_differences(o: &Outcome, base: &Baseline) -> Vec<Found> {
+    let mut out = Vec::new();
     // Creates and deletes per resource beyond what the references did, where they agree
     // (or had none at all): a duplicate made and cleaned up again is the cost of acting
     // on a stale view even when the end state converges (kubernetes#129795). Fewer is

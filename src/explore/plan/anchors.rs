@@ -158,24 +158,7 @@ impl Reference {
 
 /// Read a reference run's trace as `viewer` saw it; `setup` is what its setup created.
 pub fn read(trace: &[Stamped], setup: &[crate::setup::Applied], viewer: &str) -> Reference {
-    let mut r = Reference {
-        controller: viewer.to_string(),
-        touchable: setup
-            .iter()
-            .filter(|a| !crate::setup::SCAFFOLDING.contains(&a.resource.as_str()))
-            .map(|a| crate::fault::touch::Object {
-                resource: a.resource.clone(),
-                namespace: a.namespace.clone().unwrap_or_default(),
-                name: a.name.clone(),
-            })
-            .collect(),
-        ..Reference::default()
-    };
-    let mut counts: BTreeMap<(String, Verb, String), u64> = BTreeMap::new();
-    // Per phase: how many of each kind were anchors, and how many anchors it has.
-    let mut in_phase: BTreeMap<(usize, String, Verb, String), u64> = BTreeMap::new();
-    let mut turns: BTreeMap<usize, usize> = BTreeMap::new();
-    let mut phase = 0;
+    let mut rd = Reader::new(viewer, setup);
     for s in trace {
         match &s.record {
             // What the workload created is the user's too (a create's name is in its
@@ -187,7 +170,7 @@ pub fn read(trace: &[Stamped], setup: &[crate::setup::Applied], viewer: &str) ->
                 name,
                 ..
             } if client == WORKLOAD && !resource.contains('/') => {
-                r.touchable.push(crate::fault::touch::Object {
+                rd.r.touchable.push(crate::fault::touch::Object {
                     resource: resource.clone(),
                     namespace: namespace.clone(),
                     name: name.clone(),
@@ -201,62 +184,13 @@ pub fn read(trace: &[Stamped], setup: &[crate::setup::Applied], viewer: &str) ->
                 latency_ms,
                 ..
             } if client != crate::identity::OTHER => {
-                let Some(verb) = Verb::from_name(verb) else {
-                    continue;
-                };
-                let base = base_resource(resource).to_string();
-                if base == LEASES && client == viewer && verb.is_write() {
-                    r.leases = true;
-                }
-                if IGNORED.contains(&base.as_str()) || base.is_empty() {
-                    continue;
-                }
-                if matches!(verb, Verb::List | Verb::Watch) && client == viewer {
-                    r.watched.insert(base.clone());
-                    if verb == Verb::List {
-                        r.listed.insert(base.clone());
-                    }
-                }
-                if !verb.is_write() {
-                    continue;
-                }
-                if *precondition {
-                    r.preconditioned
-                        .insert((client.clone(), verb, resource.clone()));
-                }
-                // Each write by the workload starts a phase: what the controller does
-                // about it.
-                if client == WORKLOAD {
-                    phase += 1;
-                    r.phase_starts.push(sent_at(s.at, *latency_ms));
-                }
-                let n = counts
-                    .entry((client.clone(), verb, resource.clone()))
-                    .or_default();
-                *n += 1;
-                let m = in_phase
-                    .entry((phase, client.clone(), verb, resource.clone()))
-                    .or_default();
-                *m += 1;
-                if *m > MAX_PER_KIND {
-                    continue;
-                }
-                let turn = turns.entry(phase).or_default();
-                *turn += 1;
-                let subresource = resource
-                    .split_once('/')
-                    .and_then(|(_, s)| serde_json::from_value(json!(s)).ok());
-                r.anchors.push(Anchor {
-                    client: client.clone(),
+                rd.request(
+                    client,
                     verb,
-                    resource: base,
-                    subresource,
-                    count: *n,
-                    at: sent_at(s.at, *latency_ms),
-                    preconditioned: false,
-                    phase,
-                    turn: *turn - 1,
-                });
+                    resource,
+                    *precondition,
+                    sent_at(s.at, *latency_ms),
+                );
             }
             Record::Event {
                 client,
@@ -267,7 +201,7 @@ pub fn read(trace: &[Stamped], setup: &[crate::setup::Applied], viewer: &str) ->
                 resource_version,
                 ..
             } if client == viewer && *type_ != "BOOKMARK" && *type_ != "ERROR" => {
-                r.events.push((
+                rd.r.events.push((
                     s.at,
                     resource.clone(),
                     format!("{namespace}/{name}"),
@@ -277,18 +211,135 @@ pub fn read(trace: &[Stamped], setup: &[crate::setup::Applied], viewer: &str) ->
             _ => {}
         }
     }
-    for a in &mut r.anchors {
-        let sub = a
-            .subresource
-            .map(|s| format!("/{}", s.as_str()))
-            .unwrap_or_default();
-        a.preconditioned = r.preconditioned.contains(&(
-            a.client.to_string(),
-            a.verb,
-            format!("{}{sub}", a.resource),
-        ));
+    rd.finish()
+}
+
+/// A reference being read from a trace, and the counts that number its anchors.
+struct Reader<'a> {
+    r: Reference,
+    viewer: &'a str,
+    /// How many of each (client, verb, resource as requested) so far.
+    counts: BTreeMap<(String, Verb, String), u64>,
+    // Per phase: how many of each kind were anchors, and how many anchors it has.
+    in_phase: BTreeMap<(usize, String, Verb, String), u64>,
+    turns: BTreeMap<usize, usize>,
+    phase: usize,
+}
+
+impl Reader<'_> {
+    /// Nothing read yet: the user's objects are the setup's (its scaffolding aside).
+    fn new<'a>(viewer: &'a str, setup: &[crate::setup::Applied]) -> Reader<'a> {
+        Reader {
+            r: Reference {
+                controller: viewer.to_string(),
+                touchable: setup
+                    .iter()
+                    .filter(|a| !crate::setup::SCAFFOLDING.contains(&a.resource.as_str()))
+                    .map(|a| crate::fault::touch::Object {
+                        resource: a.resource.clone(),
+                        namespace: a.namespace.clone().unwrap_or_default(),
+                        name: a.name.clone(),
+                    })
+                    .collect(),
+                ..Reference::default()
+            },
+            viewer,
+            counts: BTreeMap::new(),
+            in_phase: BTreeMap::new(),
+            turns: BTreeMap::new(),
+            phase: 0,
+        }
     }
-    r
+
+    /// The reference read, each anchor marked preconditioned where its kind's writes were.
+    fn finish(self) -> Reference {
+        let mut r = self.r;
+        for a in &mut r.anchors {
+            let sub = a
+                .subresource
+                .map(|s| format!("/{}", s.as_str()))
+                .unwrap_or_default();
+            a.preconditioned = r.preconditioned.contains(&(
+                a.client.to_string(),
+                a.verb,
+                format!("{}{sub}", a.resource),
+            ));
+        }
+        r
+    }
+
+    /// A request of the run (`sent`: when it reached the proxy): what the viewer
+    /// watched, listed and holds, and an anchor for a write (up to `MAX_PER_KIND` of a
+    /// kind per phase).
+    fn request(
+        &mut self,
+        client: &str,
+        verb: &str,
+        resource: &str,
+        precondition: bool,
+        sent: SystemTime,
+    ) {
+        let r = &mut self.r;
+        let Some(verb) = Verb::from_name(verb) else {
+            return;
+        };
+        let base = base_resource(resource).to_string();
+        if base == LEASES && client == self.viewer && verb.is_write() {
+            r.leases = true;
+        }
+        if IGNORED.contains(&base.as_str()) || base.is_empty() {
+            return;
+        }
+        if matches!(verb, Verb::List | Verb::Watch) && client == self.viewer {
+            r.watched.insert(base.clone());
+            if verb == Verb::List {
+                r.listed.insert(base.clone());
+            }
+        }
+        if !verb.is_write() {
+            return;
+        }
+        if precondition {
+            r.preconditioned
+                .insert((client.to_string(), verb, resource.to_string()));
+        }
+        // Each write by the workload starts a phase: what the controller does
+        // about it.
+        if client == WORKLOAD {
+            self.phase += 1;
+            r.phase_starts.push(sent);
+        }
+        let phase = self.phase;
+        let n = self
+            .counts
+            .entry((client.to_string(), verb, resource.to_string()))
+            .or_default();
+        *n += 1;
+        let m = self
+            .in_phase
+            .entry((phase, client.to_string(), verb, resource.to_string()))
+            .or_default();
+        *m += 1;
+        if *m > MAX_PER_KIND {
+            return;
+        }
+        let turn = self.turns.entry(phase).or_default();
+        *turn += 1;
+        let subresource = resource
+            .split_once('/')
+            .and_then(|(_, s)| serde_json::from_value(json!(s)).ok());
+        r.anchors.push(Anchor {
+            client: client.to_string(),
+            verb,
+            resource: base,
+            subresource,
+            count: *n,
+            at: sent,
+            preconditioned: false,
+            phase,
+            turn: *turn - 1,
+        });
+    }
 }
 
 /// When a request traced at `answered` (the proxy records a request once it has its
