@@ -526,36 +526,55 @@ table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ddd;pad
         h.push_str("<p class=\"pass\">None: every trial ended as the fault-free runs did.</p>");
     }
     for f in &s.findings {
+        h.push_str(&finding_html(f));
+    }
+    h.push_str(&sequences_table(s));
+    h.push_str("</section><section><h2>Trials</h2><table><tr><th>#</th><th>actions</th><th>plan</th><th>verdict</th><th>seconds</th><th>what</th></tr>");
+    for t in &s.trials {
+        h.push_str(&trial_row(t));
+    }
+    h.push_str("</table></section></body></html>\n");
+    h
+}
+
+/// A finding's heading, what it found, how to reproduce it and its files.
+fn finding_html(f: &Finding) -> String {
+    let mut h = String::new();
+    h.push_str(&format!(
+        "<h3 class=\"fail\">#{} {}</h3>{}<p>Found by: {} (trial {}; {} failing trial{})</p><ul>",
+        f.number,
+        esc(&f.title),
+        f.actions
+            .as_ref()
+            .map(|a| format!("<p>After the user's actions: {}</p>", esc(a)))
+            .unwrap_or_default(),
+        esc(&f.plan),
+        f.trial,
+        f.trials.len(),
+        if f.trials.len() == 1 { "" } else { "s" }
+    ));
+    for x in &f.found {
         h.push_str(&format!(
-            "<h3 class=\"fail\">#{} {}</h3>{}<p>Found by: {} (trial {}; {} failing trial{})</p><ul>",
-            f.number,
-            esc(&f.title),
-            f.actions
-                .as_ref()
-                .map(|a| format!("<p>After the user's actions: {}</p>", esc(a)))
-                .unwrap_or_default(),
-            esc(&f.plan),
-            f.trial,
-            f.trials.len(),
-            if f.trials.len() == 1 { "" } else { "s" }
-        ));
-        for x in &f.found {
-            h.push_str(&format!(
-                "<li><b>{}</b> {}</li>",
-                esc(&x.oracle),
-                esc(&x.message)
-            ));
-        }
-        h.push_str(&format!(
-            "</ul><p>Reproduce: <code>{}</code></p><p>Files: {}</p>",
-            esc(&f.reproduce.join(" ")),
-            f.files
-                .iter()
-                .map(|p| format!("<a href=\"{0}\">{0}</a>", esc(p)))
-                .collect::<Vec<_>>()
-                .join(" · ")
+            "<li><b>{}</b> {}</li>",
+            esc(&x.oracle),
+            esc(&x.message)
         ));
     }
+    h.push_str(&format!(
+        "</ul><p>Reproduce: <code>{}</code></p><p>Files: {}</p>",
+        esc(&f.reproduce.join(" ")),
+        f.files
+            .iter()
+            .map(|p| format!("<a href=\"{0}\">{0}</a>", esc(p)))
+            .collect::<Vec<_>>()
+            .join(" · ")
+    ));
+    h
+}
+
+/// The user's action sequences and what became of each (empty: none were given).
+fn sequences_table(s: &Summary) -> String {
+    let mut h = String::new();
     if !s.sequences.is_empty() {
         h.push_str("</section><section><h2>User actions</h2><table><tr><th>#</th><th>actions</th><th>trials</th><th>status</th></tr>");
         for q in &s.sequences {
@@ -569,33 +588,33 @@ table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ddd;pad
         }
         h.push_str("</table>");
     }
-    h.push_str("</section><section><h2>Trials</h2><table><tr><th>#</th><th>actions</th><th>plan</th><th>verdict</th><th>seconds</th><th>what</th></tr>");
-    for t in &s.trials {
-        h.push_str(&format!(
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"{}\">{}</td><td>{:.1}</td><td>{}</td></tr>",
-            t.id,
-            esc(t.actions.as_deref().unwrap_or("—")),
-            esc(&t.plan),
-            esc(t.verdict.as_str()),
-            esc(t.verdict.as_str()),
-            t.seconds,
-            esc(&t
-                .found
-                .iter()
-                .map(|f| f.message.clone())
-                .chain(t.error.clone())
-                .chain(t.effect.as_ref().map(|e| e.describe()))
-                .chain((!t.exits.is_empty()).then(|| format!(
-                    "the controller exited {}× and was restarted: {}",
-                    t.exits.len(),
-                    t.exits.join("; ")
-                )))
-                .collect::<Vec<_>>()
-                .join("; "))
-        ));
-    }
-    h.push_str("</table></section></body></html>\n");
     h
+}
+
+/// A trial's row: its actions, plan, verdict, time and what it found (or what went wrong).
+fn trial_row(t: &Trial) -> String {
+    format!(
+        "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"{}\">{}</td><td>{:.1}</td><td>{}</td></tr>",
+        t.id,
+        esc(t.actions.as_deref().unwrap_or("—")),
+        esc(&t.plan),
+        esc(t.verdict.as_str()),
+        esc(t.verdict.as_str()),
+        t.seconds,
+        esc(&t
+            .found
+            .iter()
+            .map(|f| f.message.clone())
+            .chain(t.error.clone())
+            .chain(t.effect.as_ref().map(|e| e.describe()))
+            .chain((!t.exits.is_empty()).then(|| format!(
+                "the controller exited {}× and was restarted: {}",
+                t.exits.len(),
+                t.exits.join("; ")
+            )))
+            .collect::<Vec<_>>()
+            .join("; "))
+    )
 }
 
 /// Trials per minute over `seconds` (0 for none).

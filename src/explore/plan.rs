@@ -286,32 +286,10 @@ impl Planner<'_> {
     /// Relist, rewind + restart, 500s and 429s.
     fn round_3(&mut self, order: &[&Anchor]) {
         let watched = self.watched.clone();
-        // A restart is of the whole controller, whatever it watches.
-        let everything = vec!["*".to_string()];
         let me = self.r.controller.clone();
         for a in order {
             if !watched.is_empty() {
-                self.out.push(Plan {
-                    label: format!(
-                        "expire {}'s watches (410, relist) at {}",
-                        whom(&me),
-                        a.describe()
-                    ),
-                    slug: format!("relist-at-{}", a.slug()),
-                    round: 3,
-                    windows: vec![window(
-                        "relist",
-                        &me,
-                        &watched,
-                        json!({"relist": {"how": "expired"}}),
-                        a.trigger(&me),
-                        Some(Duration::from_millis(500)),
-                    )],
-                    anchor: a.resource.clone(),
-                    targets: watched.clone(),
-                    rank: 0,
-                    phase: a.phase,
-                });
+                self.out.push(relist(&me, &watched, a));
             }
             if let Some(p) = self.lag(a) {
                 self.out.push(p);
@@ -321,37 +299,7 @@ impl Planner<'_> {
             // reaction) only as the rewind ends.
             let listed: Vec<String> = self.r.listed.iter().cloned().collect();
             if !listed.is_empty() {
-                self.out.push(Plan {
-                    label: format!(
-                        "restart {} right after {} and give it the cluster as it was then",
-                        whom(&me),
-                        a.describe()
-                    ),
-                    slug: format!("rewind-restart-after-{}", a.slug()),
-                    round: 3,
-                    windows: vec![
-                        window(
-                            "restart",
-                            &me,
-                            &everything,
-                            json!({"restart": {}}),
-                            a.trigger(&me),
-                            None,
-                        ),
-                        window(
-                            "rewind",
-                            &me,
-                            &listed,
-                            json!({"rewind": {"at": "restart"}}),
-                            a.trigger(&me),
-                            Some(Duration::from_secs(5)),
-                        ),
-                    ],
-                    anchor: a.resource.clone(),
-                    targets: listed,
-                    rank: 0,
-                    phase: a.phase,
-                });
+                self.out.push(rewind_restart(&me, listed, a));
             }
             if a.client == WORKLOAD
                 && let Some(p) = errors_after_action(self.r, a)
@@ -511,6 +459,68 @@ fn partition_lengths(lease: Option<Duration>) -> Vec<Duration> {
         }
         Some(l) => vec![l + PARTITION_MARGIN],
         None => vec![PARTITION_PAST_LEASE],
+    }
+}
+
+/// Expire the controller's watches (410) at `a`, so it lists again.
+fn relist(me: &str, watched: &[String], a: &Anchor) -> Plan {
+    Plan {
+        label: format!(
+            "expire {}'s watches (410, relist) at {}",
+            whom(me),
+            a.describe()
+        ),
+        slug: format!("relist-at-{}", a.slug()),
+        round: 3,
+        windows: vec![window(
+            "relist",
+            me,
+            watched,
+            json!({"relist": {"how": "expired"}}),
+            a.trigger(me),
+            Some(Duration::from_millis(500)),
+        )],
+        anchor: a.resource.clone(),
+        targets: watched.to_vec(),
+        rank: 0,
+        phase: a.phase,
+    }
+}
+
+/// Restart the controller right after `a` and give it what it lists as it was then.
+fn rewind_restart(me: &str, listed: Vec<String>, a: &Anchor) -> Plan {
+    // A restart is of the whole controller, whatever it watches.
+    let everything = vec!["*".to_string()];
+    Plan {
+        label: format!(
+            "restart {} right after {} and give it the cluster as it was then",
+            whom(me),
+            a.describe()
+        ),
+        slug: format!("rewind-restart-after-{}", a.slug()),
+        round: 3,
+        windows: vec![
+            window(
+                "restart",
+                me,
+                &everything,
+                json!({"restart": {}}),
+                a.trigger(me),
+                None,
+            ),
+            window(
+                "rewind",
+                me,
+                &listed,
+                json!({"rewind": {"at": "restart"}}),
+                a.trigger(me),
+                Some(Duration::from_secs(5)),
+            ),
+        ],
+        anchor: a.resource.clone(),
+        targets: listed,
+        rank: 0,
+        phase: a.phase,
     }
 }
 
