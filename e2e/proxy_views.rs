@@ -581,6 +581,15 @@ fn ctl_drives_the_control_api_with_readable_output_and_clear_errors() {
 
     let (ok, out, _) = ctl(&proxy, Some("tok"), &["close", "f1"]);
     assert!(ok && out.starts_with("closed f1"), "{out}");
+    // A name a path must escape is closed by that name.
+    let (ok, _, err) = ctl(
+        &proxy,
+        Some("tok"),
+        &["freeze", "secrets", "--name", "two words+1%"],
+    );
+    assert!(ok, "{err}");
+    let (ok, out, err) = ctl(&proxy, Some("tok"), &["close", "two words+1%"]);
+    assert!(ok && out.starts_with("closed two words+1%"), "{out}{err}");
     let (ok, _, err) = ctl(&proxy, Some("tok"), &["close", "f1"]);
     assert!(
         !ok && err.contains("404") && err.contains("no open or armed window named \"f1\""),

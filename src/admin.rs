@@ -158,7 +158,13 @@ async fn handle(admin: Arc<Admin>, req: Request<Incoming>) -> Response<Body> {
         }
         (&http::Method::POST, "/v1/windows") => open_window(&admin, req).await,
         (&http::Method::DELETE, p) if p.starts_with("/v1/windows/") => {
-            close_window(&admin, &p["/v1/windows/".len()..])
+            match percent_decoded(&p["/v1/windows/".len()..]) {
+                Some(name) => close_window(&admin, &name),
+                None => json(
+                    StatusCode::BAD_REQUEST,
+                    &serde_json::json!({"error": "the window name in the path is not percent-encoded UTF-8"}),
+                ),
+            }
         }
         (&http::Method::GET, "/metrics") => metrics(&admin).await,
         (&http::Method::GET, "/healthz" | "/livez") => text(StatusCode::OK, "ok", "text/plain"),
@@ -204,6 +210,25 @@ async fn open_window(admin: &Admin, req: Request<Incoming>) -> Response<Body> {
             }
         }
     }
+}
+
+/// A path segment percent-decoded (`two%20words` → `two words`, as `stalemate ctl close`
+/// sends a name); `None` when an escape is broken or the bytes are not UTF-8.
+fn percent_decoded(segment: &str) -> Option<String> {
+    let bytes = segment.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
 }
 
 /// `DELETE /v1/windows/NAME`: the window closed or disarmed, or 404 when it is neither.
@@ -281,5 +306,20 @@ pub async fn serve(
                 .serve_connection(TokioIo::new(tcp), svc)
                 .await;
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn window_names_in_paths_are_percent_decoded() {
+        use super::percent_decoded as d;
+        assert_eq!(d("f1").as_deref(), Some("f1"));
+        assert_eq!(d("two%20words").as_deref(), Some("two words"));
+        assert_eq!(d("a%2Bb%25").as_deref(), Some("a+b%"));
+        assert_eq!(d("caf%C3%A9").as_deref(), Some("café"));
+        assert_eq!(d("bad%2"), None);
+        assert_eq!(d("bad%zz"), None);
+        assert_eq!(d("%FF"), None);
     }
 }
