@@ -79,7 +79,7 @@ impl Effect {
         for s in &o.trace {
             match &s.record {
                 Record::Event { client, fate, .. }
-                    if super::under_test(client) && *fate == "held" =>
+                    if super::judge::under_test(client) && *fate == "held" =>
                 {
                     e.held += 1
                 }
@@ -88,7 +88,7 @@ impl Effect {
                     answer,
                     code,
                     ..
-                } if super::under_test(client) => {
+                } if super::judge::under_test(client) => {
                     if matches!(*answer, "injected" | "view" | "view-violation") {
                         e.answered += 1;
                     }

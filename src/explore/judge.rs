@@ -13,6 +13,13 @@ use crate::oracle::{ObjectRef, Peak};
 use crate::session::{CONTROLLER, Ended, Outcome};
 use crate::trace::Record;
 
+/// Whether a client of an explore run is a controller under test: the one after `--`
+/// or an other (`--controller NAME=CMD`). Explore's runs have no clients but those, the
+/// workload (`config::base_schedule`; the others' listeners are named for them) and `other`.
+pub fn under_test(client: &str) -> bool {
+    client != crate::session::WORKLOAD && client != crate::identity::OTHER
+}
+
 /// One thing a trial found.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -80,7 +87,7 @@ fn count_where(
             code,
             ..
         } = &s.record
-            && super::under_test(client)
+            && under_test(client)
             && code_ok(*code)
             && !resource.contains('/')
             && !crate::session::snapshot::IGNORED.contains(&resource.as_str())
@@ -303,7 +310,7 @@ fn rate_counts(
         }) as u64;
     let peak = v.peak.unwrap_or(0);
     let outlived = v.until.is_some_and(|u| u > last_close);
-    super::under_test(client) && outlived && peak > 2 * reference.max(1)
+    under_test(client) && outlived && peak > 2 * reference.max(1)
 }
 
 /// The differential oracle on the end state: each difference from the references, with

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 
 use super::output::{Out, SCHEMA, Summary, SummaryVerdict};
-use super::{Finding, Trial};
+use super::record::{Finding, Trial};
 
 /// One explore's output, read back.
 #[derive(Debug, Clone)]
@@ -418,8 +418,8 @@ fn fault_free(s: &mut Summary, inputs: &[Input], copies: &mut Vec<(PathBuf, Stri
 }
 
 /// The sequences of user actions: each shard searched its share of each.
-fn sequences(inputs: &[Input]) -> Vec<super::tracks::Row> {
-    let mut rows: Vec<super::tracks::Row> = Vec::new();
+fn sequences(inputs: &[Input]) -> Vec<super::record::Row> {
+    let mut rows: Vec<super::record::Row> = Vec::new();
     for r in inputs.iter().flat_map(|i| &i.summary.sequences) {
         match rows.iter_mut().find(|x| x.number == r.number) {
             None => rows.push(r.clone()),

@@ -15,8 +15,10 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
+use super::config::{Config, windows_span};
 use super::judge::Found;
-use super::{Config, Finding, Trial};
+use super::record::{Finding, Trial};
+use super::shell::shell_line;
 use crate::report::html::esc;
 use crate::session::Outcome;
 
@@ -97,12 +99,12 @@ impl Out {
     /// Each finding's reproducer schedule and its trial's files under `findings/`.
     pub(super) fn write_findings(
         &self,
-        shared: &super::Shared,
+        cfg: &Config,
+        setup_written: bool,
         mut findings: Vec<Finding>,
         trials: &[Trial],
         max_run: std::time::Duration,
     ) -> Result<Vec<Finding>> {
-        let cfg = &shared.cfg;
         for f in &mut findings {
             let Some(t) = trials.iter().find(|t| t.id == f.trial) else {
                 continue;
@@ -142,10 +144,10 @@ impl Out {
             f.reproduce = reproduce(
                 cfg,
                 &t.workload,
-                shared.waits_for_a_write(&t.workload),
+                super::config::waits_for_a_write(&t.workload, setup_written),
                 &self.root.join(&f.schedule_file),
                 t.quiet,
-                max_run + super::windows_span(&reproducer),
+                max_run + windows_span(&reproducer),
             );
             f.run_exits_1 = expected.is_some()
                 || f.found.iter().any(|x| {
@@ -311,7 +313,7 @@ pub struct Summary {
     pub plans_by_rank: Option<[usize; 3]>,
     /// The user's action sequences (`--actions`) and what became of each.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub sequences: Vec<super::tracks::Row>,
+    pub sequences: Vec<super::record::Row>,
     pub trials: Vec<Trial>,
 }
 
@@ -474,23 +476,6 @@ impl Summary {
         ));
         t
     }
-}
-
-/// An argv as one line a POSIX shell splits back into the same argv.
-pub fn shell_line(argv: &[String]) -> String {
-    argv.iter()
-        .map(|a| {
-            let plain = !a.is_empty()
-                && a.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "_-./:=@%+,".contains(c));
-            if plain {
-                a.clone()
-            } else {
-                format!("'{}'", a.replace('\'', r"'\''"))
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 /// `summary.html`: one file, no scripts.

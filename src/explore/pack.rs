@@ -32,7 +32,7 @@ fn tiers(root: &Path, s: &Summary) -> [Vec<String>; 3] {
     let mut second: Vec<String> = s
         .trials
         .iter()
-        .filter(|t| t.verdict == super::TrialVerdict::Fail)
+        .filter(|t| t.verdict == super::record::TrialVerdict::Fail)
         .flat_map(|t| t.files.iter().cloned())
         .chain(s.reference_files.iter().cloned())
         .filter(|f| !first.contains(f))

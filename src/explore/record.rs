@@ -142,3 +142,20 @@ impl Replayed {
         self.came_back == 0
     }
 }
+
+/// A sequence as the summary lists it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Row {
+    pub number: usize,
+    pub actions: String,
+    /// Its `--workload` steps.
+    pub steps: Vec<String>,
+    /// searched | dropped: why | not reached
+    pub status: String,
+    pub trials: usize,
+    /// Objects its fault-free references end not Current with (its trials are judged
+    /// against that).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub expected: Vec<String>,
+}

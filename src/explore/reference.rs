@@ -13,8 +13,10 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::Result;
 
+use super::config::Verdict;
 use super::judge::{self, Baseline, Found};
-use super::{Search, Verdict, output, plan};
+use super::state::Search;
+use super::{output, plan};
 use crate::request::Verb;
 use crate::schedule::Schedule;
 use crate::session::snapshot::{IGNORED, base_resource};
@@ -82,7 +84,7 @@ pub fn reference_quiet(quiet: Duration) -> Duration {
 
 /// A controller write that is work (not a lease renewal or an Event).
 fn is_work(client: &str, verb: &str, resource: &str) -> bool {
-    super::under_test(client)
+    super::judge::under_test(client)
         && Verb::from_name(verb).is_some_and(Verb::is_write)
         && !IGNORED.contains(&base_resource(resource))
 }
@@ -551,8 +553,11 @@ mod lease_tests {
     /// settle + the lease, unless --recover-within was given or no lease is known.
     #[test]
     fn recovery_allows_a_lease_duration_more_unless_told_otherwise() {
-        let oracles =
-            super::super::default_oracles(&[], &["widgets.x".into()], Duration::from_secs(30));
+        let oracles = super::super::config::default_oracles(
+            &[],
+            &["widgets.x".into()],
+            Duration::from_secs(30),
+        );
         let mut s = crate::schedule::Schedule {
             oracles: Some(oracles),
             ..Default::default()

@@ -27,10 +27,12 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 
+use super::config::{Config, Verdict};
 use super::output::{Out, Summary};
+use super::record::Finding;
 use super::reference::References;
+use super::state::Search;
 use super::tracks::{State, Track};
-use super::{Config, Finding, Search, Verdict};
 
 /// The output whose findings are to be shrunk.
 pub(super) struct Earlier {
@@ -93,8 +95,8 @@ impl Earlier {
             format!(
                 "explore: --shrink {}: it explored {}; shrinking with {}: if that is not the same controller, its findings will not come back",
                 self.dir.display(),
-                super::output::shell_line(&self.summary.controller),
-                super::output::shell_line(&cfg.controller),
+                super::shell::shell_line(&self.summary.controller),
+                super::shell::shell_line(&cfg.controller),
             )
         })
     }
@@ -208,7 +210,8 @@ impl Search {
             .into_iter()
             .partition(|f| shrunk_here.contains(&f.number));
         let mut findings = self.shared.out.write_findings(
-            &self.shared,
+            &self.shared.cfg,
+            self.shared.setup_written(),
             again,
             &self.trials,
             self.shared.max_run(),

@@ -9,8 +9,9 @@ use anyhow::Result;
 
 use super::judge;
 use super::plan::Plan;
+use super::record::{Finding, Trial};
 use super::reference::References;
-use super::{Finding, Job, Search, Trial};
+use super::state::{Job, Search};
 use crate::schedule::Schedule;
 
 impl Search {
@@ -159,7 +160,7 @@ impl Search {
             self.trials.push(t);
         }
         if tried > 0 {
-            f.replayed = Some(super::Replayed {
+            f.replayed = Some(super::record::Replayed {
                 came_back: back,
                 of: tried,
             });

@@ -14,19 +14,20 @@
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use serde::{Deserialize, Serialize};
 
 use super::actions::{self, Sequence};
+use super::config::Config;
 use super::judge::Found;
 use super::plan::Plan;
+use super::record::Row;
 use super::reference::{FaultFree, References};
-use super::{Config, Job, Search};
+use super::state::{Job, Search};
 use crate::schedule::Schedule;
 use crate::session::{Ended, Outcome};
 
 /// The trials running, each on a task of its own.
 type Running =
-    futures_util::stream::FuturesUnordered<tokio::task::JoinHandle<Result<super::Trial>>>;
+    futures_util::stream::FuturesUnordered<tokio::task::JoinHandle<Result<super::record::Trial>>>;
 
 /// Where a track is.
 #[derive(Clone)]
@@ -52,23 +53,6 @@ pub(super) struct Track {
     pub plans: Vec<Plan>,
     pub trials: usize,
     /// What its references end with that is not Current (and so its trials too).
-    pub expected: Vec<String>,
-}
-
-/// A sequence as the summary lists it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Row {
-    pub number: usize,
-    pub actions: String,
-    /// Its `--workload` steps.
-    pub steps: Vec<String>,
-    /// searched | dropped: why | not reached
-    pub status: String,
-    pub trials: usize,
-    /// Objects its fault-free references end not Current with (its trials are judged
-    /// against that).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub expected: Vec<String>,
 }
 
@@ -502,7 +486,7 @@ fn wrote_after_workload(trace: &[crate::trace::Stamped], f: &Found) -> bool {
     trace.iter().any(|s| {
         matches!(&s.record, Record::Request { client, verb, resource, namespace, name, code, .. }
             if s.at >= since
-                && super::under_test(client)
+                && super::judge::under_test(client)
                 && is_write(verb)
                 && (200..300).contains(code)
                 && crate::session::snapshot::base_resource(resource) == f.resource

@@ -54,5 +54,5 @@ impl Sequence {
 
 /// One shell word (single-quoted unless plain).
 pub fn shell_word(s: &str) -> String {
-    crate::explore::output::shell_line(std::slice::from_ref(&s.to_string()))
+    crate::explore::shell::shell_line(std::slice::from_ref(&s.to_string()))
 }
