@@ -57,7 +57,7 @@ fn kubeconfig(s: &dyn Started) -> PathBuf {
 }
 
 async fn client(s: &dyn Started) -> kube::Client {
-    stalemate::kubeconfig::client(&kubeconfig(s), None)
+    stalemate::k8s::kubeconfig::client(&kubeconfig(s), None)
         .await
         .expect("a client for the control plane")
 }

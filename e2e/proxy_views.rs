@@ -367,7 +367,7 @@ async fn replay_upstream(
 ) -> (String, std::path::PathBuf) {
     use http_body_util::StreamBody;
     use hyper_util::rt::{TokioExecutor, TokioIo};
-    let certs = stalemate::certs::generate("replay", &[]).unwrap();
+    let certs = stalemate::k8s::certs::generate("replay", &[]).unwrap();
     let ca = dir.join("replay-ca.crt");
     std::fs::write(&ca, &certs.ca_cert_pem).unwrap();
     let tls = stalemate::listen::tls::server_config(

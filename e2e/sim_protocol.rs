@@ -288,7 +288,7 @@ fn authenticates_like_a_real_apiserver() {
     // Tokens it did not sign: 401, the body a real apiserver sends.
     let unsigned = format!(
         "Bearer {}",
-        stalemate::identity::unsigned_jwt("stalemate-sim:admin")
+        stalemate::k8s::identity::unsigned_jwt("stalemate-sim:admin")
     );
     for bad in ["Bearer opaque-token", unsigned.as_str(), "Basic YTpi"] {
         let r = who(Some(bad));
@@ -340,9 +340,9 @@ fn client_certificates_authenticate() {
     assert!(kc.contains("client-certificate-data") && !kc.contains("token"));
     // A certificate signed by some other CA is refused in the TLS handshake.
     let dir = tempfile::tempdir().unwrap();
-    let other = stalemate::certs::generate("other", &[]).unwrap();
+    let other = stalemate::k8s::certs::generate("other", &[]).unwrap();
     let (cert, key) =
-        stalemate::certs::client_cert(&other, "mallory", Some("system:masters")).unwrap();
+        stalemate::k8s::certs::client_cert(&other, "mallory", Some("system:masters")).unwrap();
     std::fs::write(dir.path().join("c.pem"), cert).unwrap();
     std::fs::write(dir.path().join("k.pem"), key).unwrap();
     let out = Command::new("curl")
@@ -509,7 +509,7 @@ fn bad_input_gets_the_right_status() {
     assert_eq!((r.status, &r.json()["reason"]), (400, &json!("BadRequest")));
     let message = r.json()["message"].as_str().unwrap_or_default().to_string();
     assert!(message.contains("malformed protobuf at byte"), "{message}");
-    let widget = stalemate::protobuf::envelope("example.com/v1", "Widget", &[]);
+    let widget = stalemate::k8s::protobuf::envelope("example.com/v1", "Widget", &[]);
     let r = sim.curl(
         "POST",
         "/api/v1/namespaces/default/configmaps",

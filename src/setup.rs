@@ -392,7 +392,7 @@ mod tests {
         let local = crate::sim::local::Local::start(dir.path(), Default::default())
             .await
             .unwrap();
-        let c = crate::kubeconfig::client(&local.kubeconfig, None)
+        let c = crate::k8s::kubeconfig::client(&local.kubeconfig, None)
             .await
             .unwrap();
         let mut docs = vec![

@@ -16,6 +16,6 @@ fuzz_target!(|data: &[u8]| {
         http::Method::PATCH,
         http::Method::DELETE,
     ] {
-        let _ = stalemate::request::classify(&m, path, query);
+        let _ = stalemate::k8s::request::classify(&m, path, query);
     }
 });

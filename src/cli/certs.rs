@@ -32,7 +32,7 @@ pub struct CertsArgs {
 }
 
 /// The Secret and ConfigMap a sidecar needs, as a YAML stream.
-pub fn kubernetes_yaml(bundle: &crate::certs::CertBundle, namespace: &str) -> Result<String> {
+pub fn kubernetes_yaml(bundle: &crate::k8s::certs::CertBundle, namespace: &str) -> Result<String> {
     use base64::Engine;
     let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s.as_bytes());
     let labels = serde_json::json!({"app.kubernetes.io/name": "stalemate", "app.kubernetes.io/component": "certificates"});
@@ -52,7 +52,7 @@ pub fn kubernetes_yaml(bundle: &crate::certs::CertBundle, namespace: &str) -> Re
 }
 
 pub fn run(args: CertsArgs) -> Result<()> {
-    let bundle = crate::certs::generate("stalemate", &args.sans)?;
+    let bundle = crate::k8s::certs::generate("stalemate", &args.sans)?;
     if let Some(out) = &args.out {
         bundle.write_to(out)?;
         eprintln!("wrote {}/{{ca.crt,ca.key,tls.crt,tls.key}}", out.display());

@@ -15,7 +15,7 @@ const INDEX: &str = "batch.kubernetes.io/job-completion-index";
 
 async fn client(kubeconfig: Option<&Path>, context: Option<&str>) -> Result<kube::Client> {
     match kubeconfig {
-        Some(p) => crate::kubeconfig::client(p, context).await,
+        Some(p) => crate::k8s::kubeconfig::client(p, context).await,
         None => {
             let options = kube::config::KubeConfigOptions {
                 context: context.map(str::to_string),

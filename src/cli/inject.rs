@@ -77,9 +77,9 @@ pub fn run(args: InjectArgs) -> Result<()> {
         }
     }
     let out = if args.uninject {
-        crate::inject::uninject_all(docs)
+        crate::server::inject::uninject_all(docs)
     } else {
-        let mut o = crate::inject::Options {
+        let mut o = crate::server::inject::Options {
             schedule_configmap: args.schedule_configmap.clone(),
             containers: args.containers.clone(),
             ..Default::default()
@@ -87,7 +87,7 @@ pub fn run(args: InjectArgs) -> Result<()> {
         if let Some(img) = &args.image {
             o.image = img.clone();
         }
-        crate::inject::inject_all(docs, &o)
+        crate::server::inject::inject_all(docs, &o)
     }
     .map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
     let yaml = serde_saphyr::to_string_multiple(&out).context("writing YAML")?;

@@ -41,9 +41,9 @@ pub fn run(args: KubeconfigArgs) -> Result<()> {
         "--ca {}: not a PEM certificate",
         args.ca.display()
     );
-    crate::kubeconfig::write(
+    crate::k8s::kubeconfig::write(
         &args.out,
-        &crate::kubeconfig::KubeconfigSpec {
+        &crate::k8s::kubeconfig::KubeconfigSpec {
             name: "stalemate",
             server: &args.server,
             ca_pem: &ca,

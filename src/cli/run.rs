@@ -242,7 +242,7 @@ impl WorldArgs {
         };
         match oracles.as_mut().and_then(|o| o.convergence.as_mut()) {
             Some(c) => {
-                c.recover_within = Some(crate::duration::GoDuration(d));
+                c.recover_within = Some(crate::k8s::duration::GoDuration(d));
                 Ok(())
             }
             None => anyhow::bail!(

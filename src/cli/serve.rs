@@ -8,7 +8,7 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 
 use super::upstream_args::UpstreamArgs;
-use crate::certs;
+use crate::k8s::certs;
 use crate::upstream::Source;
 
 #[derive(Debug, Args)]
@@ -307,9 +307,9 @@ pub async fn run(args: ServeArgs) -> Result<()> {
 }
 
 fn write_client_kubeconfig(out: &Path, url: &str, ca: &str) -> Result<()> {
-    crate::kubeconfig::write(
+    crate::k8s::kubeconfig::write(
         out,
-        &crate::kubeconfig::KubeconfigSpec {
+        &crate::k8s::kubeconfig::KubeconfigSpec {
             name: "stalemate",
             server: url,
             ca_pem: ca,

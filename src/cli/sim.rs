@@ -93,7 +93,7 @@ fn parse_kube_version(s: &str) -> Result<u32, String> {
 }
 
 pub async fn run(args: SimArgs) -> Result<()> {
-    let certs = crate::certs::generate("stalemate-sim", &[])?;
+    let certs = crate::k8s::certs::generate("stalemate-sim", &[])?;
     if let Some(dir) = &args.tls_dir {
         certs.write_to(dir)?;
     }

@@ -4,7 +4,7 @@
 
 /// Parse a Go-style duration (`1500ms`, `2m`, `1h30m`) for flags and files.
 pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
-    crate::duration::parse(s)
+    crate::k8s::duration::parse(s)
 }
 
 /// Parse a byte size for flags: `1048576`, `64KiB`, `64MiB`, `2GiB` (also `K`, `M`, `G`,

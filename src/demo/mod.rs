@@ -86,11 +86,11 @@ pub struct DemoArgs {
 
     /// How long after the last window closes the controller has to recover (the
     /// convergence oracle's `settle`; the verdict comes sooner once it is Current).
-    #[arg(long, default_value = "8s", value_parser = crate::duration::parse, value_name = "DURATION")]
+    #[arg(long, default_value = "8s", value_parser = crate::k8s::duration::parse, value_name = "DURATION")]
     pub settle: Duration,
 
     /// How long the hot-loop scenario lets the controller run.
-    #[arg(long, default_value = "4s", value_parser = crate::duration::parse, value_name = "DURATION")]
+    #[arg(long, default_value = "4s", value_parser = crate::k8s::duration::parse, value_name = "DURATION")]
     pub hot_loop_for: Duration,
 
     /// Write a JSON-lines trace of the run here.
@@ -164,7 +164,7 @@ async fn run_in(
     let (running, proxy_certs) = start_proxy(args, &local, &log).await?;
 
     // The user: a CRD and a GitRepository, straight on the cluster.
-    let admin = crate::kubeconfig::client(&local.kubeconfig, None).await?;
+    let admin = crate::k8s::kubeconfig::client(&local.kubeconfig, None).await?;
     install_crd(&admin, controller::CRD).await?;
     // The controller: through the proxy, as its own service account.
     let ctl_client = controller_client(dir, &running, &proxy_certs, &controller_token).await?;
@@ -200,12 +200,12 @@ async fn start_proxy(
     args: &DemoArgs,
     local: &crate::sim::local::Local,
     log: &controller::Log,
-) -> Result<(crate::server::Running, crate::certs::CertBundle)> {
+) -> Result<(crate::server::Running, crate::k8s::certs::CertBundle)> {
     let schedule_json = schedule(args.scenario, args.settle);
     let schedule =
         crate::schedule::Schedule::parse(&schedule_json.to_string(), "the demo schedule")
             .map_err(|e| anyhow::anyhow!("the demo schedule: {e:?}"))?;
-    let proxy_certs = crate::certs::generate("stalemate", &[])?;
+    let proxy_certs = crate::k8s::certs::generate("stalemate", &[])?;
     let running = crate::server::start(crate::server::Options {
         drain_timeout: Duration::from_secs(2),
         ..crate::server::Options::loopback(
@@ -232,13 +232,13 @@ async fn start_proxy(
 async fn controller_client(
     dir: &std::path::Path,
     running: &crate::server::Running,
-    proxy_certs: &crate::certs::CertBundle,
+    proxy_certs: &crate::k8s::certs::CertBundle,
     token: &str,
 ) -> Result<kube::Client> {
     let ctl_kubeconfig = dir.join("controller.kubeconfig");
-    crate::kubeconfig::write(
+    crate::k8s::kubeconfig::write(
         &ctl_kubeconfig,
-        &crate::kubeconfig::KubeconfigSpec {
+        &crate::k8s::kubeconfig::KubeconfigSpec {
             name: "stalemate-demo",
             server: &running.url,
             ca_pem: &proxy_certs.ca_cert_pem,
@@ -247,7 +247,7 @@ async fn controller_client(
             namespace: Some("demo"),
         },
     )?;
-    crate::kubeconfig::client(&ctl_kubeconfig, None).await
+    crate::k8s::kubeconfig::client(&ctl_kubeconfig, None).await
 }
 
 /// Window transitions, logged as they happen (until the task is aborted).

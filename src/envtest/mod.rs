@@ -168,7 +168,7 @@ impl ControlPlane {
         if spec.with.is_empty() {
             return Ok(());
         }
-        let client = crate::kubeconfig::client(&self.admin_kubeconfig, None).await?;
+        let client = crate::k8s::kubeconfig::client(&self.admin_kubeconfig, None).await?;
         for c in &spec.with {
             let d = addons::spawn(*c, &spec.assets, pki, &self.url, &self.dir)?;
             self.daemons.push(d);

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use crate::certs::{CertBundle, write_file};
+use crate::k8s::certs::{CertBundle, write_file};
 
 /// The admin's user name (in group `system:masters`).
 pub const ADMIN_USER: &str = "stalemate:envtest-admin";
@@ -38,7 +38,7 @@ pub struct Pki {
 impl Pki {
     /// Make a CA, a serving certificate and the service-account key pair, and write them.
     pub fn generate(dir: &Path) -> Result<Pki> {
-        let bundle = crate::certs::generate("stalemate-envtest", &[])?;
+        let bundle = crate::k8s::certs::generate("stalemate-envtest", &[])?;
         let sa = rcgen::KeyPair::generate().context("generating the service-account key")?;
         for (file, pem, secret) in [
             (CA_CERT, bundle.ca_cert_pem.as_str(), false),
@@ -75,11 +75,11 @@ impl Pki {
         user: &str,
         group: Option<&str>,
     ) -> Result<PathBuf> {
-        let (cert, key) = crate::certs::client_cert(&self.bundle, user, group)?;
+        let (cert, key) = crate::k8s::certs::client_cert(&self.bundle, user, group)?;
         let path = self.dir.join(file);
-        crate::kubeconfig::write(
+        crate::k8s::kubeconfig::write(
             &path,
-            &crate::kubeconfig::KubeconfigSpec {
+            &crate::k8s::kubeconfig::KubeconfigSpec {
                 name: "envtest",
                 server,
                 ca_pem: &self.bundle.ca_cert_pem,

@@ -77,7 +77,7 @@ pub fn base_schedule(cfg: &Config) -> Schedule {
         .into_iter()
         .chain(others)
         .map(|name| {
-            let matcher = crate::identity::ClientMatcher {
+            let matcher = crate::k8s::identity::ClientMatcher {
                 listener: Some(name.into()),
                 ..Default::default()
             };
@@ -113,7 +113,7 @@ pub fn default_oracles(
     if !resources.is_empty() {
         config.convergence = Some(crate::oracle::ConvergenceConfig {
             resources,
-            settle: crate::duration::GoDuration(settle),
+            settle: crate::k8s::duration::GoDuration(settle),
             failed: Vec::new(),
             conditions: Vec::new(),
             recover_within: None,

@@ -20,7 +20,7 @@ use std::collections::BTreeSet;
 use serde_json::Value;
 
 use super::plan::Plan;
-use crate::request::Verb;
+use crate::k8s::request::Verb;
 use crate::session::snapshot::{Snapshot, base_resource};
 use crate::session::{Outcome, WORKLOAD};
 use crate::setup::SCAFFOLDING;

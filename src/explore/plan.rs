@@ -56,7 +56,7 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::json;
 
-use crate::request::Verb;
+use crate::k8s::request::Verb;
 use crate::schedule::Window;
 use crate::session::{CONTROLLER, WORKLOAD};
 

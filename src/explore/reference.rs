@@ -17,7 +17,7 @@ use super::config::Verdict;
 use super::judge::{self, Baseline, Found};
 use super::state::Search;
 use super::{output, plan};
-use crate::request::Verb;
+use crate::k8s::request::Verb;
 use crate::schedule::Schedule;
 use crate::session::snapshot::{IGNORED, base_resource};
 use crate::session::{CONTROLLER, Ended, Outcome, WORKLOAD};
@@ -419,7 +419,7 @@ fn allow_for_lease(schedule: &mut crate::schedule::Schedule, longest: Option<Dur
             .and_then(|o| o.convergence.as_mut()),
     ) && c.recover_within.is_none()
     {
-        c.recover_within = Some(crate::duration::GoDuration(c.settle.0 + lease));
+        c.recover_within = Some(crate::k8s::duration::GoDuration(c.settle.0 + lease));
     }
 }
 
@@ -577,7 +577,7 @@ mod lease_tests {
         assert_eq!(within(&s), Duration::from_secs(65));
         let mut told = s.clone();
         if let Some(c) = told.oracles.as_mut().and_then(|o| o.convergence.as_mut()) {
-            c.recover_within = Some(crate::duration::GoDuration(Duration::from_secs(10)));
+            c.recover_within = Some(crate::k8s::duration::GoDuration(Duration::from_secs(10)));
         }
         allow_for_lease(&mut told, Some(Duration::from_secs(35)));
         assert_eq!(within(&told), Duration::from_secs(10));

@@ -108,7 +108,7 @@ impl Search {
                 break;
             }
             let mut shorter = s.windows.clone();
-            shorter[w].duration = Some(crate::duration::GoDuration(mid));
+            shorter[w].duration = Some(crate::k8s::duration::GoDuration(mid));
             let candidate = s.with(shorter.clone());
             if self.still_fails(f, candidate, s, next_id).await? {
                 hi = mid;

@@ -6,8 +6,8 @@ use std::time::Duration;
 use super::process::Process;
 use super::random::Random;
 use super::reads::Reads;
-use crate::request::Verb;
-use crate::status::ApiError;
+use crate::k8s::request::Verb;
+use crate::k8s::status::ApiError;
 use crate::watch::gate::HoldMode;
 
 /// What a fault sees of a request of its target.

@@ -24,9 +24,9 @@ use serde::{Deserialize, Serialize};
 
 use super::behaviour::{Behaviour, Request, RequestAction};
 use super::random::Random;
-use crate::duration::GoDuration;
-use crate::request::Verb;
-use crate::status::{ApiError, GroupResource};
+use crate::k8s::duration::GoDuration;
+use crate::k8s::request::Verb;
+use crate::k8s::status::{ApiError, GroupResource};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::behaviour::Behaviour;
 use super::random::Random;
 use super::reads::Reads;
-use crate::duration::GoDuration;
+use crate::k8s::duration::GoDuration;
 use crate::watch::gate::HoldMode;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

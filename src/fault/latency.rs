@@ -5,8 +5,8 @@ use serde::{Deserialize, Serialize};
 
 use super::behaviour::{Behaviour, Request, RequestAction};
 use super::random::Random;
-use crate::duration::GoDuration;
-use crate::request::Verb;
+use crate::k8s::duration::GoDuration;
+use crate::k8s::request::Verb;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

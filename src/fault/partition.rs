@@ -25,8 +25,8 @@ use serde::{Deserialize, Serialize};
 
 use super::behaviour::{Behaviour, Request, RequestAction};
 use super::random::Random;
+use crate::k8s::request::Verb;
 use crate::listen::network::Link;
-use crate::request::Verb;
 use crate::watch::gate::HoldMode;
 
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]

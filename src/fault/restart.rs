@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::behaviour::Behaviour;
 use super::process::Process;
-use crate::duration::GoDuration;
+use crate::k8s::duration::GoDuration;
 
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -22,7 +22,7 @@ use super::behaviour::{Behaviour, StreamEnd};
 use super::random::Random;
 use super::reads::Reads;
 pub use super::reads::To;
-use crate::duration::GoDuration;
+use crate::k8s::duration::GoDuration;
 use crate::watch::gate::HoldMode;
 
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]

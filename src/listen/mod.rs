@@ -398,49 +398,57 @@ where
         });
         stopped.push(done_rx);
     }
-    let mut stop = shutdown;
-    Ok(async move {
-        // Busy shares are measured every SAMPLE_EVERY, not only when a connection comes:
-        // a share measured over the long quiet before an accept would hide how busy the
-        // thread was just now.
-        let mut sample = tokio::time::interval(SAMPLE_EVERY);
-        sample.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-        loop {
-            let (tcp, remote) = tokio::select! {
-                // The stop first: the serving threads watch it too, and one that has
-                // seen it is gone — a connection accepted after it has nowhere to go.
-                biased;
-                _ = stop.wait_for(|s| *s) => break,
-                now = sample.tick() => {
-                    for t in serving.iter_mut() {
-                        t.busy.share(now.into_std());
-                    }
-                    continue;
+    Ok(accept_and_hand_over(listener, serving, stopped, shutdown))
+}
+
+/// The accepting side of [`serve_on_threads`], on the caller's runtime: each connection
+/// to a serving thread ([`hand_over`]) until `stop`, then the threads' drains waited for.
+async fn accept_and_hand_over(
+    listener: TcpListener,
+    mut serving: Vec<ServingThread>,
+    stopped: Vec<tokio::sync::oneshot::Receiver<()>>,
+    mut stop: watch::Receiver<bool>,
+) {
+    // Busy shares are measured every SAMPLE_EVERY, not only when a connection comes:
+    // a share measured over the long quiet before an accept would hide how busy the
+    // thread was just now.
+    let mut sample = tokio::time::interval(SAMPLE_EVERY);
+    sample.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    loop {
+        let (tcp, remote) = tokio::select! {
+            // The stop first: the serving threads watch it too, and one that has
+            // seen it is gone — a connection accepted after it has nowhere to go.
+            biased;
+            _ = stop.wait_for(|s| *s) => break,
+            now = sample.tick() => {
+                for t in serving.iter_mut() {
+                    t.busy.share(now.into_std());
                 }
-                accepted = accept(&listener) => accepted,
-            };
-            // Moving the socket between runtimes: deregister here, register there.
-            let tcp = match tcp.into_std() {
-                Ok(t) => t,
-                Err(e) => {
-                    tracing::warn!(%remote, error = %e, "cannot hand over a connection");
-                    continue;
-                }
-            };
-            let stopping = || *stop.borrow();
-            if !hand_over(&mut serving, tcp, remote, stopping) {
-                if !stopping() {
-                    tracing::error!("no serving thread left; no longer accepting connections");
-                }
-                break;
+                continue;
             }
+            accepted = accept(&listener) => accepted,
+        };
+        // Moving the socket between runtimes: deregister here, register there.
+        let tcp = match tcp.into_std() {
+            Ok(t) => t,
+            Err(e) => {
+                tracing::warn!(%remote, error = %e, "cannot hand over a connection");
+                continue;
+            }
+        };
+        let stopping = || *stop.borrow();
+        if !hand_over(&mut serving, tcp, remote, stopping) {
+            if !stopping() {
+                tracing::error!("no serving thread left; no longer accepting connections");
+            }
+            break;
         }
-        drop(listener);
-        drop(serving);
-        for s in stopped {
-            let _ = s.await;
-        }
-    })
+    }
+    drop(listener);
+    drop(serving);
+    for s in stopped {
+        let _ = s.await;
+    }
 }
 
 /// `https://host:port`, with IPv6 hosts bracketed.
@@ -584,7 +592,7 @@ mod tests {
     /// keeps that thread busy for three seconds when asked for `/spin`.
     #[tokio::test]
     async fn connections_follow_the_load_and_stay_on_their_thread() {
-        let certs = crate::certs::generate("t", &[]).unwrap();
+        let certs = crate::k8s::certs::generate("t", &[]).unwrap();
         let tls =
             tls::server_config(certs.cert_pem.as_bytes(), certs.key_pem.as_bytes(), "t").unwrap();
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -688,7 +696,7 @@ mod tests {
     /// connection and resets new ones; up again, new connections are served.
     #[tokio::test]
     async fn a_partition_holds_then_refuses_then_heals() {
-        let certs = crate::certs::generate("t", &[]).unwrap();
+        let certs = crate::k8s::certs::generate("t", &[]).unwrap();
         let tls =
             tls::server_config(certs.cert_pem.as_bytes(), certs.key_pem.as_bytes(), "t").unwrap();
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();

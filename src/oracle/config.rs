@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::duration::GoDuration;
+use crate::k8s::duration::GoDuration;
 
 /// The `oracles` section of a schedule.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

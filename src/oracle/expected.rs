@@ -140,55 +140,74 @@ pub fn judge(
     } else {
         "in the fault-free references"
     };
-    let mut out = Vec::new();
-    let mut violation = |k: &ObjectRef, rule: String| {
-        out.push(Violation {
+    let mut found = Vec::new();
+    for o in &config.objects {
+        object_differences(o, end, from, &mut found);
+    }
+    write_differences(config, writes, from, &mut found);
+    found
+        .into_iter()
+        .map(|(k, rule)| Violation {
             oracle: "expected".into(),
-            resource: k.resource.clone(),
-            namespace: k.namespace.clone(),
-            name: k.name.clone(),
+            resource: k.resource,
+            namespace: k.namespace,
+            name: k.name,
             rule,
             since: at,
             client: None,
             until: None,
             peak: None,
             why: None,
-        });
-    };
-    for o in &config.objects {
-        let k = o.key();
-        if let Some(want) = o.count {
-            let got = end.generated.get(&k).copied().unwrap_or(0);
-            if got != want {
-                violation(
-                    &k,
-                    format!("objects named {}: {want} {from}, {got} here", describe(&k)),
-                );
-            }
-            continue;
+        })
+        .collect()
+}
+
+/// How the end state differs from one expected object: its count of generated names,
+/// its being there or not, or its fields.
+fn object_differences(
+    o: &ExpectedObject,
+    end: &State,
+    from: &str,
+    found: &mut Vec<(ObjectRef, String)>,
+) {
+    let k = o.key();
+    if let Some(want) = o.count {
+        let got = end.generated.get(&k).copied().unwrap_or(0);
+        if got != want {
+            let rule = format!("objects named {}: {want} {from}, {got} here", describe(&k));
+            found.push((k, rule));
         }
-        match (end.named.get(&k), o.exists) {
-            (None, true) => violation(
-                &k,
-                format!("{} is missing (it exists {from})", describe(&k)),
-            ),
-            (Some(_), false) => {
-                violation(&k, format!("{} exists here and not {from}", describe(&k)))
-            }
-            (Some(v), true) => {
-                for (path, want) in &o.fields {
-                    let got = end_state::lookup(v, path);
-                    if got != want {
-                        violation(
-                            &k,
-                            format!("{path}: {} {from}, {} here", show(want), show(got)),
-                        );
-                    }
+        return;
+    }
+    match (end.named.get(&k), o.exists) {
+        (None, true) => {
+            let rule = format!("{} is missing (it exists {from})", describe(&k));
+            found.push((k, rule));
+        }
+        (Some(_), false) => {
+            let rule = format!("{} exists here and not {from}", describe(&k));
+            found.push((k, rule));
+        }
+        (Some(v), true) => {
+            for (path, want) in &o.fields {
+                let got = end_state::lookup(v, path);
+                if got != want {
+                    let rule = format!("{path}: {} {from}, {} here", show(want), show(got));
+                    found.push((k.clone(), rule));
                 }
             }
-            (None, false) => {}
         }
+        (None, false) => {}
     }
+}
+
+/// The controller's creates and deletes past what the references did, per resource.
+fn write_differences(
+    config: &ExpectedConfig,
+    writes: &WriteCounts,
+    from: &str,
+    found: &mut Vec<(ObjectRef, String)>,
+) {
     for w in &config.writes {
         for (what, want) in [("created", w.created), ("deleted", w.deleted)] {
             let Some(want) = want else { continue };
@@ -204,17 +223,14 @@ pub fn judge(
                     namespace: String::new(),
                     name: String::new(),
                 };
-                violation(
-                    &k,
-                    format!(
-                        "the {} {what} {} {} ({want} {from})",
-                        config.client, done, w.resource
-                    ),
+                let rule = format!(
+                    "the {} {what} {} {} ({want} {from})",
+                    config.client, done, w.resource
                 );
+                found.push((k, rule));
             }
         }
     }
-    out
 }
 
 #[cfg(test)]

@@ -37,12 +37,12 @@ mod tracked;
 pub mod truth;
 mod verdicts;
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::SystemTime;
 
 use serde_json::Value;
 
-use crate::request::Verb;
+use crate::k8s::request::Verb;
 pub use caps::MAX_ENTRIES;
 use caps::{cap, push_capped};
 pub use config::{
@@ -63,8 +63,28 @@ pub use verdicts::{
 
 /// Timeline marks kept for the report (the oldest are dropped past it).
 const MAX_MARKS: usize = 20_000;
-/// Successive-state diffs kept per object for the hot-loop oracle.
-const MAX_DIFFS: usize = 256;
+
+/// What ground truth says of an object, for the staleness lanes.
+fn truth_mark(
+    key: &ObjectRef,
+    obj: &Value,
+    at: SystemTime,
+    verdict: &kstatus::Verdict,
+) -> staleness::TruthMark {
+    staleness::TruthMark {
+        at,
+        resource: key.resource.clone(),
+        namespace: key.namespace.clone(),
+        name: key.name.clone(),
+        resource_version: obj["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap_or("")
+            .to_string(),
+        generation: obj["metadata"]["generation"].as_i64(),
+        observed_generation: obj["status"]["observedGeneration"].as_i64(),
+        status: format!("{:?}", verdict.status),
+    }
+}
 
 impl Oracles {
     /// A request the proxy answered. Writes and conflicts on named objects count.
@@ -280,19 +300,7 @@ impl Oracles {
             Some(c) => c.verdict(&key, obj),
             None => kstatus.clone(),
         };
-        let mark = staleness::TruthMark {
-            at,
-            resource: key.resource.clone(),
-            namespace: key.namespace.clone(),
-            name: key.name.clone(),
-            resource_version: obj["metadata"]["resourceVersion"]
-                .as_str()
-                .unwrap_or("")
-                .to_string(),
-            generation: obj["metadata"]["generation"].as_i64(),
-            observed_generation: obj["status"]["observedGeneration"].as_i64(),
-            status: format!("{:?}", verdict.status),
-        };
+        let mark = truth_mark(&key, obj, at, &verdict);
         let readiness = self
             .config
             .readiness_race
@@ -308,58 +316,22 @@ impl Oracles {
             Some(c) => c.done(&key, verdict.status),
             None => verdict.status == kstatus::Status::Current,
         };
+        let racing = readiness.then(|| kstatus::current_unobserved(obj, &kstatus));
         let mut s = self.lock();
         s.convergence_seen |= judged;
         s.lanes.truth(&key, mark);
-        let o = s.objects.entry(key.clone()).or_insert_with(|| Obj {
-            seen: at,
-            verdict: None,
-            not_current_since: None,
-            deleted: false,
-            last: None,
-            diffs: VecDeque::new(),
-            readiness: None,
-            statusless: false,
-        });
-        o.statusless = kstatus::has_no_status(obj);
-        o.seen = at;
-        o.deleted = false;
-        if done {
-            o.not_current_since = None;
-        } else if o.not_current_since.is_none() {
-            o.not_current_since = Some(at);
-        }
-        if readiness {
-            let racing = kstatus::current_unobserved(obj, &kstatus);
-            match o.readiness {
-                None if racing => o.readiness = Some((at, None)),
-                // The controller has written status since: the race lasted until now.
-                Some((since, None)) if !racing => o.readiness = Some((since, Some(at))),
-                _ => {}
-            }
-        }
-        if let Some(prev) = &o.last {
-            let d = changed_paths(prev, obj);
-            if !d.is_empty() {
-                o.diffs.push_back((at, d));
-                if o.diffs.len() > MAX_DIFFS {
-                    o.diffs.pop_front();
-                }
-            }
-        }
-        o.last = Some(obj.clone());
-        let current = done;
-        o.verdict = Some(verdict);
+        let o = s.objects.entry(key.clone()).or_insert_with(|| Obj::new(at));
+        o.observe(obj, at, done, racing, verdict);
         let d = cap(&mut s.objects, |o| o.seen);
         self.count_dropped(&mut s, d);
-        if current {
-            for (r, done) in s.recoveries.iter_mut() {
-                if done.is_none()
+        if done {
+            for (r, recovered) in s.recoveries.iter_mut() {
+                if recovered.is_none()
                     && r.resource == key.resource
                     && r.namespace == key.namespace
                     && r.name == key.name
                 {
-                    *done = Some(at);
+                    *recovered = Some(at);
                 }
             }
         }

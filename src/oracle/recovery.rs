@@ -111,51 +111,8 @@ pub(super) fn why(
             t.duration_since(started).unwrap_or_default().as_secs_f64()
         )
     };
-    // Exits since the close, and one before it whose back-off reached past it.
-    let exits: Vec<&ExitMark> = s
-        .exits
-        .iter()
-        .filter(|e| {
-            e.at <= until
-                && (e.at >= from
-                    || e.back_at().is_some_and(|b| b > from)
-                    || e.backoff_seconds.is_none())
-        })
-        .collect();
-    if let Some(last) = exits.last() {
-        let n = exits.len();
-        return match last.back_at() {
-            Some(back) if back > until => format!(
-                "{} was still backing off: it exited ({}) at {} and its back-off of {} starts it again at {}",
-                last.controller,
-                last.status,
-                at(last.at),
-                humantime::format_duration(Duration::from_secs_f64(
-                    last.backoff_seconds.unwrap_or(0.0)
-                )),
-                at(back)
-            ),
-            None => format!(
-                "{} exited ({}) at {} and was not started again: a crash loop ({n} exit{} in a row)",
-                last.controller,
-                last.status,
-                at(last.at),
-                if n == 1 { "" } else { "s" }
-            ),
-            Some(_) if n >= 3 => format!(
-                "a crash loop: {} exited {n} times since the window closed (last: {} at {})",
-                last.controller,
-                last.status,
-                at(last.at)
-            ),
-            Some(back) => format!(
-                "{} exited ({}) at {}, was started again at {}, and did not make it Current since",
-                last.controller,
-                last.status,
-                at(last.at),
-                at(back)
-            ),
-        };
+    if let Some(exited) = exits_why(s, from, until, &at) {
+        return exited;
     }
     let writes: Vec<SystemTime> = s
         .marks
@@ -185,6 +142,60 @@ pub(super) fn why(
             at(*last)
         ),
     }
+}
+
+/// Why exits kept the object from being Current, if they did: the exits since the close,
+/// and one before it whose back-off reached past it.
+fn exits_why(
+    s: &State,
+    from: SystemTime,
+    until: SystemTime,
+    at: &dyn Fn(SystemTime) -> String,
+) -> Option<String> {
+    let exits: Vec<&ExitMark> = s
+        .exits
+        .iter()
+        .filter(|e| {
+            e.at <= until
+                && (e.at >= from
+                    || e.back_at().is_some_and(|b| b > from)
+                    || e.backoff_seconds.is_none())
+        })
+        .collect();
+    let last = exits.last()?;
+    let n = exits.len();
+    Some(match last.back_at() {
+        Some(back) if back > until => format!(
+            "{} was still backing off: it exited ({}) at {} and its back-off of {} starts it again at {}",
+            last.controller,
+            last.status,
+            at(last.at),
+            humantime::format_duration(Duration::from_secs_f64(
+                last.backoff_seconds.unwrap_or(0.0)
+            )),
+            at(back)
+        ),
+        None => format!(
+            "{} exited ({}) at {} and was not started again: a crash loop ({n} exit{} in a row)",
+            last.controller,
+            last.status,
+            at(last.at),
+            if n == 1 { "" } else { "s" }
+        ),
+        Some(_) if n >= 3 => format!(
+            "a crash loop: {} exited {n} times since the window closed (last: {} at {})",
+            last.controller,
+            last.status,
+            at(last.at)
+        ),
+        Some(back) => format!(
+            "{} exited ({}) at {}, was started again at {}, and did not make it Current since",
+            last.controller,
+            last.status,
+            at(last.at),
+            at(back)
+        ),
+    })
 }
 
 impl Oracles {

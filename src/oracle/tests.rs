@@ -3,7 +3,7 @@ use std::time::{Duration, SystemTime};
 use serde_json::json;
 
 use super::*;
-use crate::request::Verb;
+use crate::k8s::request::Verb;
 
 const GR: &str = "gitrepositories.source.toolkit.fluxcd.io";
 

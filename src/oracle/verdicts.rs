@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::kstatus;
 use super::staleness;
 use super::time_format::{millis as rfc3339, optional as rfc3339_opt};
-use crate::request::Verb;
+use crate::k8s::request::Verb;
 
 /// Something an oracle found. `rule` says what failed: the kstatus rule, the churning
 /// field paths, the conflict count.

@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
-use crate::request::Verb;
+use crate::k8s::request::Verb;
 
 /// Writes that are heartbeats or records, not work: a controller renewing its leader
 /// lease every two seconds, or recording an event, is not reconciling.
@@ -182,7 +182,7 @@ mod tests {
         let keys = || {
             Keys::new(
                 "c".into(),
-                Some(crate::identity::listener_key("controller")),
+                Some(crate::k8s::identity::listener_key("controller")),
             )
         };
         assert!(!a.of("c").settled(), "no request yet");

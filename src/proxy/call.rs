@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::activity;
-use crate::request::{self, RequestInfo, Verb};
+use crate::k8s::request::{self, RequestInfo, Verb};
 use crate::schedule::engine::{Active, Deferred};
 
 /// Labels for one request, and how it was answered (for the trace).
@@ -29,6 +29,44 @@ pub struct Labels {
     pub note: Option<String>,
     /// A write carrying a resourceVersion (or uid) precondition (`precondition.rs`).
     pub precondition: bool,
+}
+
+impl Labels {
+    /// What the request says of itself, before any stage has looked at it.
+    pub(super) fn new(client: Arc<str>, info: &RequestInfo) -> Labels {
+        match info {
+            RequestInfo::NonResource { .. } => Labels {
+                client,
+                http_verb: Verb::Get,
+                verb: "get",
+                resource: String::new(),
+                metric_resource: String::new(),
+                watch: false,
+                answer: "upstream",
+                window: None,
+                rv: None,
+                note: None,
+                precondition: false,
+            },
+            RequestInfo::Resource(r) => Labels {
+                client,
+                http_verb: r.verb,
+                verb: r.verb.as_str(),
+                resource: match &r.subresource {
+                    Some(s) => format!("{}/{s}", r.resource_name()),
+                    None => r.resource_name(),
+                },
+                // Set once discovery has been asked (`metric_resource` in mod.rs).
+                metric_resource: String::new(),
+                watch: r.verb == Verb::Watch,
+                answer: "upstream",
+                window: None,
+                rv: None,
+                note: None,
+                precondition: false,
+            },
+        }
+    }
 }
 
 /// One request on its way through the stages: what they learnt about it.

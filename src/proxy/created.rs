@@ -8,8 +8,8 @@ use bytes::Bytes;
 use http_body::Frame;
 use serde_json::Value;
 
+use crate::k8s::protobuf::{Fields, Wire, unwrap_unknown};
 use crate::listen::{Body, BodyError};
-use crate::protobuf::{Fields, Wire, unwrap_unknown};
 
 /// More than any object a create answers with; past it nothing is recorded.
 const MAX_COPY: usize = 1024 * 1024;
@@ -144,7 +144,7 @@ mod tests {
         // ObjectMeta{name = 1: "a", namespace = 3: "d", uid = 5: "u"}.
         let meta = [&[0x0a, 1][..], b"a", &[0x1a, 1], b"d", &[0x2a, 1], b"u"].concat();
         let object = [&[0x0a, meta.len() as u8][..], &meta].concat();
-        let body = crate::protobuf::envelope("v1", "Pod", &object);
+        let body = crate::k8s::protobuf::envelope("v1", "Pod", &object);
         assert_eq!(
             identity(&body, true),
             Some(("d".into(), "a".into(), "u".into()))

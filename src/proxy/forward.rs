@@ -9,8 +9,8 @@ use super::call::Call;
 use super::headers::{is_upgrade, sanitize_request_headers};
 use super::shared::Proxy;
 use super::status_response::status_response;
+use crate::k8s::status::ApiError;
 use crate::listen::Body;
-use crate::status::ApiError;
 use crate::upstream::{WatchSlot, error};
 
 /// The upstream's answer to `req`, with the watch's place on its connection; or the

@@ -20,7 +20,7 @@ use http_body_util::BodyExt;
 use crate::fault::{StreamEnd, combined_hold};
 use crate::listen::body::ChannelBody;
 use crate::listen::{Body, BodyError};
-use crate::metrics::Metrics;
+use crate::proxy::metrics::Metrics;
 use crate::schedule::engine::Engine;
 use crate::trace::{Record, Trace};
 use crate::upstream::error::WatchEnd;

@@ -25,6 +25,7 @@ pub mod forward;
 pub mod gated;
 pub mod headers;
 pub mod list_tee;
+pub mod metrics;
 pub mod precondition;
 pub mod reads;
 mod shared;
@@ -45,8 +46,8 @@ pub use self::headers::{UPSTREAM_CREDENTIALS_TOKEN, sanitize_request_headers, st
 pub use self::shared::Proxy;
 pub use self::status_response::status_response;
 use crate::fault::{Random, RequestAction};
+use crate::k8s::request::{self, RequestInfo, Verb};
 use crate::listen::{Body, BodyError, Peer};
-use crate::request::{self, RequestInfo, Verb};
 
 /// The `resource` label of requests for resources the upstream does not serve.
 pub const OTHER: &str = "other";
@@ -90,52 +91,9 @@ async fn classify(proxy: &Proxy, req: &Request<Body>, peer: &Peer) -> Call {
     let start = Instant::now();
     let info = request::classify(req.method(), req.uri().path(), req.uri().query());
     let client = proxy.gates.engine.identify(req.headers(), peer.local);
-    let mut labels = match &info {
-        RequestInfo::NonResource { .. } => Labels {
-            client,
-            http_verb: Verb::Get,
-            verb: "get",
-            resource: String::new(),
-            metric_resource: String::new(),
-            watch: false,
-            answer: "upstream",
-            window: None,
-            rv: None,
-            note: None,
-            precondition: false,
-        },
-        RequestInfo::Resource(r) => Labels {
-            client,
-            http_verb: r.verb,
-            verb: r.verb.as_str(),
-            resource: match &r.subresource {
-                Some(s) => format!("{}/{s}", r.resource_name()),
-                None => r.resource_name(),
-            },
-            // Set below, once discovery has been asked.
-            metric_resource: String::new(),
-            watch: r.verb == Verb::Watch,
-            answer: "upstream",
-            window: None,
-            rv: None,
-            note: None,
-            precondition: false,
-        },
-    };
+    let mut labels = Labels::new(client, &info);
     if let RequestInfo::Resource(r) = &info {
-        let known = &proxy.known;
-        let sub = r.subresource.as_deref();
-        let mut listed = known.lookup(&r.group, &r.version, &r.resource, sub);
-        if listed.is_none() {
-            // Boxed: discovery's future is large, and inlined it would grow every
-            // request's (thousands of them are in flight when watches open at once).
-            Box::pin(known.refresh_for(&r.group, &r.version)).await;
-            listed = known.lookup(&r.group, &r.version, &r.resource, sub);
-        }
-        labels.metric_resource = match listed {
-            Some(true) => labels.resource.clone(),
-            _ => OTHER.to_string(),
-        };
+        labels.metric_resource = metric_resource(proxy, r, &labels.resource).await;
     }
     let keys = activity::Keys::new(
         labels.client.clone(),
@@ -165,6 +123,25 @@ async fn classify(proxy: &Proxy, req: &Request<Body>, peer: &Peer) -> Call {
         initial: None,
         in_flight,
         abandoned,
+    }
+}
+
+/// How metric labels name a request's resource: as it is named when the upstream's
+/// discovery knows it (asked again once for a group version it has not seen), else
+/// `other`, so label sets stay bounded whatever URLs arrive.
+async fn metric_resource(proxy: &Proxy, r: &request::ResourceRequest, resource: &str) -> String {
+    let known = &proxy.known;
+    let sub = r.subresource.as_deref();
+    let mut listed = known.lookup(&r.group, &r.version, &r.resource, sub);
+    if listed.is_none() {
+        // Boxed: discovery's future is large, and inlined it would grow every
+        // request's (thousands of them are in flight when watches open at once).
+        Box::pin(known.refresh_for(&r.group, &r.version)).await;
+        listed = known.lookup(&r.group, &r.version, &r.resource, sub);
+    }
+    match listed {
+        Some(true) => resource.to_string(),
+        _ => OTHER.to_string(),
     }
 }
 
@@ -288,42 +265,7 @@ fn respond(
     let r = call.resource();
     let body = match r {
         Some(r) if l.watch && parts.status.is_success() => {
-            let (inner, gated) = match watch_body::framing(&parts.headers) {
-                Ok((format, gzip)) => {
-                    if gzip {
-                        // The gate decodes the gzip stream; the client gets it plain.
-                        parts.headers.remove(header::CONTENT_ENCODING);
-                        parts.headers.remove(header::CONTENT_LENGTH);
-                    }
-                    let target = gated::Target {
-                        client: l.client.to_string(),
-                        resource: l.resource.clone(),
-                        label: l.metric_resource.clone(),
-                        namespace: call.info.namespace().map(str::to_string),
-                        view: reads::view_key(&l.client, r),
-                        watch_list: r.params.send_initial_events == Some(true),
-                        rewind: call.rewind.clone(),
-                        initial_events: call.initial.clone(),
-                        initial: (r.params.send_initial_events == Some(true))
-                            .then(|| proxy.activity.initial_state(call.in_flight.keys().clone())),
-                    };
-                    let body = gated::gated(body, format, gzip, target, proxy.gates.clone());
-                    (body, true)
-                }
-                Err(reason) => {
-                    ungated(proxy, l, reason);
-                    (body, false)
-                }
-            };
-            let mut stop = proxy.shutdown.clone();
-            let shutdown: watch_body::Shutdown = Box::pin(async move {
-                let _ = stop.wait_for(|s| *s).await;
-            });
-            let gauge = proxy
-                .metrics
-                .watch_streams
-                .with_label_values(&[&*l.client, &l.metric_resource]);
-            watch_body::WatchBody::new(inner, gauge, shutdown, slot, !gated).boxed()
+            watch_response(proxy, call, r, &mut parts.headers, body, slot)
         }
         _ => match list_view.filter(|_| parts.status.is_success()) {
             Some((key, first_page)) => list_tee::tee(
@@ -339,31 +281,86 @@ fn respond(
                 && parts.status.is_success()
                 && proxy.gates.trace.enabled() =>
             {
-                let protobuf = parts
-                    .headers
-                    .get(header::CONTENT_TYPE)
-                    .and_then(|v| v.to_str().ok())
-                    .is_some_and(|c| c.starts_with("application/vnd.kubernetes.protobuf"));
-                let trace = proxy.gates.trace.clone();
-                let (client, resource) = (l.client.to_string(), l.resource.clone());
-                created::tee(
-                    body,
-                    protobuf,
-                    Box::new(move |namespace, name, uid| {
-                        trace.record(crate::trace::Record::Created {
-                            client,
-                            resource,
-                            namespace,
-                            name,
-                            uid,
-                        })
-                    }),
-                )
+                created_response(proxy, l, &parts.headers, body)
             }
             None => body,
         },
     };
     Response::from_parts(parts, body)
+}
+
+/// A watch's answer: framed through the gate when it can be (gzip decoded, so the client
+/// gets it plain), passed through and said otherwise; ended cleanly at shutdown, and
+/// counted while open.
+fn watch_response(
+    proxy: &Proxy,
+    call: &Call,
+    r: &request::ResourceRequest,
+    headers: &mut http::HeaderMap,
+    body: Body,
+    slot: Option<crate::upstream::WatchSlot>,
+) -> Body {
+    let l = &call.labels;
+    let (inner, gated) = match watch_body::framing(headers) {
+        Ok((format, gzip)) => {
+            if gzip {
+                // The gate decodes the gzip stream; the client gets it plain.
+                headers.remove(header::CONTENT_ENCODING);
+                headers.remove(header::CONTENT_LENGTH);
+            }
+            let target = gated::Target {
+                client: l.client.to_string(),
+                resource: l.resource.clone(),
+                label: l.metric_resource.clone(),
+                namespace: call.info.namespace().map(str::to_string),
+                view: reads::view_key(&l.client, r),
+                watch_list: r.params.send_initial_events == Some(true),
+                rewind: call.rewind.clone(),
+                initial_events: call.initial.clone(),
+                initial: (r.params.send_initial_events == Some(true))
+                    .then(|| proxy.activity.initial_state(call.in_flight.keys().clone())),
+            };
+            let body = gated::gated(body, format, gzip, target, proxy.gates.clone());
+            (body, true)
+        }
+        Err(reason) => {
+            ungated(proxy, l, reason);
+            (body, false)
+        }
+    };
+    let mut stop = proxy.shutdown.clone();
+    let shutdown: watch_body::Shutdown = Box::pin(async move {
+        let _ = stop.wait_for(|s| *s).await;
+    });
+    let gauge = proxy
+        .metrics
+        .watch_streams
+        .with_label_values(&[&*l.client, &l.metric_resource]);
+    watch_body::WatchBody::new(inner, gauge, shutdown, slot, !gated).boxed()
+}
+
+/// A create's answer names what it made (for explore's clean-up on a cluster): the
+/// body is passed on as it is, and the name and uid traced from it.
+fn created_response(proxy: &Proxy, l: &Labels, headers: &http::HeaderMap, body: Body) -> Body {
+    let protobuf = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|c| c.starts_with("application/vnd.kubernetes.protobuf"));
+    let trace = proxy.gates.trace.clone();
+    let (client, resource) = (l.client.to_string(), l.resource.clone());
+    created::tee(
+        body,
+        protobuf,
+        Box::new(move |namespace, name, uid| {
+            trace.record(crate::trace::Record::Created {
+                client,
+                resource,
+                namespace,
+                name,
+                uid,
+            })
+        }),
+    )
 }
 
 /// A watch the gate cannot frame passes through as it is, so no window can apply to it:

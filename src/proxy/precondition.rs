@@ -23,9 +23,9 @@ use http::Request;
 use http_body_util::BodyExt;
 use serde_json::Value;
 
+use crate::k8s::protobuf::{Fields, Wire, unwrap_unknown};
+use crate::k8s::request::Verb;
 use crate::listen::{Body, BodyError};
-use crate::protobuf::{Fields, Wire, unwrap_unknown};
-use crate::request::Verb;
 
 /// The apiserver's request body limit (`--max-request-bytes`' default, 3 MiB).
 const MAX_BODY: usize = 3 * 1024 * 1024;
@@ -227,7 +227,7 @@ mod tests {
 
     #[test]
     fn reads_protobuf_bodies() {
-        use crate::protobuf::envelope;
+        use crate::k8s::protobuf::envelope;
         // ObjectMeta{name = 1: "a", resourceVersion = 6: "7"} as field 1 of a ConfigMap.
         let meta = [&[0x0a, 1][..], b"a", &[0x32, 1], b"7"].concat();
         let object = [&[0x0a, meta.len() as u8][..], &meta].concat();

@@ -11,10 +11,10 @@ use super::shared::Proxy;
 use super::status_response::status_response;
 use crate::fault::Reads;
 use crate::fault::rewind::To;
+use crate::k8s::request::{ResourceRequest, RvSemantics, Verb};
+use crate::k8s::status::ApiError;
 use crate::listen::Body;
-use crate::request::{ResourceRequest, RvSemantics, Verb};
-use crate::status::ApiError;
-use crate::watch::view::{Encoding, Read, ViewKey};
+use crate::watch::view::{Answer, Encoding, Read, ViewKey};
 use tokio::time::Instant;
 
 /// When a rewind goes back to: `by` ago, or when the window `at` last opened.
@@ -185,7 +185,7 @@ fn at_least(have: &str, want: &str) -> bool {
 /// there).
 fn with_resource_version(uri: &http::Uri, rv: &str) -> Option<http::Uri> {
     let mut q = form_urlencoded::Serializer::new(String::new());
-    for (k, v) in crate::request::query_pairs(uri.query().unwrap_or("")) {
+    for (k, v) in crate::k8s::request::query_pairs(uri.query().unwrap_or("")) {
         match &*k {
             "resourceVersion" | "resourceVersionMatch" | "sendInitialEvents" => {}
             _ => {
@@ -315,15 +315,18 @@ pub fn answer(
             if violation { "violated" } else { "kept" },
         ])
         .inc();
+    Some(view_response(r, a))
+}
+
+/// The answer a view gave, as the apiserver would have sent it: a `Status` 404 for an
+/// object it does not hold, else its body in the encoding asked for.
+fn view_response(r: &ResourceRequest, a: Answer) -> Response<Body> {
     if a.code == 404 {
-        let gr = crate::status::GroupResource {
+        let gr = crate::k8s::status::GroupResource {
             group: &r.group,
             resource: &r.resource,
         };
-        return Some(status_response(&ApiError::not_found(
-            gr,
-            r.name.as_deref().unwrap_or(""),
-        )));
+        return status_response(&ApiError::not_found(gr, r.name.as_deref().unwrap_or("")));
     }
     let mut resp = Response::new(crate::listen::body::full(a.body));
     resp.headers_mut().insert(
@@ -333,5 +336,5 @@ pub fn answer(
             Encoding::Protobuf => "application/vnd.kubernetes.protobuf",
         }),
     );
-    Some(resp)
+    resp
 }

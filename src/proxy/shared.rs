@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::activity;
 use super::gated;
-use crate::metrics::Metrics;
+use crate::proxy::metrics::Metrics;
 use crate::upstream::Upstream;
 
 /// Shared state of a running proxy.

@@ -3,8 +3,8 @@
 use http::Response;
 use http::header::{self, HeaderValue};
 
+use crate::k8s::status::ApiError;
 use crate::listen::Body;
-use crate::status::ApiError;
 
 /// A `Status` as a response (JSON, the code it names).
 pub fn status_response(e: &ApiError) -> Response<Body> {

@@ -12,8 +12,8 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
+use crate::k8s::request::Verb;
 use crate::oracle::{Mark, Oracles, RestartMark, Verdicts, Violation, WindowSpan, rfc3339};
-use crate::request::Verb;
 
 /// The JSON report's schema name; bumped on any incompatible change.
 pub const SCHEMA: &str = "stalemate.report/v1";

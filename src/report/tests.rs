@@ -3,8 +3,8 @@ use std::time::{Duration, SystemTime};
 use serde_json::json;
 
 use super::*;
+use crate::k8s::request::Verb;
 use crate::oracle::{OracleConfig, Oracles};
-use crate::request::Verb;
 
 const GR: &str = "gitrepositories.source.toolkit.fluxcd.io";
 

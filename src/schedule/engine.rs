@@ -16,7 +16,7 @@ use tokio::time::Instant;
 
 use super::{EventKind, Schedule, Verb, Window};
 use crate::fault::{Process, Random};
-use crate::identity::Clients;
+use crate::k8s::identity::Clients;
 
 pub use super::book::Active;
 use super::book::Book;

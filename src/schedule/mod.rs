@@ -12,10 +12,10 @@ mod window_metrics;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-pub use crate::duration::{GoDuration, MAX_DURATION};
 pub use crate::fault::Fault;
-pub use crate::identity::ClientMatcher;
-pub use crate::request::Verb;
+pub use crate::k8s::duration::{GoDuration, MAX_DURATION};
+pub use crate::k8s::identity::ClientMatcher;
+pub use crate::k8s::request::Verb;
 
 /// A subresource a trigger may name: those kube-apiserver serves. An enum, so a typo is
 /// an error naming the field instead of a trigger that never fires.
@@ -469,6 +469,10 @@ mod tests {
             Schedule::parse(&bad, "f.json").unwrap_err()[0].path,
             "windows[1].trigger"
         );
+    }
+
+    #[test]
+    fn unknown_names_are_errors_naming_the_field() {
         // Strings that select things are checked against what exists: a typo is an
         // error naming the field, never a window that silently never applies.
         for (from, to, path) in [
@@ -500,6 +504,10 @@ mod tests {
             assert!(e[0].location.starts_with("f.json:"), "{}", e[0]);
             assert!(e[0].message.contains("unknown variant"), "{}", e[0]);
         }
+    }
+
+    #[test]
+    fn fault_settings_are_checked() {
         // The new faults are checked like the others.
         for (fault, path) in [
             (r#"{ "rewind": {} }"#, "windows[0].fault.rewind.by"),
@@ -532,6 +540,10 @@ mod tests {
                 .message
                 .contains("signal")
         );
+    }
+
+    #[test]
+    fn durations_past_a_day_and_bad_patterns_are_refused() {
         for huge in ["500000000000y", "25h", "1000000000000000000000s"] {
             let bad =
                 DESIGN_EXAMPLE.replace("\"delay\": \"2s\"", &format!("\"delay\": \"{huge}\""));

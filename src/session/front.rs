@@ -18,7 +18,7 @@ const SETUP_TIMEOUT: Duration = Duration::from_secs(120);
 
 pub(super) struct Front {
     pub running: crate::server::Running,
-    certs: crate::certs::CertBundle,
+    certs: crate::k8s::certs::CertBundle,
     memory: Option<MemoryTrace>,
 }
 
@@ -31,7 +31,7 @@ pub(super) struct Stopped {
 impl Front {
     /// Start the proxy in front of `source`.
     pub async fn start(o: &Options, source: crate::upstream::Source) -> Result<Front> {
-        let certs = crate::certs::generate("stalemate", &[])?;
+        let certs = crate::k8s::certs::generate("stalemate", &[])?;
         let (trace_path, sink, memory) = match &o.trace {
             TraceTo::Off => (None, None, None),
             TraceTo::File(p) => (Some(p.clone()), None, None),
@@ -100,9 +100,9 @@ impl Front {
     /// makes the proxy use the upstream's credentials.
     pub fn kubeconfig(&self, o: &Options, name: &str) -> Result<PathBuf> {
         let path = o.dir.join(format!("{name}.kubeconfig"));
-        crate::kubeconfig::write(
+        crate::k8s::kubeconfig::write(
             &path,
-            &crate::kubeconfig::KubeconfigSpec {
+            &crate::k8s::kubeconfig::KubeconfigSpec {
                 name: "stalemate",
                 server: &self.running.urls[name],
                 ca_pem: &self.certs.ca_cert_pem,
@@ -138,13 +138,12 @@ fn schedule_of(o: &Options) -> crate::schedule::Schedule {
         others.collect()
     };
     for name in names {
-        schedule
-            .clients
-            .entry(name.into())
-            .or_insert_with(|| crate::identity::ClientMatcher {
+        schedule.clients.entry(name.into()).or_insert_with(|| {
+            crate::k8s::identity::ClientMatcher {
                 listener: Some(name.into()),
                 ..Default::default()
-            });
+            }
+        });
     }
     schedule
 }

@@ -32,7 +32,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 
-use crate::request::Verb;
+use crate::k8s::request::Verb;
 use crate::trace::{Record, Stamped};
 
 pub use names::{CONTROLLER, WORKLOAD};
@@ -359,7 +359,7 @@ pub fn extent_of(trace: &[Stamped], setup: &[crate::setup::Applied]) -> Extent {
         };
         // Every controller's (the one after `--` and each `--controller`) and the
         // workload's; not requests of no client.
-        if resource.is_empty() || client == crate::identity::OTHER {
+        if resource.is_empty() || client == crate::k8s::identity::OTHER {
             continue;
         }
         let reads = matches!(*verb, "list" | "watch") && client != WORKLOAD;

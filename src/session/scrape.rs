@@ -148,7 +148,7 @@ mod tests {
     #[tokio::test]
     async fn metrics_are_read_over_http_and_https_on_loopback() {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let certs = crate::certs::generate("kube-controller-manager", &[]).unwrap();
+        let certs = crate::k8s::certs::generate("kube-controller-manager", &[]).unwrap();
         let tls = crate::listen::tls::server_config(
             certs.cert_pem.as_bytes(),
             certs.key_pem.as_bytes(),

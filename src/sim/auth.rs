@@ -20,7 +20,7 @@ use base64::Engine;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::status::ApiError;
+use crate::k8s::status::ApiError;
 
 /// The authenticated user, as `user.Info` carries it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -234,7 +234,7 @@ mod tests {
             ]
         );
         assert_eq!(
-            crate::identity::jwt_subject(&sa).as_deref(),
+            crate::k8s::identity::jwt_subject(&sa).as_deref(),
             Some(u.username.as_str())
         );
         let alice = a.issue("alice", Some(Duration::from_secs(600)));
@@ -254,7 +254,7 @@ mod tests {
         let forged = format!("{h}.{forged_payload}.{sig}");
         let expired = a.issue("bob", Some(Duration::ZERO));
         for bad in [
-            format!("Bearer {}", crate::identity::unsigned_jwt("admin")),
+            format!("Bearer {}", crate::k8s::identity::unsigned_jwt("admin")),
             format!("Bearer {other}"),
             format!("Bearer {tampered}"),
             format!("Bearer {forged}"),
@@ -271,9 +271,10 @@ mod tests {
 
     #[test]
     fn client_certificates_come_first() {
-        let ca = crate::certs::generate("t", &[]).unwrap();
+        let ca = crate::k8s::certs::generate("t", &[]).unwrap();
         let (pem, _) =
-            crate::certs::client_cert(&ca, "kubernetes-admin", Some("system:masters")).unwrap();
+            crate::k8s::certs::client_cert(&ca, "kubernetes-admin", Some("system:masters"))
+                .unwrap();
         use rustls::pki_types::pem::PemObject;
         let der = rustls::pki_types::CertificateDer::from_pem_slice(pem.as_bytes()).unwrap();
         let a = Authenticator::new();

@@ -11,7 +11,7 @@ use super::instance::Sim;
 use super::negotiate::{Output, Reply};
 use super::resource_type::ResourceType;
 use super::table::IncludeObject;
-use crate::request::ResourceRequest;
+use crate::k8s::request::ResourceRequest;
 
 /// Everything a verb handler needs about one resource request.
 pub struct Ctx {

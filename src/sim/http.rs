@@ -18,9 +18,9 @@ use super::negotiate::{Reply, negotiate, wants_pretty};
 use super::resource_type::{Answer, ResourceType};
 use super::verbs::{delete, pods, read, scale, watch, write};
 use super::{discovery, openapi, proto_body};
+use crate::k8s::request::{self, RequestInfo, ResourceRequest, Verb};
+use crate::k8s::status::ApiError;
 use crate::listen::{Body, Peer};
-use crate::request::{self, RequestInfo, ResourceRequest, Verb};
-use crate::status::ApiError;
 
 fn header<'a>(req: &'a Request<Incoming>, name: &str) -> Option<&'a str> {
     req.headers().get(name).and_then(|v| v.to_str().ok())
@@ -452,7 +452,7 @@ fn token_request(
         (sim.lock().get("/serviceaccounts", ns, name)).map(|a| a.value["metadata"]["uid"].clone());
     let Some(account_uid) = account_uid else {
         return Err(ApiError::not_found(
-            crate::status::GroupResource {
+            crate::k8s::status::GroupResource {
                 group: "",
                 resource: "serviceaccounts",
             },
@@ -563,7 +563,7 @@ fn admin(sim: &Arc<Sim>, req: &Request<Incoming>, reply: &Reply) -> Response<Bod
     let dur = |k: &str, default: Duration| -> Result<Duration, ApiError> {
         match q.get(k) {
             None => Ok(default),
-            Some(s) => crate::duration::parse(s)
+            Some(s) => crate::k8s::duration::parse(s)
                 .map_err(|e| ApiError::bad_request(format!("{k}={s:?}: {e}"))),
         }
     };

@@ -10,7 +10,7 @@ use tokio::sync::{Notify, watch as tokio_watch};
 
 use super::store::{HistoryLimits, State};
 use super::{auth, bootstrap, builtins};
-use crate::certs::CertBundle;
+use crate::k8s::certs::CertBundle;
 
 /// Settings of one simulator instance.
 #[derive(Debug, Clone)]

@@ -27,15 +27,15 @@ pub fn write_kubeconfig(
     let token = sim.token_for(ADMIN_USER);
     let cert = match how {
         KubeconfigAuth::Token => None,
-        KubeconfigAuth::Cert => Some(crate::certs::client_cert(
+        KubeconfigAuth::Cert => Some(crate::k8s::certs::client_cert(
             &sim.certs,
             ADMIN_USER,
             Some(ADMIN_GROUP),
         )?),
     };
-    crate::kubeconfig::write(
+    crate::k8s::kubeconfig::write(
         path,
-        &crate::kubeconfig::KubeconfigSpec {
+        &crate::k8s::kubeconfig::KubeconfigSpec {
             name: "stalemate-sim",
             server: url,
             ca_pem: &sim.certs.ca_cert_pem,

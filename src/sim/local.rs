@@ -24,7 +24,7 @@ pub struct Local {
 impl Local {
     /// Serve a new simulator on `127.0.0.1:0`; its kubeconfig is written into `dir`.
     pub async fn start(dir: &Path, config: SimConfig) -> Result<Local> {
-        let certs = crate::certs::generate("stalemate-sim", &[])?;
+        let certs = crate::k8s::certs::generate("stalemate-sim", &[])?;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .context("binding the simulator's loopback port")?;
@@ -74,7 +74,7 @@ mod tests {
         let local = Local::start(dir.path(), SimConfig::default())
             .await
             .unwrap();
-        let client = crate::kubeconfig::client(&local.kubeconfig, None)
+        let client = crate::k8s::kubeconfig::client(&local.kubeconfig, None)
             .await
             .unwrap();
         let v = client.apiserver_version().await.unwrap();

@@ -6,7 +6,7 @@
 
 use super::resource_type::ResourceType;
 use super::store::State;
-use crate::status::{self, ApiError};
+use crate::k8s::status::{self, ApiError};
 
 /// Where namespaces are stored.
 pub const KEY: &str = "/namespaces";

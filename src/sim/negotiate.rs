@@ -10,9 +10,9 @@ use bytes::Bytes;
 use hyper::Response;
 use hyper::header::HeaderValue;
 
+use crate::k8s::status::ApiError;
 use crate::listen::Body;
 use crate::listen::body::full;
-use crate::status::ApiError;
 
 /// The representation chosen for a resource response.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -102,7 +102,7 @@ pub fn negotiate(accept: Option<&str>) -> Result<Output, ApiError> {
 /// (`curl`, `Wget` and browsers get indented output; `handlers/negotiation isPrettyPrint`).
 pub fn wants_pretty(pretty_param: Option<&str>, user_agent: Option<&str>) -> bool {
     if let Some(p) = pretty_param {
-        return crate::request::parse_query_bool(p);
+        return crate::k8s::request::parse_query_bool(p);
     }
     user_agent.is_some_and(|ua| {
         ua.starts_with("curl") || ua.starts_with("Wget") || ua.starts_with("Mozilla/5.0")

@@ -92,7 +92,7 @@ pub const V2_PROTOBUF: &str = "application/com.github.proto-openapi.spec.v2@v1.0
 /// operation per kind with the `fieldValidation` query parameter and the
 /// `x-kubernetes-group-version-kind` extension (as YAML, the way gnostic carries it).
 pub fn v2_protobuf(reg: &Registry, kube_minor: u32) -> Vec<u8> {
-    use crate::protobuf::Writer;
+    use crate::k8s::protobuf::Writer;
     let mut doc = Writer::default();
     doc.string(1, "2.0");
     doc.message(2, |info| {

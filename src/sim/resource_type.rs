@@ -114,8 +114,8 @@ impl ResourceType {
         format!("{}/{}", self.group, self.plural)
     }
 
-    pub fn group_resource(&self) -> crate::status::GroupResource<'_> {
-        crate::status::GroupResource {
+    pub fn group_resource(&self) -> crate::k8s::status::GroupResource<'_> {
+        crate::k8s::status::GroupResource {
             group: &self.group,
             resource: &self.plural,
         }

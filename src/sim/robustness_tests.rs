@@ -57,6 +57,6 @@ fn random_selectors_and_accept_headers_never_panic() {
         let _ = LabelSelector::parse(&s).map(|l| l.matches(&json!({"a": "b"})));
         let _ = FieldSelector::parse(&s, supported_fields("Secret")).map(|f| f.matches(&json!({})));
         let _ = negotiate::negotiate(Some(&s));
-        let _ = crate::request::classify(&http::Method::GET, &format!("/{s}"), Some(&s));
+        let _ = crate::k8s::request::classify(&http::Method::GET, &format!("/{s}"), Some(&s));
     }
 }

@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::meta;
 use super::resource_type::ResourceType;
 use super::store::{State, Stored};
-use crate::status::{ApiError, FieldError};
+use crate::k8s::status::{ApiError, FieldError};
 
 /// The strategy of each resource type (`kinds::strategy`). The generic operations are
 /// handed it rather than importing it, so that a kind whose objects reach others — a

@@ -6,7 +6,7 @@
 
 use serde_json::Value;
 
-use crate::status::FieldError;
+use crate::k8s::status::FieldError;
 
 pub fn required(field: &str) -> FieldError {
     FieldError {

@@ -19,7 +19,7 @@ use super::namespace_lifecycle;
 use super::resource_type::ResourceType;
 use super::store::{EventType, State, Stored};
 use super::strategy::{Strategies, Strategy};
-use crate::status::{ApiError, FieldError};
+use crate::k8s::status::{ApiError, FieldError};
 
 /// Who is writing, and how the write is recorded.
 pub struct Writer<'a> {

@@ -7,7 +7,7 @@
 
 use std::error::Error as StdError;
 
-use crate::status::ApiError;
+use crate::k8s::status::ApiError;
 
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 

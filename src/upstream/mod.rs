@@ -377,6 +377,69 @@ fn boxed_inline(pool: inline::InlinePool) -> Svc {
     }))
 }
 
+/// The watch connections: HTTP/2, many streams per connection, over several connections
+/// (see `WatchPool`). Those of requests with their own credentials are counted apart
+/// only when they are apart (stalemate presents a certificate).
+fn watch_pool(
+    pair: &dyn Fn(bool) -> Result<(Svc, Svc)>,
+    presents_certificate: bool,
+) -> Result<WatchPool> {
+    let (plain, authed): (Vec<Svc>, Vec<Svc>) = (0..WATCH_CONNECTIONS)
+        .map(|_| pair(true))
+        .collect::<Result<Vec<_>>>()?
+        .into_iter()
+        .unzip();
+    let active_plain = counters(WATCH_CONNECTIONS);
+    let active_authed = if presents_certificate {
+        counters(WATCH_CONNECTIONS)
+    } else {
+        active_plain.clone()
+    };
+    Ok(WatchPool {
+        plain,
+        authed,
+        active_plain,
+        active_authed,
+    })
+}
+
+/// One lane per serving thread: lane 0 (the rest of the process) on hyper-util's pool,
+/// the others on the connections `inline_pair` makes; every lane has its HTTP/1.1
+/// connections for upgrades.
+fn lanes(
+    count: usize,
+    pair: &dyn Fn(bool) -> Result<(Svc, Svc)>,
+    inline_pair: &mut dyn FnMut() -> Result<(Passthrough, Svc)>,
+) -> Result<Arc<[Lane]>> {
+    (0..count.max(1))
+        .map(|i| {
+            let (passthrough, authed) = if i == 0 {
+                let (plain, authed) = pair(false)?;
+                (Passthrough::Service(plain), authed)
+            } else {
+                inline_pair()?
+            };
+            // Upgrades (exec, attach, port-forward) exist only in HTTP/1.1.
+            let (upgrade, authed_upgrade) = pair(false)?;
+            Ok(Lane {
+                passthrough,
+                authed,
+                upgrade,
+                authed_upgrade,
+            })
+        })
+        .collect()
+}
+
+/// The TLS configuration of connections for requests that bring their own Authorization:
+/// the same trust, no client certificate (see the module docs).
+fn bare_tls(cfg: &kube::Config) -> Result<rustls::ClientConfig> {
+    let mut bare = cfg.clone();
+    bare.auth_info = kube::config::AuthInfo::default();
+    bare.rustls_client_config()
+        .context("building the upstream TLS configuration")
+}
+
 impl Upstream {
     pub async fn connect(source: &Source, opts: &TransportOptions) -> Result<Upstream> {
         let mut cfg = load(source).await?;
@@ -388,13 +451,7 @@ impl Upstream {
         let tls = cfg
             .rustls_client_config()
             .context("building the upstream TLS configuration")?;
-        // Connections for requests that bring their own Authorization: the same trust,
-        // no client certificate (see the module docs).
-        let mut bare = cfg.clone();
-        bare.auth_info = kube::config::AuthInfo::default();
-        let tls_plain = bare
-            .rustls_client_config()
-            .context("building the upstream TLS configuration")?;
+        let tls_plain = bare_tls(&cfg)?;
         // An exec plugin may answer with a certificate: count it as one.
         let presents_certificate = cfg.auth_info.client_certificate.is_some()
             || cfg.auth_info.client_certificate_data.is_some()
@@ -424,19 +481,8 @@ impl Upstream {
             })
         };
         // Requests: a pool of HTTP/1.1 connections (measured faster than one shared
-        // HTTP/2 connection for GET and LIST, bench/run.sh). Watches: HTTP/2, many
-        // streams per connection, over several connections (see `WatchPool`).
-        let (watch_plain, watch_authed): (Vec<Svc>, Vec<Svc>) = (0..WATCH_CONNECTIONS)
-            .map(|_| pair(true))
-            .collect::<Result<Vec<_>>>()?
-            .into_iter()
-            .unzip();
-        let active_plain = counters(WATCH_CONNECTIONS);
-        let active_authed = if presents_certificate {
-            counters(WATCH_CONNECTIONS)
-        } else {
-            active_plain.clone()
-        };
+        // HTTP/2 connection for GET and LIST, bench/run.sh). Watches: HTTP/2.
+        let watches = Arc::new(watch_pool(&pair, presents_certificate)?);
         // A serving thread's requests go over connections its own tasks drive
         // (`inline`); lane 0 — the rest of the process, on a work-stealing runtime —
         // keeps hyper-util's pool, whose connection tasks may run anywhere.
@@ -462,30 +508,7 @@ impl Upstream {
             inline_pools.extend(made);
             Ok::<_, anyhow::Error>((passthrough, authed))
         };
-        let lanes: Arc<[Lane]> = (0..opts.lanes.max(1))
-            .map(|i| {
-                let (passthrough, authed) = if i == 0 {
-                    let (plain, authed) = pair(false)?;
-                    (Passthrough::Service(plain), authed)
-                } else {
-                    inline_pair()?
-                };
-                // Upgrades (exec, attach, port-forward) exist only in HTTP/1.1.
-                let (upgrade, authed_upgrade) = pair(false)?;
-                Ok(Lane {
-                    passthrough,
-                    authed,
-                    upgrade,
-                    authed_upgrade,
-                })
-            })
-            .collect::<Result<_>>()?;
-        let watches = Arc::new(WatchPool {
-            plain: watch_plain,
-            authed: watch_authed,
-            active_plain,
-            active_authed,
-        });
+        let lanes = lanes(opts.lanes, &pair, &mut inline_pair)?;
         Ok(Upstream {
             base: cfg.cluster_url.clone(),
             config: cfg,

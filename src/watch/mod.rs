@@ -61,7 +61,7 @@ pub fn event(format: Format, type_: EventType, object: &[u8]) -> Bytes {
             b.extend_from_slice(b"}\n");
             Bytes::from(b)
         }
-        Format::Protobuf => Bytes::from(crate::protobuf::watch_frame(type_.as_str(), object)),
+        Format::Protobuf => Bytes::from(crate::k8s::protobuf::watch_frame(type_.as_str(), object)),
     }
 }
 
@@ -71,19 +71,19 @@ pub fn event(format: Format, type_: EventType, object: &[u8]) -> Bytes {
 /// stream must end while it holds events.
 pub fn expired_event(format: Format, message: &str) -> Bytes {
     let object = match format {
-        Format::Json => crate::status::ApiError::expired(message)
+        Format::Json => crate::k8s::status::ApiError::expired(message)
             .to_status()
             .to_string()
             .into_bytes(),
         Format::Protobuf => {
-            let mut status = crate::protobuf::Writer::default();
+            let mut status = crate::k8s::protobuf::Writer::default();
             status
                 .message(1, |_| {})
                 .string(2, "Failure")
                 .string(3, message)
                 .string(4, "Expired")
                 .uint(6, 410);
-            crate::protobuf::envelope("v1", "Status", &status.buf)
+            crate::k8s::protobuf::envelope("v1", "Status", &status.buf)
         }
     };
     event(format, EventType::Error, &object)

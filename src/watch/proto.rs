@@ -7,7 +7,7 @@ use bytes::{Buf, Bytes, BytesMut};
 
 use super::event::{EventMeta, EventType};
 use super::frame::{CodecError, Frame};
-use crate::protobuf::{Fields, Wire, unwrap_unknown};
+use crate::k8s::protobuf::{Fields, Wire, unwrap_unknown};
 
 fn bad(e: impl std::fmt::Display) -> CodecError {
     CodecError::Proto(e.to_string())

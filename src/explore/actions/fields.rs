@@ -323,11 +323,11 @@ fn parsed_as(name: &str, format: &str, value: &str) -> Option<Parsed> {
 
 /// A Go duration (`1m30s`, `500ms`).
 fn is_duration(s: &str) -> bool {
-    crate::duration::parse(s).is_ok() && s.chars().next().is_some_and(|c| c.is_ascii_digit())
+    crate::k8s::duration::parse(s).is_ok() && s.chars().next().is_some_and(|c| c.is_ascii_digit())
 }
 
 fn doubled_duration(s: &str) -> Option<String> {
-    let d = crate::duration::parse(s).ok()?;
+    let d = crate::k8s::duration::parse(s).ok()?;
     let ms = (d * 2).as_millis();
     Some(if ms % 1000 == 0 {
         format!("{}s", ms / 1000)

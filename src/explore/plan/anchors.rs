@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime};
 use serde_json::json;
 
 use super::{LEASES, MAX_PER_KIND};
-use crate::request::Verb;
+use crate::k8s::request::Verb;
 use crate::schedule::Subresource;
 use crate::session::snapshot::{IGNORED, base_resource};
 use crate::session::{CONTROLLER, WORKLOAD};
@@ -183,7 +183,7 @@ pub fn read(trace: &[Stamped], setup: &[crate::setup::Applied], viewer: &str) ->
                 precondition,
                 latency_ms,
                 ..
-            } if client != crate::identity::OTHER => {
+            } if client != crate::k8s::identity::OTHER => {
                 rd.request(
                     client,
                     verb,

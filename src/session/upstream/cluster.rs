@@ -65,7 +65,7 @@ impl Cluster {
         reset: Option<String>,
     ) -> Result<Cluster> {
         let client = match &kubeconfig {
-            Some(p) => crate::kubeconfig::client(p, context.as_deref()).await?,
+            Some(p) => crate::k8s::kubeconfig::client(p, context.as_deref()).await?,
             None => {
                 let options = kube::config::KubeConfigOptions {
                     context: context.clone(),

@@ -261,7 +261,7 @@ impl Envtest {
             if definitions.is_empty() && !reuse {
                 return Ok(Ready::fresh(cp, None));
             }
-            let client = match crate::kubeconfig::client(&cp.admin_kubeconfig, None).await {
+            let client = match crate::k8s::kubeconfig::client(&cp.admin_kubeconfig, None).await {
                 Ok(c) => c,
                 Err(e) => {
                     tracing::debug!(error = %format!("{e:#}"), "a client for the control plane");
@@ -593,7 +593,7 @@ async fn stop(cp: ControlPlane) {
 /// Put a control plane back to its baseline, within [`PUT_BACK_WITHIN`].
 async fn put_back(cp: &ControlPlane, baseline: &Baseline) -> Result<()> {
     let work = async {
-        let client = crate::kubeconfig::client(&cp.admin_kubeconfig, None).await?;
+        let client = crate::k8s::kubeconfig::client(&cp.admin_kubeconfig, None).await?;
         reset::put_back(&client, baseline).await
     };
     tokio::time::timeout(PUT_BACK_WITHIN, work)

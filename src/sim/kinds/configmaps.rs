@@ -2,9 +2,9 @@
 
 use serde_json::Value;
 
+use crate::k8s::status::FieldError;
 use crate::sim::strategy::Strategy;
 use crate::sim::validate::keys_of;
-use crate::status::FieldError;
 
 pub struct ConfigMaps;
 

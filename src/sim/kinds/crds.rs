@@ -5,11 +5,11 @@
 
 use serde_json::{Value, json};
 
+use crate::k8s::status::FieldError;
 use crate::sim::meta;
 use crate::sim::registry::{self, Registry};
 use crate::sim::store::{EventType, State, Stored};
 use crate::sim::strategy::{Strategies, Strategy};
-use crate::status::FieldError;
 
 /// Where CRDs are stored.
 pub const KEY: &str = "apiextensions.k8s.io/customresourcedefinitions";

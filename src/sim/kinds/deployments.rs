@@ -5,11 +5,11 @@
 use serde_json::{Value, json};
 
 use super::workloads;
+use crate::k8s::status::FieldError;
 use crate::sim::defaults::{default, object, template};
 use crate::sim::meta;
 use crate::sim::resource_type::ResourceType;
 use crate::sim::strategy::Strategy;
-use crate::status::FieldError;
 
 pub struct Deployments;
 

@@ -5,11 +5,11 @@
 
 use serde_json::{Value, json};
 
+use crate::k8s::status::{ApiError, FieldError};
 use crate::sim::defaults::{default, object};
 use crate::sim::meta;
 use crate::sim::store::State;
 use crate::sim::strategy::Strategy;
-use crate::status::{ApiError, FieldError};
 
 pub struct PersistentVolumeClaims;
 

@@ -15,12 +15,12 @@
 
 use serde_json::{Value, json};
 
+use crate::k8s::status::{self, ApiError, FieldError};
 use crate::sim::defaults::{default, items, object, pod_spec};
 use crate::sim::meta;
 use crate::sim::store::State;
 use crate::sim::strategy::Strategy;
 use crate::sim::validate::required;
-use crate::status::{self, ApiError, FieldError};
 
 pub struct Pods;
 

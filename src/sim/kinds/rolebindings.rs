@@ -2,8 +2,8 @@
 
 use serde_json::Value;
 
+use crate::k8s::status::FieldError;
 use crate::sim::strategy::Strategy;
-use crate::status::FieldError;
 
 pub struct RoleBindings;
 

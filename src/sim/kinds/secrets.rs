@@ -5,10 +5,10 @@
 use serde_json::{Value, json};
 
 use super::configmaps::data_frozen;
+use crate::k8s::status::FieldError;
 use crate::sim::defaults::default;
 use crate::sim::strategy::Strategy;
 use crate::sim::validate::{keys_of, required};
-use crate::status::FieldError;
 
 pub struct Secrets;
 

@@ -11,11 +11,11 @@ use std::net::Ipv4Addr;
 
 use serde_json::{Value, json};
 
+use crate::k8s::status::{ApiError, FieldError};
 use crate::sim::defaults::{default, items, object};
 use crate::sim::store::State;
 use crate::sim::strategy::Strategy;
 use crate::sim::validate::required;
-use crate::status::{ApiError, FieldError};
 
 pub struct Services;
 

@@ -4,9 +4,9 @@
 use serde_json::{Value, json};
 
 use super::workloads;
+use crate::k8s::status::FieldError;
 use crate::sim::defaults::{default, object, template};
 use crate::sim::strategy::Strategy;
-use crate::status::FieldError;
 
 pub struct StatefulSets;
 

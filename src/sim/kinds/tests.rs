@@ -4,8 +4,8 @@
 use serde_json::{Value, json};
 
 use super::strategy;
+use crate::k8s::status::FieldError;
 use crate::sim::resource_type::ResourceType;
-use crate::status::FieldError;
 
 fn rt(group: &str, kind: &str) -> ResourceType {
     crate::sim::builtins::types()

@@ -4,9 +4,9 @@
 
 use serde_json::Value;
 
+use crate::k8s::status::FieldError;
 use crate::sim::selector::{self, LabelSelector};
 use crate::sim::validate::{go_map, required};
-use crate::status::FieldError;
 
 /// A workload's selector must select its template's labels (`ValidatePodTemplateSpecForReplicaSet`).
 pub fn selector_matches(obj: &Value, errs: &mut Vec<FieldError>) {

@@ -17,7 +17,7 @@ use serde_json::{Map, Number, Value};
 use super::DecodeError;
 use super::special;
 use super::table::{Field, Scalar, Table, Ty};
-use crate::protobuf::{Fields, Wire};
+use crate::k8s::protobuf::{Fields, Wire};
 
 /// How deep messages may nest. JSONSchemaProps nests itself, and Go's growable stacks
 /// have no such limit, but no object a client writes is 64 messages deep and each level
@@ -129,10 +129,7 @@ impl Decoder<'_> {
         occ: &[Wire],
         depth: usize,
     ) -> Result<Decoded, DecodeError> {
-        let wrong = |w: &Wire| DecodeError::WireType {
-            field: format!("{owner}.{}", f.name),
-            wire: wire_name(w),
-        };
+        let wrong = |w: &Wire| wrong_wire(owner, f, w);
         match ty {
             Ty::Scalar(s) => match occ.last() {
                 None => Ok(Decoded::zero(scalar_zero(*s))),
@@ -162,30 +159,7 @@ impl Decoder<'_> {
                 }
                 self.message(t, &buf, depth + 1)
             }
-            Ty::Repeated(elem) => {
-                let mut items = Vec::new();
-                for w in occ {
-                    match (&**elem, w) {
-                        (Ty::Scalar(s), Wire::Bytes(packed)) if s.packable() => {
-                            for v in unpack(*s, packed)? {
-                                items.push(scalar(*s, &v).ok_or_else(|| wrong(&v))??);
-                            }
-                        }
-                        (Ty::Scalar(s), w) => items.push(scalar(*s, w).ok_or_else(|| wrong(w))??),
-                        (elem, w) => {
-                            items.push(self.value(owner, f, elem, &[*w], depth)?.json);
-                        }
-                    }
-                }
-                // No element at all is Go's nil slice.
-                Ok(match items.is_empty() {
-                    true => Decoded::zero(Value::Null),
-                    false => Decoded {
-                        json: Value::Array(items),
-                        zero: false,
-                    },
-                })
-            }
+            Ty::Repeated(elem) => self.repeated(owner, f, elem, occ, depth),
             Ty::Map(value) => {
                 let mut entries = BTreeMap::new();
                 for w in occ {
@@ -204,6 +178,40 @@ impl Decoder<'_> {
                 })
             }
         }
+    }
+
+    /// A repeated field: its occurrences, packed or one element each, as one list.
+    fn repeated(
+        &self,
+        owner: &str,
+        f: &Field,
+        elem: &Ty,
+        occ: &[Wire],
+        depth: usize,
+    ) -> Result<Decoded, DecodeError> {
+        let wrong = |w: &Wire| wrong_wire(owner, f, w);
+        let mut items = Vec::new();
+        for w in occ {
+            match (elem, w) {
+                (Ty::Scalar(s), Wire::Bytes(packed)) if s.packable() => {
+                    for v in unpack(*s, packed)? {
+                        items.push(scalar(*s, &v).ok_or_else(|| wrong(&v))??);
+                    }
+                }
+                (Ty::Scalar(s), w) => items.push(scalar(*s, w).ok_or_else(|| wrong(w))??),
+                (elem, w) => {
+                    items.push(self.value(owner, f, elem, &[*w], depth)?.json);
+                }
+            }
+        }
+        // No element at all is Go's nil slice.
+        Ok(match items.is_empty() {
+            true => Decoded::zero(Value::Null),
+            false => Decoded {
+                json: Value::Array(items),
+                zero: false,
+            },
+        })
     }
 
     fn map_entry(
@@ -345,6 +353,14 @@ pub fn go_string(b: &[u8]) -> String {
                 rest = &after[bad..];
             }
         }
+    }
+}
+
+/// A field that came in a wire type its schema does not allow.
+fn wrong_wire(owner: &str, f: &Field, w: &Wire) -> DecodeError {
+    DecodeError::WireType {
+        field: format!("{owner}.{}", f.name),
+        wire: wire_name(w),
     }
 }
 

@@ -29,7 +29,7 @@ pub fn encode(obj: &Value) -> Result<Vec<u8>, EncodeError> {
         .kind(api_version, api_version, kind)
         .ok_or_else(unknown)?;
     let raw = Encoder { table }.message(t, obj, kind)?;
-    Ok(crate::protobuf::envelope(api_version, kind, &raw))
+    Ok(crate::k8s::protobuf::envelope(api_version, kind, &raw))
 }
 
 struct Encoder<'t> {

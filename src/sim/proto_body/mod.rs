@@ -26,7 +26,7 @@ mod tests;
 
 use serde_json::{Map, Value};
 
-use crate::protobuf::{WireError, unwrap_unknown};
+use crate::k8s::protobuf::{WireError, unwrap_unknown};
 
 pub use encode::{EncodeError, encode};
 

@@ -11,7 +11,7 @@ use super::decode::{Decoded, Decoder, Occurrences, go_string};
 use super::go_format::{duration_string, rfc3339};
 use super::quantity;
 use super::table::{Special, Type};
-use crate::protobuf::Wire;
+use crate::k8s::protobuf::Wire;
 
 /// Whether the type's protobuf `Unmarshal` is hand-written and replaces the value rather
 /// than merging into it when the field comes twice.
@@ -57,25 +57,15 @@ pub fn render(
     let json = match s {
         Special::Time | Special::MicroTime => {
             let any = occ.iter().any(|o| !o.is_empty());
-            let (secs, nanos) = (int("seconds")? as i64, int("nanos")? as i32);
-            // time_proto.go: an empty Timestamp is the zero time; Time keeps whole
-            // seconds, MicroTime microseconds.
-            let nanos = match s {
-                Special::Time => 0,
-                _ => i64::from(nanos) / 1000 * 1000,
-            };
-            let (secs, nanos) = (
-                secs.saturating_add(nanos.div_euclid(1_000_000_000)),
-                nanos.rem_euclid(1_000_000_000),
-            );
-            if !any || (secs == GO_ZERO_TIME && nanos == 0) {
-                return Ok(Decoded {
-                    json: Value::Null,
-                    zero: true,
-                });
+            match time_json(s, int("seconds")? as i64, int("nanos")? as i32, any) {
+                Some(t) => t,
+                None => {
+                    return Ok(Decoded {
+                        json: Value::Null,
+                        zero: true,
+                    });
+                }
             }
-            let micros = (s == Special::MicroTime).then_some((nanos / 1000) as u32);
-            Value::String(rfc3339(secs, micros))
         }
         Special::Duration => Value::String(duration_string(int("Duration")? as i64)),
         Special::IntOrString => match int("Type")? as i64 {
@@ -93,14 +83,8 @@ pub fn render(
         },
         Special::FieldsV1 | Special::Json => match bytes("Raw")? {
             None | Some([]) => Value::Null,
-            Some(raw) => raw_json(
-                raw,
-                if s == Special::Json {
-                    "JSON"
-                } else {
-                    "FieldsV1"
-                },
-            )?,
+            Some(raw) if s == Special::Json => raw_json(raw, "JSON")?,
+            Some(raw) => raw_json(raw, "FieldsV1")?,
         },
         Special::JsonSchemaPropsOrArray => match sub("JSONSchemas")? {
             Some(d) if !d.json.is_null() => d.json,
@@ -117,6 +101,25 @@ pub fn render(
     };
     let zero = occ.iter().all(|o| o.is_empty());
     Ok(Decoded { json, zero })
+}
+
+/// A Time or MicroTime as time_proto.go reads it and `MarshalJSON` writes it: Time keeps
+/// whole seconds, MicroTime microseconds. `None` for Go's zero time (an empty Timestamp
+/// is one), which they write as `null`.
+fn time_json(s: Special, secs: i64, nanos: i32, any: bool) -> Option<Value> {
+    let nanos = match s {
+        Special::Time => 0,
+        _ => i64::from(nanos) / 1000 * 1000,
+    };
+    let (secs, nanos) = (
+        secs.saturating_add(nanos.div_euclid(1_000_000_000)),
+        nanos.rem_euclid(1_000_000_000),
+    );
+    if !any || (secs == GO_ZERO_TIME && nanos == 0) {
+        return None;
+    }
+    let micros = (s == Special::MicroTime).then_some((nanos / 1000) as u32);
+    Some(Value::String(rfc3339(secs, micros)))
 }
 
 fn wrong(ty: &Type, name: &str, w: &Wire) -> DecodeError {

@@ -185,7 +185,7 @@ fn bad_bodies_say_what_is_wrong() {
     assert!(malformed(b"nope").contains("k8s"));
     assert!(malformed(&cm[..cm.len() - 7]).contains("past the end"));
     // A ConfigMap whose metadata (field 1) is a varint.
-    let body = crate::protobuf::envelope("v1", "ConfigMap", &[0x08, 0x01]);
+    let body = crate::k8s::protobuf::envelope("v1", "ConfigMap", &[0x08, 0x01]);
     assert_eq!(
         malformed(&body),
         "field api/core/v1.ConfigMap.metadata has the wrong wire type (varint)"
@@ -212,7 +212,7 @@ fn bad_bodies_say_what_is_wrong() {
         decode(&body, "", ""),
         Err(ProtoError::Malformed(DecodeError::TooDeep(_)))
     ));
-    let unknown = crate::protobuf::envelope("example.com/v1", "Widget", &[]);
+    let unknown = crate::k8s::protobuf::envelope("example.com/v1", "Widget", &[]);
     assert!(matches!(
         decode(&unknown, "", ""),
         Err(ProtoError::Unsupported(_))
@@ -237,7 +237,7 @@ fn hostile_bytes_never_panic() {
             b.truncate(rng.random_range(0..=b.len()));
         }
         errors += usize::from(decode(&b, "v1", "Pod").is_err());
-        let mut noise = crate::protobuf::MAGIC.to_vec();
+        let mut noise = crate::k8s::protobuf::MAGIC.to_vec();
         noise.extend((0..rng.random_range(0..64)).map(|_| rng.random::<u8>()));
         let _ = decode(&noise, "apps/v1", "Deployment");
     }
@@ -248,7 +248,7 @@ fn hostile_bytes_never_panic() {
 /// A random message that frames correctly: fields 1-30 of every wire type, bytes fields
 /// holding nested messages, text or noise, up to `depth` deep.
 fn random_message(rng: &mut StdRng, depth: u32) -> Vec<u8> {
-    let mut w = crate::protobuf::Writer::default();
+    let mut w = crate::k8s::protobuf::Writer::default();
     for _ in 0..rng.random_range(0..8) {
         let num = rng.random_range(1..31);
         match rng.random_range(0..6) {
@@ -314,7 +314,7 @@ fn random_well_framed_messages_of_every_kind_never_panic() {
     for _ in 0..20_000 {
         let (api_version, kind) = &kinds[rng.random_range(0..kinds.len())];
         let raw = random_message(&mut rng, 6);
-        let body = crate::protobuf::envelope(api_version, kind, &raw);
+        let body = crate::k8s::protobuf::envelope(api_version, kind, &raw);
         match decode(&body, "", "") {
             Ok(v) => {
                 ok += 1;

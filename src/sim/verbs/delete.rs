@@ -7,12 +7,12 @@ use serde_json::{Map, Value, json};
 
 use super::read::Filter;
 use super::write::{decode_body, existing};
+use crate::k8s::status::{self, ApiError};
 use crate::sim::ctx::Ctx;
 use crate::sim::delete::delete_object;
 use crate::sim::kinds;
 use crate::sim::resource_type::ResourceType;
 use crate::sim::store::Stored;
-use crate::status::{self, ApiError};
 
 /// What a DELETE answers: the object (still there, or for types that return it) or a
 /// `Status` of success.

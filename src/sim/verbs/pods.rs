@@ -6,11 +6,11 @@ use serde_json::{Value, json};
 
 use super::delete::delete;
 use super::write::{decode_body, writer};
+use crate::k8s::status::ApiError;
 use crate::sim::ctx::Ctx;
 use crate::sim::kinds;
 use crate::sim::meta::Scope;
 use crate::sim::write::commit;
-use crate::status::ApiError;
 
 fn success(code: u16) -> Value {
     json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": code})

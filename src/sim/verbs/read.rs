@@ -14,15 +14,15 @@ use bytes::{BufMut, Bytes, BytesMut};
 use hyper::Response;
 use serde_json::{Value, json};
 
+use crate::k8s::request::{ListParams, RvSemantics};
+use crate::k8s::status::{ApiError, FieldError};
 use crate::listen::Body;
-use crate::request::{ListParams, RvSemantics};
 use crate::sim::ctx::Ctx;
 use crate::sim::negotiate::Output;
 use crate::sim::resource_type::ResourceType;
 use crate::sim::selector::{FieldSelector, LabelSelector, supported_fields};
 use crate::sim::store::{ObjKey, State, Stored};
 use crate::sim::table;
-use crate::status::{ApiError, FieldError};
 
 /// Parse an RV given by a client; malformed ones are a 400 like the apiserver's.
 pub fn parse_rv(s: &str) -> Result<u64, ApiError> {

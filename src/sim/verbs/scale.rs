@@ -9,6 +9,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::write::{decode_body, existing, patch_error, writer};
+use crate::k8s::status::ApiError;
 use crate::sim::ctx::Ctx;
 use crate::sim::kinds;
 use crate::sim::meta::Scope;
@@ -16,7 +17,6 @@ use crate::sim::patch::{self, PatchType};
 use crate::sim::selector::string_form;
 use crate::sim::store::Stored;
 use crate::sim::write::commit;
-use crate::status::ApiError;
 
 /// The Scale of `obj`.
 pub fn of(obj: &Stored) -> Value {

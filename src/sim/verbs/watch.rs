@@ -28,16 +28,16 @@ use tokio::sync::broadcast::{self, error::RecvError};
 use tokio::sync::mpsc;
 
 use super::read::{Filter, parse_rv, validate_list_options};
+use crate::k8s::request::RvSemantics;
+use crate::k8s::status::ApiError;
 use crate::listen::Body;
 use crate::listen::body::{BodyError, ChannelBody};
-use crate::request::RvSemantics;
 use crate::sim::ctx::Ctx;
 use crate::sim::instance::{CloseMode, Sim, WatchEncoding};
 use crate::sim::negotiate::Output;
 use crate::sim::resource_type::ResourceType;
 use crate::sim::store::{Event, EventType, Stored};
 use crate::sim::table;
-use crate::status::ApiError;
 
 /// How a watch encodes each event's object.
 #[derive(Clone)]

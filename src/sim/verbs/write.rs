@@ -7,13 +7,13 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use crate::k8s::status::{ApiError, FieldError};
 use crate::sim::ctx::Ctx;
 use crate::sim::kinds;
 use crate::sim::meta::{self, Scope};
 use crate::sim::patch::{self, PatchError, PatchType};
 use crate::sim::store::{State, Stored};
 use crate::sim::write::{Writer, check_type, commit, create_in, invalid};
-use crate::status::{ApiError, FieldError};
 
 /// A request body as a JSON object.
 pub(super) fn decode_body(body: &[u8]) -> Result<Value, ApiError> {

@@ -8,7 +8,7 @@ use super::encoding::Encoding;
 use super::key::ViewKey;
 use super::parse::{json_with_type, proto_envelope};
 use super::store::View;
-use crate::protobuf::Writer;
+use crate::k8s::protobuf::Writer;
 
 /// A read answered from a view.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,7 +64,7 @@ pub(super) fn candidates(read: &Read<'_>) -> Vec<(ViewKey, Scope)> {
             },
         ));
     }
-    if let Some(name) = crate::request::single_name_from_field_selector(&k.field_selector) {
+    if let Some(name) = crate::k8s::request::single_name_from_field_selector(&k.field_selector) {
         let plain = ViewKey {
             field_selector: String::new(),
             ..k.clone()

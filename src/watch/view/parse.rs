@@ -8,7 +8,7 @@ use bytes::Bytes;
 use serde::Deserialize;
 
 use super::encoding::Encoding;
-use crate::protobuf::{Fields, Wire, unwrap_unknown};
+use crate::k8s::protobuf::{Fields, Wire, unwrap_unknown};
 
 #[derive(Deserialize)]
 struct JsonList<'a> {
@@ -108,29 +108,8 @@ pub(super) fn json_list_meta(body: &[u8]) -> Result<Page, String> {
         Option<JsonListMeta<'_>>,
     ) = (None, None, None);
     let mut has_items = false;
-    loop {
-        while body
-            .get(i)
-            .is_some_and(|c| c.is_ascii_whitespace() || *c == b',')
-        {
-            i += 1;
-        }
-        match body.get(i) {
-            Some(b'}') | None => break,
-            Some(b'"') => {}
-            Some(_) => return Err(bad("a key is not a string")),
-        }
-        let kend = skip_value(body, i).ok_or_else(|| bad("unterminated key"))?;
-        let key: Cow<'_, str> =
-            serde_json::from_slice(&body[i..kend]).map_err(|e| e.to_string())?;
-        i = kend;
-        while body.get(i).is_some_and(|c| c.is_ascii_whitespace()) {
-            i += 1;
-        }
-        if body.get(i) != Some(&b':') {
-            return Err(bad("a key without a value"));
-        }
-        i += 1;
+    while let Some((key, value_at)) = next_key(body, i)? {
+        i = value_at;
         if key == "items" && api_version.is_some() && kind.is_some() && meta.is_some() {
             // The apiserver's order: everything needed is known, and the items — nearly
             // all of the body — are left unscanned until a read needs the view (a broken
@@ -172,6 +151,33 @@ pub(super) fn json_list_meta(body: &[u8]) -> Result<Page, String> {
             .unwrap_or_default(),
         items: Vec::new(),
     })
+}
+
+/// The next key of an object scanned from `i` (past separators), and where its value
+/// starts; `None` at the object's end.
+fn next_key(body: &[u8], mut i: usize) -> Result<Option<(Cow<'_, str>, usize)>, String> {
+    let bad = |what: &str| format!("not a JSON list: {what}");
+    while body
+        .get(i)
+        .is_some_and(|c| c.is_ascii_whitespace() || *c == b',')
+    {
+        i += 1;
+    }
+    match body.get(i) {
+        Some(b'}') | None => return Ok(None),
+        Some(b'"') => {}
+        Some(_) => return Err(bad("a key is not a string")),
+    }
+    let kend = skip_value(body, i).ok_or_else(|| bad("unterminated key"))?;
+    let key: Cow<'_, str> = serde_json::from_slice(&body[i..kend]).map_err(|e| e.to_string())?;
+    i = kend;
+    while body.get(i).is_some_and(|c| c.is_ascii_whitespace()) {
+        i += 1;
+    }
+    if body.get(i) != Some(&b':') {
+        return Err(bad("a key without a value"));
+    }
+    Ok(Some((key, i + 1)))
 }
 
 /// `part` as a slice of `body` when it lies inside it (no copy), else a copy.
@@ -302,7 +308,7 @@ pub(super) fn event_object(encoding: Encoding, frame: &[u8]) -> Option<Bytes> {
 }
 
 pub(super) fn proto_envelope(api_version: &str, kind: &str, raw: &[u8]) -> Bytes {
-    Bytes::from(crate::protobuf::envelope(api_version, kind, raw))
+    Bytes::from(crate::k8s::protobuf::envelope(api_version, kind, raw))
 }
 
 /// A JSON list item may lack `kind`/`apiVersion` (built-in types' lists omit them); a

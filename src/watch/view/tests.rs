@@ -1,7 +1,7 @@
 //! Views fed from recorded LIST bodies and watch streams of a real kube-apiserver 1.28.
 
 use super::*;
-use crate::protobuf::unwrap_unknown;
+use crate::k8s::protobuf::unwrap_unknown;
 
 const FIX: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/kube-apiserver-1.28/");
 

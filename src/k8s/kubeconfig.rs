@@ -138,7 +138,7 @@ pub fn render(spec: &KubeconfigSpec<'_>) -> Result<String> {
 /// Render and write the kubeconfig to `path` (mode 0600: it may hold a token).
 pub fn write(path: &Path, spec: &KubeconfigSpec<'_>) -> Result<()> {
     let text = render(spec)?;
-    crate::certs::write_file(path, text.as_bytes(), true)
+    crate::k8s::certs::write_file(path, text.as_bytes(), true)
         .with_context(|| format!("writing kubeconfig {}", path.display()))
 }
 

@@ -237,7 +237,7 @@ mod tests {
 
     #[test]
     fn unwraps_recorded_protobuf_get() {
-        let body = include_bytes!("../fixtures/kube-apiserver-1.28/cm-get-protobuf.body");
+        let body = include_bytes!("../../fixtures/kube-apiserver-1.28/cm-get-protobuf.body");
         let (api_version, kind, raw) = unwrap_unknown(body).unwrap();
         assert_eq!((api_version.as_str(), kind.as_str()), ("v1", "ConfigMap"));
         assert!(!raw.is_empty());

@@ -316,7 +316,7 @@ mod tests {
         };
         let got = ApiError::conflict_modified(gr, "podinfo").to_status();
         let want: Value = serde_json::from_str(include_str!(
-            "../fixtures/kube-apiserver-1.28/cr-put-stale-rv.body"
+            "../../fixtures/kube-apiserver-1.28/cr-put-stale-rv.body"
         ))
         .unwrap();
         assert_eq!(got, want);
@@ -344,12 +344,12 @@ mod tests {
             resource: "gitrepositories",
         };
         let want: Value = serde_json::from_str(include_str!(
-            "../fixtures/kube-apiserver-1.28/cr-get-missing.body"
+            "../../fixtures/kube-apiserver-1.28/cr-get-missing.body"
         ))
         .unwrap();
         assert_eq!(ApiError::not_found(gr, "nope").to_status(), want);
         let want: Value = serde_json::from_str(include_str!(
-            "../fixtures/kube-apiserver-1.28/cr-list-too-large-rv.body"
+            "../../fixtures/kube-apiserver-1.28/cr-list-too-large-rv.body"
         ))
         .unwrap();
         assert_eq!(
@@ -361,7 +361,7 @@ mod tests {
     #[test]
     fn invalid_matches_recorded_body() {
         let want: Value = serde_json::from_str(include_str!(
-            "../fixtures/kube-apiserver-1.28/cr-put-no-rv.body"
+            "../../fixtures/kube-apiserver-1.28/cr-put-no-rv.body"
         ))
         .unwrap();
         let got = ApiError::invalid(

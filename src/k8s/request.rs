@@ -192,23 +192,7 @@ pub fn query_pairs(query: &str) -> impl Iterator<Item = (Cow<'_, str>, Cow<'_, s
 
 /// Classify a request. `path` is the URI path (not decoded further), `query` the raw query.
 pub fn classify(method: &http::Method, path: &str, query: Option<&str>) -> RequestInfo {
-    let mut params = ListParams::default();
-    let mut watch_param = false;
-    for (k, v) in query_pairs(query.unwrap_or("")) {
-        match &*k {
-            "watch" => watch_param = parse_query_bool(&v),
-            "resourceVersion" => params.resource_version = Some(v.into_owned()),
-            "resourceVersionMatch" => params.resource_version_match = Some(v.into_owned()),
-            "labelSelector" => params.label_selector = Some(v.into_owned()),
-            "fieldSelector" => params.field_selector = Some(v.into_owned()),
-            "limit" => params.limit = Some(v.into_owned()),
-            "continue" => params.continue_token = Some(v.into_owned()),
-            "timeoutSeconds" => params.timeout_seconds = Some(v.into_owned()),
-            "allowWatchBookmarks" => params.allow_watch_bookmarks = parse_query_bool(&v),
-            "sendInitialEvents" => params.send_initial_events = Some(parse_query_bool(&v)),
-            _ => {}
-        }
-    }
+    let (params, watch_param) = list_params(query);
 
     let non_resource = |discovery: bool| RequestInfo::NonResource {
         path: path.to_string(),
@@ -259,32 +243,12 @@ pub fn classify(method: &http::Method, path: &str, query: Option<&str>) -> Reque
         .field_selector
         .as_deref()
         .and_then(single_name_from_field_selector);
-    let verb = match *method {
-        http::Method::GET | http::Method::HEAD => {
-            if legacy_watch_path || watch_param {
-                Verb::Watch
-            } else if name.is_some() {
-                Verb::Get
-            } else {
-                Verb::List
-            }
-        }
-        http::Method::POST => Verb::Create,
-        http::Method::PUT => Verb::Update,
-        http::Method::PATCH => Verb::Patch,
-        http::Method::DELETE => {
-            if name.is_some() {
-                Verb::Delete
-            } else {
-                Verb::DeleteCollection
-            }
-        }
-        _ => Verb::Get,
-    };
-    let verb = match subresource {
-        Some("exec" | "attach" | "portforward" | "proxy") => Verb::Connect,
-        _ => verb,
-    };
+    let verb = verb_of(
+        method,
+        legacy_watch_path || watch_param,
+        name.is_some(),
+        subresource,
+    );
     // A watch or list with `fieldSelector=metadata.name=X` is about one object
     // (`cli-runtime resource/helper.go`); the apiserver records the name the same way.
     let name = match (name, &single_name_selector, verb) {
@@ -302,6 +266,59 @@ pub fn classify(method: &http::Method, path: &str, query: Option<&str>) -> Reque
         legacy_watch_path,
         params,
     }))
+}
+
+/// The query parameters that shape a read, and whether `watch` was asked for.
+fn list_params(query: Option<&str>) -> (ListParams, bool) {
+    let mut params = ListParams::default();
+    let mut watch_param = false;
+    for (k, v) in query_pairs(query.unwrap_or("")) {
+        match &*k {
+            "watch" => watch_param = parse_query_bool(&v),
+            "resourceVersion" => params.resource_version = Some(v.into_owned()),
+            "resourceVersionMatch" => params.resource_version_match = Some(v.into_owned()),
+            "labelSelector" => params.label_selector = Some(v.into_owned()),
+            "fieldSelector" => params.field_selector = Some(v.into_owned()),
+            "limit" => params.limit = Some(v.into_owned()),
+            "continue" => params.continue_token = Some(v.into_owned()),
+            "timeoutSeconds" => params.timeout_seconds = Some(v.into_owned()),
+            "allowWatchBookmarks" => params.allow_watch_bookmarks = parse_query_bool(&v),
+            "sendInitialEvents" => params.send_initial_events = Some(parse_query_bool(&v)),
+            _ => {}
+        }
+    }
+    (params, watch_param)
+}
+
+/// The verb a method asks for: a GET is a watch, a get or a list by `watch` and a name;
+/// a DELETE without a name deletes a collection; the streaming subresources connect.
+fn verb_of(method: &http::Method, watch: bool, has_name: bool, subresource: Option<&str>) -> Verb {
+    let verb = match *method {
+        http::Method::GET | http::Method::HEAD => {
+            if watch {
+                Verb::Watch
+            } else if has_name {
+                Verb::Get
+            } else {
+                Verb::List
+            }
+        }
+        http::Method::POST => Verb::Create,
+        http::Method::PUT => Verb::Update,
+        http::Method::PATCH => Verb::Patch,
+        http::Method::DELETE => {
+            if has_name {
+                Verb::Delete
+            } else {
+                Verb::DeleteCollection
+            }
+        }
+        _ => Verb::Get,
+    };
+    match subresource {
+        Some("exec" | "attach" | "portforward" | "proxy") => Verb::Connect,
+        _ => verb,
+    }
 }
 
 /// The name a field selector picks when it is exactly `metadata.name=X` (or `==`): a

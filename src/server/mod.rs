@@ -6,6 +6,12 @@
 //!                    ground-truth watchers, serving threads ─► Running
 //!  Running::stop() ─► watches end cleanly, requests drain ─► the final Report
 //! ```
+//!
+//! Beside it: the admin listener it starts (`admin.rs`: `/metrics`, probes, the control
+//! API) and `stalemate inject`, which puts this proxy in a pod as a sidecar (`inject.rs`).
+
+pub mod admin;
+pub mod inject;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -14,7 +20,8 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use crate::certs;
+use crate::k8s::certs;
+use crate::proxy::metrics::Metrics;
 use crate::upstream::{Source, TransportOptions, Upstream};
 
 /// One serving thread per CPU this process may use (cgroup quotas included).
@@ -162,7 +169,7 @@ pub async fn start(mut o: Options) -> Result<Running> {
         std::time::SystemTime::now(),
     ));
     engine.set_oracles(oracles.clone());
-    let metrics = Arc::new(crate::metrics::Metrics::new());
+    let metrics = Arc::new(Metrics::new());
     register_metrics(&metrics, &engine, &oracles, o.max_held_bytes_total);
     let gates = gates(&o, &engine, &metrics, &trace);
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
@@ -170,7 +177,7 @@ pub async fn start(mut o: Options) -> Result<Running> {
     let activity = proxy.activity.clone();
     let truth = ground_truth(&upstream, &oracles)?;
     engine.start(&o.schedule);
-    let admin = crate::admin::Admin {
+    let admin = admin::Admin {
         metrics,
         upstream: upstream.clone(),
         gates,
@@ -305,7 +312,7 @@ async fn open_trace(
 }
 
 fn register_metrics(
-    metrics: &crate::metrics::Metrics,
+    metrics: &Metrics,
     engine: &crate::schedule::engine::Engine,
     oracles: &crate::oracle::Oracles,
     max_held_bytes_total: usize,
@@ -332,7 +339,7 @@ fn register_metrics(
 fn gates(
     o: &Options,
     engine: &Arc<crate::schedule::engine::Engine>,
-    metrics: &Arc<crate::metrics::Metrics>,
+    metrics: &Arc<Metrics>,
     trace: &crate::trace::Trace,
 ) -> Arc<crate::proxy::gated::Gates> {
     let views = Arc::new(crate::watch::view::Views::with_mode(
@@ -358,7 +365,7 @@ fn gates(
 fn proxy(
     o: &Options,
     upstream: &Upstream,
-    metrics: &Arc<crate::metrics::Metrics>,
+    metrics: &Arc<Metrics>,
     gates: &Arc<crate::proxy::gated::Gates>,
     oracles: &Arc<crate::oracle::Oracles>,
     shutdown: tokio::sync::watch::Receiver<bool>,
@@ -402,10 +409,10 @@ fn ground_truth(
 /// The admin listener (metrics, probes, control API) until the proxy stops.
 fn serve_admin(
     listener: tokio::net::TcpListener,
-    admin: crate::admin::Admin,
+    admin: admin::Admin,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(crate::admin::serve(listener, Arc::new(admin), async move {
+    tokio::spawn(admin::serve(listener, Arc::new(admin), async move {
         let _ = stop.wait_for(|s| *s).await;
     }))
 }
@@ -513,7 +520,7 @@ mod tests {
         let local = Local::start(dir.path(), crate::sim::SimConfig::default())
             .await
             .unwrap();
-        let certs = crate::certs::generate("stalemate-test", &[]).unwrap();
+        let certs = crate::k8s::certs::generate("stalemate-test", &[]).unwrap();
         let mut o = Options::loopback(
             &certs,
             local.source(),

@@ -16,7 +16,7 @@ use tokio::net::TcpListener;
 
 use crate::listen::Body;
 use crate::listen::body::full;
-use crate::metrics::Metrics;
+use crate::proxy::metrics::Metrics;
 use crate::upstream::Upstream;
 
 pub struct Admin {
