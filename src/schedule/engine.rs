@@ -31,6 +31,24 @@ impl Deferred {
     }
 }
 
+/// What the engine tells the world outside the book about a window, handed out in one
+/// place ([`Engine::tell`]). An opening is told in two steps around the book's change:
+/// the oracles and the trace hear of it before anything the window does can be recorded,
+/// and streams, network and metrics only once the book has it open. A closing is told
+/// once it no longer applies.
+enum Told<'a> {
+    /// About to open: oracles and trace.
+    Opening { name: &'a str, fault: &'static str },
+    /// Open in the book: metrics, log, network links, streams.
+    Opened {
+        name: &'a str,
+        fault: &'static str,
+        duration: Option<Duration>,
+    },
+    /// Closed in the book: all of them.
+    Closed { name: &'a str, fault: &'static str },
+}
+
 pub struct Engine {
     clients: Clients,
     /// Every random choice (jitter, error rates) draws from here, seeded by the
@@ -316,6 +334,31 @@ impl Engine {
         let _ = self.oracles.set(o);
     }
 
+    /// The one place the book's changes leave the engine: oracles and trace, the window
+    /// metrics and the log, the network's links, and the streams (through `changes`).
+    /// The supervisor hears of an opening through its [`Deferred`], run once the request
+    /// that fired it has been answered; views read what they keep from the book.
+    fn tell(&self, told: Told<'_>) {
+        match told {
+            Told::Opening { name, fault } => self.announce_window(name, "open", fault),
+            Told::Opened {
+                name,
+                fault,
+                duration,
+            } => {
+                self.metrics.opened(name, duration);
+                tracing::info!(window = %name, fault, ?duration, "window opened");
+                self.bump();
+            }
+            Told::Closed { name, fault } => {
+                self.announce_window(name, "close", fault);
+                self.metrics.closed(name);
+                tracing::info!(window = %name, "window closed");
+                self.bump();
+            }
+        }
+    }
+
     fn announce_window(&self, name: &str, action: &'static str, fault: &'static str) {
         if let Some(o) = self.oracles.get() {
             o.on_window(name, fault, action == "open", std::time::SystemTime::now());
@@ -415,12 +458,14 @@ impl Engine {
             .or_else(|| w.fault.behaviour().default_duration());
         let hold = w.fault.behaviour().hold(&**self);
         let fault = w.fault.name();
-        self.announce_window(&name, "open", fault);
+        self.tell(Told::Opening { name: &name, fault });
         let (effect, client) = (w.fault.clone(), w.client.clone());
         let generation = self.book().open(w, hold, Instant::now());
-        self.metrics.opened(&name, duration);
-        tracing::info!(window = %name, fault, ?duration, "window opened");
-        self.bump();
+        self.tell(Told::Opened {
+            name: &name,
+            fault,
+            duration,
+        });
         if let Some(d) = duration {
             let engine = self.clone();
             let name = name.clone();
@@ -444,10 +489,8 @@ impl Engine {
     pub fn close(&self, name: &str) -> bool {
         let removed = self.book().close(name);
         if let Some(a) = &removed {
-            self.announce_window(name, "close", a.window.fault.name());
-            self.metrics.closed(name);
-            tracing::info!(window = %name, "window closed");
-            self.bump();
+            let fault = a.window.fault.name();
+            self.tell(Told::Closed { name, fault });
         }
         removed.is_some()
     }

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use base64::Engine;
 use serde_json::{Map, Number, Value};
 
-use super::DecodeError;
+use super::decoded::{DecodeError, Decoded, Occurrences, go_string, wire_name};
 use super::special;
 use super::table::{Field, Scalar, Table, Ty};
 use crate::k8s::protobuf::{Fields, Wire};
@@ -23,22 +23,6 @@ use crate::k8s::protobuf::{Fields, Wire};
 /// have no such limit, but no object a client writes is 64 messages deep and each level
 /// costs stack here.
 pub const MAX_DEPTH: usize = 64;
-
-/// A decoded value and whether the Go value it stands for is its type's zero value
-/// (for `omitzero`).
-pub struct Decoded {
-    pub json: Value,
-    pub zero: bool,
-}
-
-impl Decoded {
-    fn zero(json: Value) -> Decoded {
-        Decoded { json, zero: true }
-    }
-}
-
-/// Each field's occurrences on the wire, by the field's index in its type.
-pub type Occurrences<'a> = Vec<Vec<Wire<'a>>>;
 
 pub struct Decoder<'t> {
     pub table: &'t Table,
@@ -59,7 +43,8 @@ impl Decoder<'_> {
             }
         }
         if let Some(s) = ty.special {
-            return special::render(self, s, ty, &occ, depth);
+            let field = |f: &Field, occ: &[Wire]| self.field(&ty.name, f, occ, depth);
+            return special::render(&field, s, ty, &occ);
         }
         let mut out = Map::new();
         let mut zero = true;
@@ -334,41 +319,10 @@ fn float(f: f64) -> Result<Value, DecodeError> {
         .ok_or(DecodeError::Float(f))
 }
 
-/// Bytes as encoding/json writes a Go string: each byte of an invalid UTF-8 sequence
-/// becomes U+FFFD.
-pub fn go_string(b: &[u8]) -> String {
-    let mut out = String::with_capacity(b.len());
-    let mut rest = b;
-    loop {
-        match std::str::from_utf8(rest) {
-            Ok(s) => {
-                out.push_str(s);
-                return out;
-            }
-            Err(e) => {
-                let (valid, after) = rest.split_at(e.valid_up_to());
-                out.push_str(std::str::from_utf8(valid).unwrap_or_default());
-                let bad = e.error_len().unwrap_or(after.len());
-                out.extend(std::iter::repeat_n('\u{fffd}', bad));
-                rest = &after[bad..];
-            }
-        }
-    }
-}
-
 /// A field that came in a wire type its schema does not allow.
 fn wrong_wire(owner: &str, f: &Field, w: &Wire) -> DecodeError {
     DecodeError::WireType {
         field: format!("{owner}.{}", f.name),
         wire: wire_name(w),
-    }
-}
-
-pub fn wire_name(w: &Wire) -> &'static str {
-    match w {
-        Wire::Varint(_) => "varint",
-        Wire::Fixed64(_) => "fixed64",
-        Wire::Bytes(_) => "length-delimited",
-        Wire::Fixed32(_) => "fixed32",
     }
 }

@@ -16,6 +16,7 @@
 //! differential's protobuf writes and the round-trip tests.
 
 mod decode;
+mod decoded;
 mod encode;
 mod go_format;
 mod quantity;
@@ -26,28 +27,10 @@ mod tests;
 
 use serde_json::{Map, Value};
 
-use crate::k8s::protobuf::{WireError, unwrap_unknown};
+use crate::k8s::protobuf::unwrap_unknown;
 
+pub use decoded::DecodeError;
 pub use encode::{EncodeError, encode};
-
-/// Why a protobuf body could not be decoded: the message says what, in the body's terms.
-#[derive(Debug, thiserror::Error)]
-pub enum DecodeError {
-    #[error(transparent)]
-    Wire(WireError),
-    #[error("field {field} has the wrong wire type ({wire})")]
-    WireType { field: String, wire: &'static str },
-    #[error("a packed repeated field is truncated")]
-    Packed,
-    #[error("messages are nested more than {0} deep")]
-    TooDeep(usize),
-    #[error("{0} is not a number JSON can hold")]
-    Float(f64),
-    #[error("{0}")]
-    Invalid(String),
-    #[error("the simulator's protobuf type table is damaged")]
-    Table,
-}
 
 /// Why a protobuf body could not be used.
 #[derive(Debug)]

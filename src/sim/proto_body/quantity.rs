@@ -6,7 +6,7 @@
 //! `5.`), quirks included. `quantities.json` (made by `gen/`) holds Go's answers for
 //! 3,000 strings; the test below checks every one.
 
-use super::DecodeError;
+use super::decoded::DecodeError;
 
 /// A magnitude: decimal digits (most significant first, no leading zero; empty is 0)
 /// times ten to `exp`.

@@ -6,11 +6,10 @@
 
 use serde_json::Value;
 
-use super::DecodeError;
-use super::decode::{Decoded, Decoder, Occurrences, go_string};
+use super::decoded::{DecodeError, Decoded, Occurrences, go_string, wire_name};
 use super::go_format::{duration_string, rfc3339};
 use super::quantity;
-use super::table::{Special, Type};
+use super::table::{Field, Special, Type};
 use crate::k8s::protobuf::Wire;
 
 /// Whether the type's protobuf `Unmarshal` is hand-written and replaces the value rather
@@ -25,12 +24,17 @@ pub fn last_wins(s: Special) -> bool {
 /// `time.Unix(-62135596800, 0)` is Go's zero time, which these types write as `null`.
 const GO_ZERO_TIME: i64 = -62_135_596_800;
 
+/// How a special type's fields are decoded the generic way (`decode.rs` hands one over,
+/// so this file need not name the decoder).
+pub type FieldDecoder<'d> = dyn Fn(&Field, &[Wire]) -> Result<Option<Decoded>, DecodeError> + 'd;
+
+/// A special type's JSON from its fields' occurrences; `field` decodes one of its fields
+/// the generic way (the schemas a JSONSchemaProps wrapper holds).
 pub fn render(
-    d: &Decoder,
+    field: &FieldDecoder,
     s: Special,
     ty: &Type,
     occ: &Occurrences,
-    depth: usize,
 ) -> Result<Decoded, DecodeError> {
     let get = |name: &str| -> &[Wire] {
         let i = ty.fields.iter().position(|f| f.name == name);
@@ -52,7 +56,7 @@ pub fn render(
     };
     let sub = |name: &str| -> Result<Option<Decoded>, DecodeError> {
         let f = ty.field_named(name).ok_or(DecodeError::Table)?;
-        d.field(&ty.name, f, get(name), depth)
+        field(f, get(name))
     };
     let json = match s {
         Special::Time | Special::MicroTime => {
@@ -125,7 +129,7 @@ fn time_json(s: Special, secs: i64, nanos: i32, any: bool) -> Option<Value> {
 fn wrong(ty: &Type, name: &str, w: &Wire) -> DecodeError {
     DecodeError::WireType {
         field: format!("{}.{name}", ty.name),
-        wire: super::decode::wire_name(w),
+        wire: wire_name(w),
     }
 }
 
