@@ -58,11 +58,8 @@ fn w(windows: usize, millis: u128) -> Weight {
     }
 }
 
-/// Two shards that both found A and one that found B: A once, with the simpler
-/// reproducer (one window, not two) and every failing trial of both; trials
-/// concatenated and renumbered; counts summed; the verdict recomputed.
-#[test]
-fn findings_with_the_same_signatures_are_one_with_the_best_reproducer() {
+/// Two shards that both found A, and one of them B, merged (given in any order).
+fn two_shards_merged() -> Merged {
     let s0 = shard(
         0,
         vec![
@@ -89,7 +86,14 @@ fn findings_with_the_same_signatures_are_one_with_the_best_reproducer() {
         120.0,
     );
     // Given in any order: shard 0's trials come first.
-    let m = merge(vec![s1, s0], Path::new("/merged")).unwrap();
+    merge(vec![s1, s0], Path::new("/merged")).unwrap()
+}
+
+/// Trials concatenated (shard 0's first) and renumbered; counts summed; the verdict
+/// recomputed.
+#[test]
+fn trials_are_concatenated_and_renumbered_and_counts_summed() {
+    let m = two_shards_merged();
     let s = &m.summary;
     assert!(m.notes.is_empty(), "{:?}", m.notes);
     assert_eq!(s.verdict, SummaryVerdict::Findings);
@@ -111,6 +115,14 @@ fn findings_with_the_same_signatures_are_one_with_the_best_reproducer() {
         "shard 1's first trial is the 4th"
     );
     assert_eq!(s.trials[3].files[0], "logs/trial-004.log");
+}
+
+/// A once, with the simpler reproducer (one window, not two) and every failing trial of
+/// both shards; B beside it.
+#[test]
+fn findings_with_the_same_signatures_are_one_with_the_best_reproducer() {
+    let m = two_shards_merged();
+    let s = &m.summary;
     // Numbered by when first seen: B (5 s) before A (20 s).
     assert_eq!(s.findings.len(), 2);
     let (b, a) = (&s.findings[0], &s.findings[1]);

@@ -588,27 +588,13 @@ mod tests {
         assert_eq!(s, 0.0);
     }
 
-    /// A test server on three threads whose handler names the thread it ran on, and
-    /// keeps that thread busy for three seconds when asked for `/spin`.
+    /// A test server on three threads ([`name_the_thread`]): connections go where the
+    /// load is lightest and stay on their thread.
     #[tokio::test]
     async fn connections_follow_the_load_and_stay_on_their_thread() {
-        let certs = crate::k8s::certs::generate("t", &[]).unwrap();
-        let tls =
-            tls::server_config(certs.cert_pem.as_bytes(), certs.key_pem.as_bytes(), "t").unwrap();
+        let (certs, tls) = test_tls();
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let handler = |req: Request<Incoming>, _peer: Peer| async move {
-            if req.uri().path() == "/spin" {
-                // Busy as a thread serving a heavy load is, from its runtime's view:
-                // short polls, one after another.
-                for _ in 0..300 {
-                    std::thread::sleep(Duration::from_millis(10));
-                    tokio::task::yield_now().await;
-                }
-            }
-            let name = std::thread::current().name().unwrap_or("?").to_string();
-            Response::new(body::full(name.into_bytes()))
-        };
         let (stop_tx, stop_rx) = watch::channel(false);
         let (_kill_tx, kill_rx) = watch::channel(0u64);
         let started = Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -616,7 +602,7 @@ mod tests {
             3,
             listener,
             tls,
-            handler,
+            name_the_thread,
             stop_rx,
             Duration::from_secs(5),
             kill_rx,
@@ -675,15 +661,48 @@ mod tests {
         assert!(on_first <= GATHER, "{on_first} connections on thread 0");
 
         // A connection keeps its thread for every request.
+        keep_their_threads(&mut conns).await;
+
+        // Shutdown: every thread drains (open connections are idle) and the future ends.
+        drop(conns);
+        stop_tx.send(true).unwrap();
+        stopped(serving, addr).await;
+    }
+
+    /// The test server's handler: it answers with the name of the thread it ran on, and
+    /// keeps that thread busy for three seconds when asked for `/spin`.
+    async fn name_the_thread(req: Request<Incoming>, _peer: Peer) -> Response<Body> {
+        if req.uri().path() == "/spin" {
+            // Busy as a thread serving a heavy load is, from its runtime's view:
+            // short polls, one after another.
+            for _ in 0..300 {
+                std::thread::sleep(Duration::from_millis(10));
+                tokio::task::yield_now().await;
+            }
+        }
+        let name = std::thread::current().name().unwrap_or("?").to_string();
+        Response::new(body::full(name.into_bytes()))
+    }
+
+    /// Each connection is served, request after request, by the thread it was first.
+    async fn keep_their_threads(conns: &mut [(Sender, String)]) {
         for (c, name) in conns.iter_mut() {
             for _ in 0..3 {
                 assert_eq!(&served_by(c, "/").await, name);
             }
         }
+    }
 
-        // Shutdown: every thread drains (open connections are idle) and the future ends.
-        drop(conns);
-        stop_tx.send(true).unwrap();
+    /// A CA and the serving configuration of a certificate it signed.
+    fn test_tls() -> (crate::k8s::certs::CertBundle, Arc<rustls::ServerConfig>) {
+        let certs = crate::k8s::certs::generate("t", &[]).unwrap();
+        let tls =
+            tls::server_config(certs.cert_pem.as_bytes(), certs.key_pem.as_bytes(), "t").unwrap();
+        (certs, tls)
+    }
+
+    /// The serving future has ended (every thread drained) and nothing listens any more.
+    async fn stopped(serving: tokio::task::JoinHandle<()>, addr: SocketAddr) {
         tokio::time::timeout(Duration::from_secs(30), serving)
             .await
             .expect("serving threads stop")
@@ -696,9 +715,7 @@ mod tests {
     /// connection and resets new ones; up again, new connections are served.
     #[tokio::test]
     async fn a_partition_holds_then_refuses_then_heals() {
-        let certs = crate::k8s::certs::generate("t", &[]).unwrap();
-        let tls =
-            tls::server_config(certs.cert_pem.as_bytes(), certs.key_pem.as_bytes(), "t").unwrap();
+        let (certs, tls) = test_tls();
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let handler =

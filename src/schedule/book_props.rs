@@ -80,6 +80,40 @@ struct Model {
     delayed: usize,
 }
 
+/// What is open and armed in the book is the model's, and so is what each client is
+/// shown.
+fn agrees(book: &Book, m: &Model) -> Result<(), TestCaseError> {
+    let armed: Vec<(u64, u64)> = book.armed().iter().map(|a| (a.id, a.seen)).collect();
+    let want: Vec<(u64, u64)> = m.armed.iter().map(|a| (a.0, a.4)).collect();
+    prop_assert_eq!(armed, want);
+    prop_assert_eq!(
+        book.active_names(),
+        m.open.keys().cloned().collect::<Vec<_>>()
+    );
+    for (name, (_, _, g)) in &m.open {
+        prop_assert!(book.is_open(name, *g));
+        prop_assert!(!book.is_open(name, *g + 1));
+    }
+    for client in ["ctl", "other", "x"] {
+        let listed = book.windows_for(client, "configmaps", Some("ns"));
+        let mut want: Vec<(Instant, String)> = m
+            .open
+            .iter()
+            .filter(|(_, o)| o.0 == "*" || o.0 == client)
+            .map(|(n, o)| (o.1, n.clone()))
+            .collect();
+        want.sort_by_key(|w| w.0);
+        let got: Vec<(Instant, String)> = listed
+            .iter()
+            .map(|a| (a.opened, a.window.name.clone()))
+            .collect();
+        prop_assert_eq!(got, want, "only what is open for it, oldest first");
+        prop_assert!(book.windows_for(client, "secrets", None).is_empty());
+    }
+    prop_assert_eq!(book.idle(), m.open.is_empty() && m.delayed == 0);
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
@@ -146,29 +180,7 @@ proptest! {
                 }
             }
             // After every step: what is open and armed is the model's.
-            let armed: Vec<(u64, u64)> = book.armed().iter().map(|a| (a.id, a.seen)).collect();
-            let want: Vec<(u64, u64)> = m.armed.iter().map(|a| (a.0, a.4)).collect();
-            prop_assert_eq!(armed, want);
-            prop_assert_eq!(book.active_names(), m.open.keys().cloned().collect::<Vec<_>>());
-            for (name, (_, _, g)) in &m.open {
-                prop_assert!(book.is_open(name, *g));
-                prop_assert!(!book.is_open(name, *g + 1));
-            }
-            for client in ["ctl", "other", "x"] {
-                let listed = book.windows_for(client, "configmaps", Some("ns"));
-                let mut want: Vec<(Instant, String)> = m
-                    .open
-                    .iter()
-                    .filter(|(_, o)| o.0 == "*" || o.0 == client)
-                    .map(|(n, o)| (o.1, n.clone()))
-                    .collect();
-                want.sort_by_key(|w| w.0);
-                let got: Vec<(Instant, String)> =
-                    listed.iter().map(|a| (a.opened, a.window.name.clone())).collect();
-                prop_assert_eq!(got, want, "only what is open for it, oldest first");
-                prop_assert!(book.windows_for(client, "secrets", None).is_empty());
-            }
-            prop_assert_eq!(book.idle(), m.open.is_empty() && m.delayed == 0);
+            agrees(&book, &m)?;
         }
     }
 }

@@ -487,6 +487,32 @@ async fn a_quiet_run_waits_for_its_end_state_within_settle() {
     assert!(has(&waited, "first") && has(&waited, "second"));
 }
 
+/// The names a client's creates made, as the trace has them.
+fn created_by(trace: &[crate::trace::Stamped], client: &str) -> Vec<String> {
+    trace
+        .iter()
+        .filter_map(|s| match &s.record {
+            Record::Created {
+                client: c, name, ..
+            } if c == client => Some(name.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// When a client's create of `name` was answered, as the trace has it.
+fn created_at(trace: &[crate::trace::Stamped], client: &str, name: &str) -> std::time::SystemTime {
+    trace
+        .iter()
+        .find_map(|s| match &s.record {
+            Record::Created {
+                client: c, name: n, ..
+            } if c == client && n == name => Some(s.at),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no create of {name} by {client} in the trace"))
+}
+
 /// Two controllers under test at once (`run --controller NAME=CMD`): each on its own
 /// listener, so its requests are its own client's in the trace, with its own ports, data
 /// directory, `TMPDIR` and log; a whole `partition` aimed at one of them (the other's node is
@@ -543,17 +569,7 @@ async fn two_controllers_one_partitioned() {
             "{name} was not created"
         );
     }
-    let creates = |client: &str| -> Vec<String> {
-        out.trace
-            .iter()
-            .filter_map(|s| match &s.record {
-                Record::Created {
-                    client: c, name, ..
-                } if c == client => Some(name.clone()),
-                _ => None,
-            })
-            .collect()
-    };
+    let creates = |client: &str| created_by(&out.trace, client);
     assert!(creates("second").contains(&"other-during".to_string()));
     assert!(!creates("controller").contains(&"other-during".to_string()));
     assert!(creates("controller").contains(&"main-after".to_string()));
@@ -566,17 +582,7 @@ async fn two_controllers_one_partitioned() {
             _ => None,
         })
         .expect("the window closed");
-    let at = |client: &str, name: &str| {
-        out.trace
-            .iter()
-            .find_map(|s| match &s.record {
-                Record::Created {
-                    client: c, name: n, ..
-                } if c == client && n == name => Some(s.at),
-                _ => None,
-            })
-            .unwrap()
-    };
+    let at = |client: &str, name: &str| created_at(&out.trace, client, name);
     assert!(at("second", "other-during") < window_closed);
     assert!(at("controller", "main-after") >= window_closed);
     for d in [

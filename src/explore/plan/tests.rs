@@ -509,12 +509,12 @@ fn partitions_follow_first_writes_and_the_long_one_needs_a_lease() {
     );
 }
 
-/// Several controllers under test (`--controller NAME=CMD`): each one's plans come from
-/// what it was shown, are aimed at it, and open on anyone's writes — its own, the other
-/// controller's, the workload's — naming whose in the trigger, the label and the slug.
-#[test]
-fn each_controller_under_test_has_plans_aimed_at_it() {
-    const KS: &str = "kustomizations.kustomize.toolkit.fluxcd.io";
+const KS: &str = "kustomizations.kustomize.toolkit.fluxcd.io";
+
+/// The reference as the controller after `--` and a second one, `kustomize`, were shown
+/// it: the second watches GitRepositories and Kustomizations and patches the latter's
+/// status.
+fn two_controllers() -> (Reference, Reference) {
     let mut trace = reference();
     let mut ks_event = event(120, GR, "podinfo", "5");
     if let Record::Event { client, .. } = &mut ks_event.record {
@@ -530,6 +530,14 @@ fn each_controller_under_test_has_plans_aimed_at_it() {
     trace.sort_by_key(|s| s.at);
     let main = read(&trace, &[], CONTROLLER);
     let ks = read(&trace, &[], "kustomize");
+    (main, ks)
+}
+
+/// Several controllers under test (`--controller NAME=CMD`): each is shown its own
+/// watches and Lease, and anyone's writes are everyone's anchors.
+#[test]
+fn anyone_s_writes_are_every_controller_s_anchors() {
+    let (main, ks) = two_controllers();
     assert_eq!(
         main.anchors
             .iter()
@@ -545,6 +553,14 @@ fn each_controller_under_test_has_plans_aimed_at_it() {
     );
     assert_eq!(ks.watched, BTreeSet::from([GR.to_string(), KS.to_string()]));
     assert!(ks.leases && !main.leases, "whose Lease it is");
+}
+
+/// Each controller's plans come from what it was shown, are aimed at it, and open on
+/// anyone's writes — its own, the other controller's, the workload's — naming whose in
+/// the trigger, the label and the slug.
+#[test]
+fn each_controller_under_test_has_plans_aimed_at_it() {
+    let (main, ks) = two_controllers();
     let opts = Options::default();
     let theirs = plans(&ks, &opts);
     assert!(theirs.iter().all(|p| p.slug.starts_with("kustomize--")));
@@ -596,7 +612,15 @@ fn each_controller_under_test_has_plans_aimed_at_it() {
     assert_eq!(on_theirs.windows[0].client, CONTROLLER);
     let t = serde_json::to_value(&on_theirs.windows[0].trigger).unwrap();
     assert_eq!(t["afterRequests"]["client"], "kustomize", "{t}");
-    // Together: round by round, every slug unique, every plan a valid schedule.
+}
+
+/// Several controllers' plans together: all of each one's, round by round, every slug
+/// unique, every plan a valid schedule.
+#[test]
+fn several_controllers_plans_together_are_valid_schedules() {
+    let (main, ks) = two_controllers();
+    let opts = Options::default();
+    let (mine, theirs) = (plans(&main, &opts), plans(&ks, &opts));
     let all = plans_for_all(&[&main, &ks], &opts);
     assert_eq!(all.len(), mine.len() + theirs.len());
     assert!(all.windows(2).all(|w| w[0].round <= w[1].round));

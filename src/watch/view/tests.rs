@@ -289,10 +289,9 @@ fn views_off_keep_nothing() {
     }
 }
 
-/// A view keeps its past (when asked to): it answers as it was at an earlier time,
-/// with that point's resourceVersion, and a watch from there gets the changes since.
-#[test]
-fn rewinds_rebuild_the_view_as_it_was() {
+/// A view of configmaps that keeps its past: listed at resourceVersion 10 (x at 9), then
+/// x modified (11) after `t0`, and y added (12) and x modified (13) after `t1`.
+fn three_changes() -> (Views, ViewKey, Instant, Instant) {
     let v = Views::new(1 << 20);
     v.keep_history_for(|r| r == "configmaps");
     let k = key(None);
@@ -305,27 +304,37 @@ fn rewinds_rebuild_the_view_as_it_was() {
     std::thread::sleep(std::time::Duration::from_millis(20));
     apply_line(&v, &k, &json_line("ADDED", "y", 12));
     apply_line(&v, &k, &json_line("MODIFIED", "x", 13));
-    let names_values = |a: &Answer| -> (String, Vec<(String, String)>) {
-        let b: serde_json::Value = serde_json::from_slice(&a.body).unwrap();
-        let items = b["items"]
-            .as_array()
+    (v, k, t0, t1)
+}
+
+/// An answer's resourceVersion, and its items' names and `data.v`.
+fn names_values(a: &Answer) -> (String, Vec<(String, String)>) {
+    let b: serde_json::Value = serde_json::from_slice(&a.body).unwrap();
+    let items = b["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            (
+                i["metadata"]["name"].as_str().unwrap().to_string(),
+                i["data"]["v"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    (
+        b["metadata"]["resourceVersion"]
+            .as_str()
             .unwrap()
-            .iter()
-            .map(|i| {
-                (
-                    i["metadata"]["name"].as_str().unwrap().to_string(),
-                    i["data"]["v"].as_str().unwrap().to_string(),
-                )
-            })
-            .collect();
-        (
-            b["metadata"]["resourceVersion"]
-                .as_str()
-                .unwrap()
-                .to_string(),
-            items,
-        )
-    };
+            .to_string(),
+        items,
+    )
+}
+
+/// A view keeps its past (when asked to): it answers as it was at an earlier time,
+/// with that point's resourceVersion.
+#[test]
+fn rewinds_rebuild_the_view_as_it_was() {
+    let (v, _, t0, t1) = three_changes();
     let at0 = v.answer_at(&read(None, None), t0).unwrap();
     assert_eq!(
         names_values(&at0),
@@ -341,8 +350,25 @@ fn rewinds_rebuild_the_view_as_it_was() {
         names_values(&v.answer(&read(None, None)).unwrap()).1,
         [("x".into(), "13".into()), ("y".into(), "12".into())]
     );
-    // A watch from the rewound point gets the changes since, from the view's own
-    // record, and the upstream from where the view is now.
+    // Before the view existed: it cannot say, and says so.
+    let before = t0
+        .checked_sub(std::time::Duration::from_secs(3600))
+        .unwrap();
+    assert!(
+        v.answer_at(&read(None, None), before)
+            .unwrap_err()
+            .contains("reaches back")
+    );
+}
+
+/// A watch from a rewound point (a list answered as it was, at resourceVersion 10) gets
+/// the changes since, from the view's own record, and the upstream from where the view is
+/// now.
+#[test]
+fn a_watch_from_a_rewound_point_gets_the_changes_since() {
+    let (v, k, t0, t1) = three_changes();
+    let listed = v.answer_at(&read(None, None), t0).unwrap();
+    assert_eq!(names_values(&listed).0, "10");
     let w = v.rewound_watch(&k, "10", t0).unwrap();
     assert_eq!(w.upstream_rv, "13");
     let rvs: Vec<u64> = w
@@ -375,16 +401,13 @@ fn rewinds_rebuild_the_view_as_it_was() {
             ("MODIFIED".into(), "13".into())
         ]
     );
-    // Before the view existed: it cannot say, and says so.
-    let before = t0
-        .checked_sub(std::time::Duration::from_secs(3600))
-        .unwrap();
-    assert!(
-        v.answer_at(&read(None, None), before)
-            .unwrap_err()
-            .contains("reaches back")
-    );
-    // Views of resources no rewind names keep no past.
+}
+
+/// Views of resources no rewind names keep no past: never the present passed off as
+/// the past.
+#[test]
+fn views_of_resources_no_rewind_names_keep_no_past() {
+    let k = key(None);
     let plain = Views::new(1 << 20);
     plain.feed_list(k.clone(), Encoding::Json, true, Bytes::from_static(br#"{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"10"},"items":[]}"#));
     assert!(plain.answer(&read(None, None)).is_some());
