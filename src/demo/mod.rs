@@ -143,17 +143,12 @@ pub async fn run(args: DemoArgs) -> Result<()> {
     let log = printer(start);
     let dir = std::env::temp_dir().join(format!("stalemate-demo-{}", uuid::Uuid::new_v4()));
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    let result = run_in(&args, &dir, start, log).await;
+    let result = run_in(&args, &dir, log).await;
     let _ = std::fs::remove_dir_all(&dir);
     result
 }
 
-async fn run_in(
-    args: &DemoArgs,
-    dir: &std::path::Path,
-    start: Instant,
-    log: controller::Log,
-) -> Result<()> {
+async fn run_in(args: &DemoArgs, dir: &std::path::Path, log: controller::Log) -> Result<()> {
     // The cluster: the simulator, on a free loopback port.
     let local = crate::sim::local::Local::start(dir, crate::sim::SimConfig::default()).await?;
     let sim_url = local.url.clone();
@@ -183,7 +178,6 @@ async fn run_in(
     windows_task.abort();
     let report = running.stop().await;
     local.stop().await;
-    let _ = start;
     crate::server::write_reports(
         &report,
         args.report_json.as_deref(),

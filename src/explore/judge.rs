@@ -192,7 +192,8 @@ pub fn fault_free_key(v: &crate::oracle::Violation) -> String {
     )
 }
 
-/// Judge one faulted run against the baseline. `max_run` names the cap in messages.
+/// Judge one faulted run against the baseline: what its processes, oracles, end state and
+/// writes did that the fault-free runs did not.
 pub fn judge(o: &Outcome, base: &Baseline) -> Vec<Found> {
     let mut out = process_findings(o, base);
     out.extend(violation_findings(o, base));

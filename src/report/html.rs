@@ -326,6 +326,15 @@ fn write_marks(svg: &mut String, s: &Scale, (res, ns, name): &Lane, y: f64) {
     }
 }
 
+/// `namespace/name`, or the name alone for a cluster-scoped object (as kubectl names it).
+fn object_name(namespace: &str, name: &str) -> String {
+    if namespace.is_empty() {
+        name.to_string()
+    } else {
+        format!("{namespace}/{name}")
+    }
+}
+
 /// The list of violations, then the rates seen inside windows.
 fn violations_list(r: &Report) -> String {
     let v = &r.verdicts;
@@ -333,11 +342,10 @@ fn violations_list(r: &Report) -> String {
     let item = |list: &mut String, x: &crate::oracle::Violation, class: &str, when: &str| {
         let _ = write!(
             list,
-            r#"<li class="{class}" data-oracle="{o}"><b>{o}</b> {res} {ns}/{name}{client} — {when} +{since:.1}s: {rule}</li>"#,
+            r#"<li class="{class}" data-oracle="{o}"><b>{o}</b> {res} {object}{client} — {when} +{since:.1}s: {rule}</li>"#,
             o = esc(&x.oracle),
             res = esc(&x.resource),
-            ns = esc(&x.namespace),
-            name = esc(&x.name),
+            object = esc(&object_name(&x.namespace, &x.name)),
             client = x
                 .client
                 .as_deref()
@@ -374,10 +382,9 @@ fn recoveries_table(v: &crate::oracle::Verdicts) -> String {
         for rc in &v.recoveries {
             let _ = write!(
                 recov,
-                "<tr><td>{}</td><td>{}/{}</td><td>{}</td></tr>",
+                "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
                 esc(&rc.window),
-                esc(&rc.namespace),
-                esc(&rc.name),
+                esc(&object_name(&rc.namespace, &rc.name)),
                 rc.seconds
                     .map_or("not recovered".to_string(), |s| format!("{s:.2} s"))
             );

@@ -120,6 +120,20 @@ fn html_is_self_contained_with_lanes_windows_and_marks() {
     assert!(!html::render(&r).contains("<img"));
 }
 
+/// Violations and recoveries name objects as kubectl does: `namespace/name`, and a
+/// cluster-scoped one by its name alone (not `/name`).
+#[test]
+fn html_names_cluster_scoped_objects_without_a_slash() {
+    let mut r = stuck_run();
+    let html = html::render(&r);
+    assert!(html.contains(&format!("</b> {GR} demo/podinfo")), "{html}");
+    r.verdicts.violations[0].namespace = String::new();
+    r.verdicts.violations[0].name = "cluster-wide".into();
+    let html = html::render(&r);
+    assert!(html.contains(&format!("</b> {GR} cluster-wide")), "{html}");
+    assert!(!html.contains(" /cluster-wide"), "{html}");
+}
+
 #[test]
 fn a_trace_renders_into_the_same_timeline_and_verdicts() {
     let r = stuck_run();
