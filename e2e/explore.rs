@@ -283,6 +283,9 @@ fn finds_f1_with_a_reproducer_and_nothing_on_the_fix() {
     assert!(s["firstFindingSeconds"].as_f64().unwrap() > 0.0);
     let html = std::fs::read_to_string(e.out.join("summary.html")).unwrap();
     assert!(html.contains("observedGeneration") && !html.contains("<script"));
+    shrink_steps_were_confirmed(s, f);
+    readiness_race_is_reported_once_about_the_setup(&e);
+    the_finding_as_a_report_replays_with_one_command(&e, f);
 
     let fixed = explore(dir.path(), "gitrepo-fixed", &args);
     assert_eq!(fixed.code, Some(0), "{}\n{}", fixed.stderr, fixed.summary);
@@ -294,6 +297,125 @@ fn finds_f1_with_a_reproducer_and_nothing_on_the_fix() {
             .unwrap()
             .iter()
             .all(|t| t["verdict"] == "pass")
+    );
+}
+
+/// Every shrinking step the finding kept failed each time it was tried, at least twice:
+/// its reproducer (a shrinking trial, if shrinking kept a step) is one of two or more
+/// failing trials of the same schedule, none of which passed.
+fn shrink_steps_were_confirmed(s: &Value, f: &Value) {
+    let trials = s["trials"].as_array().unwrap();
+    let reproducer = trials.iter().find(|t| t["id"] == f["trial"]).unwrap();
+    if reproducer["shrinking"].is_null() {
+        return;
+    }
+    let same: Vec<&Value> = trials
+        .iter()
+        .filter(|t| !t["shrinking"].is_null() && t["schedule"] == reproducer["schedule"])
+        .collect();
+    assert!(same.len() >= 2, "{:#?}", same);
+    assert!(same.iter().all(|t| t["verdict"] == "fail"), "{same:#?}");
+}
+
+/// The readiness race is on by default: the GitRepository is Current by kstatus's fallback
+/// rule from its creation until the controller first writes its status, in every run. It
+/// is said once, about the setup's resources, and is no finding.
+fn readiness_race_is_reported_once_about_the_setup(e: &Explored) {
+    let advisories = e.summary["advisories"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        advisories
+            .iter()
+            .any(|a| a["oracle"] == "readinessRace" && a["name"] == "podinfo"),
+        "{advisories:#?}"
+    );
+    assert!(
+        !messages(&e.summary)
+            .iter()
+            .any(|m| m.starts_with("readinessRace")),
+        "{:#?}",
+        messages(&e.summary)
+    );
+    assert_eq!(
+        e.stderr
+            .matches("about the setup's resources (not a finding)")
+            .count(),
+        1,
+        "{}",
+        e.stderr
+    );
+}
+
+/// `explore report DIR N`: an issue text with every part a maintainer needs, and a
+/// bundle whose `reproduce.sh` fails (exit 1) where the bug is, run from elsewhere.
+fn the_finding_as_a_report_replays_with_one_command(e: &Explored, f: &Value) {
+    let n = f["number"].as_u64().unwrap();
+    let out = Command::new(BIN)
+        .args(["explore", "report"])
+        .arg(&e.out)
+        .arg(n.to_string())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let issue_path = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    let bundle = e.out.join(format!("report-{n:02}"));
+    assert_eq!(
+        issue_path,
+        std::fs::canonicalize(bundle.join("ISSUE.md")).unwrap()
+    );
+    let issue = std::fs::read_to_string(&issue_path).unwrap();
+    for part in [
+        "## What a user sees",
+        "## Versions",
+        "## Reproduce",
+        "sh reproduce.sh",
+        "## The window",
+        "## The controller's requests around it",
+        "opened (",
+        "## What the oracles said",
+        "status.observedGeneration: 1 in reference, 0 here",
+        "stalemate's API simulator",
+    ] {
+        assert!(issue.contains(part), "{part:?} not in\n{issue}");
+    }
+    for file in [
+        "reproduce.sh",
+        "schedule.json",
+        "references.json",
+        "trace.jsonl",
+        "setup/01-setup.yaml",
+    ] {
+        assert!(bundle.join(file).is_file(), "{file}");
+    }
+    let references: Value =
+        serde_json::from_slice(&std::fs::read(bundle.join("references.json")).unwrap()).unwrap();
+    assert_eq!(
+        references["expected"]["objects"][0]["fields"]["status.observedGeneration"], 1,
+        "{references:#}"
+    );
+    // From another directory, with the controller as its arguments.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let r = common::envtest::output_in_group(
+        Command::new("sh")
+            .arg(bundle.join("reproduce.sh"))
+            .args(controller_argv())
+            .current_dir(elsewhere.path())
+            .env("STALEMATE", BIN)
+            .env(CONTROLLER_ENV, "gitrepo"),
+    );
+    assert_eq!(
+        r.status.code(),
+        Some(1),
+        "{}\n{}",
+        String::from_utf8_lossy(&r.stdout),
+        String::from_utf8_lossy(&r.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&r.stdout)
+            .contains("status.observedGeneration (0) != metadata.generation (1)")
     );
 }
 

@@ -324,7 +324,7 @@ async fn wait_served(client: &kube::Client, m: &Manifest) -> Result<()> {
     let (group, plural) = crd_resource(m);
     for _ in 0..600 {
         if let Ok(g) = kube::discovery::group(client, group).await
-            && g.recommended_resources()
+            && crate::k8s::discovery::resources(&g)
                 .iter()
                 .any(|(ar, _)| ar.plural == plural)
         {

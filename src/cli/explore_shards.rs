@@ -1,4 +1,4 @@
-//! `stalemate explore merge|job|gather`: one explore in shards (`--shard I/N`), on this
+//! `stalemate explore merge|job|gather|report`: one explore in shards (`--shard I/N`), on this
 //! machine or as a Kubernetes Indexed Job, and its shards' outputs put back together.
 
 use std::path::{Path, PathBuf};
@@ -23,6 +23,9 @@ pub enum Verb {
     /// Collect a Job's shards from its pods' logs (or saved logs) and merge them. Exit 0:
     /// nothing found, 1: findings, 2: failure (or a shard missing).
     Gather(GatherArgs),
+    /// Write one finding as a bug report a maintainer can replay: an issue text and a
+    /// bundle that `stalemate run` replays with one command.
+    Report(super::explore_report::ReportArgs),
 }
 
 #[derive(Debug, Args)]
@@ -170,6 +173,7 @@ pub async fn run(verb: Verb, matches: Option<&ArgMatches>) -> Result<ExitCode> {
             job_yaml(a, m)
         }
         Verb::Gather(a) => gather(a).await,
+        Verb::Report(a) => super::explore_report::run(a),
     }
 }
 

@@ -7,6 +7,7 @@ pub mod envtest;
 pub mod explore;
 pub mod explore_flags;
 pub mod explore_gather;
+pub mod explore_report;
 pub mod explore_shards;
 pub mod inject;
 pub mod kubeconfig;

@@ -118,7 +118,7 @@ pub async fn install_crd(client: &kube::Client, crd: &str) -> Result<()> {
         .context("creating the CRD")?;
     for _ in 0..100 {
         if let Ok(g) = kube::discovery::group(client, &group).await
-            && g.recommended_resources()
+            && crate::k8s::discovery::resources(&g)
                 .iter()
                 .any(|(ar, _)| ar.plural == plural)
         {

@@ -223,7 +223,7 @@ async fn wait_gone(client: &kube::Client, served: &[Served], baseline: &Baseline
 }
 
 /// What the apiserver serves that can be listed and deleted (each resource once, at its
-/// preferred version).
+/// preferred version where it serves it: `k8s::discovery`).
 async fn served(client: &kube::Client) -> Result<Vec<Served>> {
     let discovery = kube::Discovery::new(client.clone())
         .run()
@@ -231,7 +231,7 @@ async fn served(client: &kube::Client) -> Result<Vec<Served>> {
         .context("discovering the control plane's resources")?;
     let mut out = Vec::new();
     for group in discovery.groups() {
-        for (ar, caps) in group.recommended_resources() {
+        for (ar, caps) in crate::k8s::discovery::resources(group) {
             if caps.supports_operation(verbs::LIST) && caps.supports_operation(verbs::DELETE) {
                 out.push(Served {
                     resource: crate::setup::resource_name(&ar),

@@ -92,8 +92,9 @@ pub fn base_schedule(cfg: &Config) -> Schedule {
     }
 }
 
-/// Default oracles: convergence (with `settle` to recover after the last window) and hot
-/// loop over the setup's custom resources (or its objects' resources), conflict storms.
+/// Default oracles: every one that can judge the setup's resources — convergence (with
+/// `settle` to recover after the last window), the readiness race and hot loop over the
+/// setup's custom resources (or `--converge`), conflict storms everywhere.
 pub fn default_oracles(
     setup: &[crate::setup::Manifest],
     converge: &[String],
@@ -111,6 +112,9 @@ pub fn default_oracles(
     }))
     .expect("static oracle config");
     if !resources.is_empty() {
+        config.readiness_race = Some(crate::oracle::ReadinessConfig {
+            resources: resources.clone(),
+        });
         config.convergence = Some(crate::oracle::ConvergenceConfig {
             resources,
             settle: crate::k8s::duration::GoDuration(settle),

@@ -55,7 +55,13 @@ pub enum Expect {
 
 /// What the fault-free runs established.
 pub struct Baseline {
+    /// The end state of what the differential judges (`judged.rs`)…
     pub state: differ::State,
+    /// … and of everything the references' extents covered, for an object only a
+    /// trial's clients touched.
+    pub all: differ::State,
+    /// What the references' clients under test and workload wrote, and what that owns.
+    pub judged: super::judged::Judged,
     pub masks: differ::Masks,
     /// Successful creates and deletes by the controller, per resource; `None` where the
     /// two reference runs disagree (not compared).
@@ -105,10 +111,13 @@ fn count_where(
 
 /// What two reference runs agree on.
 pub fn baseline(a: &Outcome, b: &Outcome) -> Result<Baseline, differ::Disagreement> {
-    let (mut sa, sb) = (
-        differ::normalize(&a.snapshot),
-        differ::normalize(&b.snapshot),
+    let judged = super::judged::Judged::of(a).and(b);
+    let (ja, jb) = (
+        judged.in_snapshot(&a.snapshot),
+        judged.in_snapshot(&b.snapshot),
     );
+    let (mut sa, sb) = (ja.state(&a.snapshot), jb.state(&b.snapshot));
+    let mut all = differ::normalize(&a.snapshot);
     let extents = [&a.extent, &b.extent];
     let covered = |run: usize, k: &ObjectRef| {
         let e = extents[run];
@@ -120,6 +129,11 @@ pub fn baseline(a: &Outcome, b: &Outcome) -> Result<Baseline, differ::Disagreeme
     for (k, v) in &sb.named {
         if !covered(0, k) {
             sa.named.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+    }
+    for (k, v) in &differ::normalize(&b.snapshot).named {
+        if !covered(0, k) {
+            all.named.entry(k.clone()).or_insert_with(|| v.clone());
         }
     }
     let (ca, cb) = (counts(a), counts(b));
@@ -139,6 +153,8 @@ pub fn baseline(a: &Outcome, b: &Outcome) -> Result<Baseline, differ::Disagreeme
     }
     Ok(Baseline {
         state: sa,
+        all,
+        judged,
         masks,
         counts,
         peaks,
@@ -318,8 +334,7 @@ fn rate_counts(
 /// what they showed instead.
 fn state_differences(o: &Outcome, base: &Baseline) -> Vec<Found> {
     let mut out = Vec::new();
-    let state = differ::normalize(&o.snapshot);
-    for d in differ::compare(&base.state, &base.masks, &state) {
+    for d in end_state_differences(base, &o.snapshot, &base.judged.and(o)) {
         let mut f = found(
             "differential",
             &d.object,
@@ -342,6 +357,27 @@ fn state_differences(o: &Outcome, base: &Baseline) -> Vec<Found> {
         out.push(f);
     }
     out
+}
+
+/// How the judged part of an end state differs from the references': `judged` is what
+/// the run judges (the references' and its own clients' writes, and what they own). An
+/// object only this run's clients touched is compared with what the references had of
+/// it, judged or not.
+pub fn end_state_differences(
+    base: &Baseline,
+    snapshot: &crate::session::Snapshot,
+    judged: &super::judged::Judged,
+) -> Vec<differ::Difference> {
+    let keys = judged.keys(snapshot);
+    let mut reference = base.state.clone();
+    let extra = super::judged::only(&base.all, &keys);
+    for (k, v) in extra.named {
+        reference.named.entry(k).or_insert(v);
+    }
+    for (k, n) in extra.generated {
+        reference.generated.entry(k).or_insert(n);
+    }
+    differ::compare(&reference, &base.masks, &judged.state(snapshot))
 }
 
 /// The controller's creates and deletes per resource beyond the references'.

@@ -402,11 +402,17 @@ fn merge_findings(
 /// What the references showed with no fault: each thing once, with every input's files.
 fn fault_free(s: &mut Summary, inputs: &[Input], copies: &mut Vec<(PathBuf, String)>) {
     s.without_faults.clear();
+    s.advisories.clear();
     s.reference_files.clear();
     for (n, input) in inputs.iter().enumerate() {
         for f in &input.summary.without_faults {
             if !s.without_faults.iter().any(|x| x.signature == f.signature) {
                 s.without_faults.push(f.clone());
+            }
+        }
+        for f in &input.summary.advisories {
+            if !s.advisories.iter().any(|x| x.signature == f.signature) {
+                s.advisories.push(f.clone());
             }
         }
         for p in &input.summary.reference_files {

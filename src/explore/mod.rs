@@ -21,8 +21,10 @@ pub mod differ;
 pub mod effect;
 pub mod focus;
 mod invoked;
+pub mod issue;
 pub mod job;
 pub mod judge;
+pub mod judged;
 pub mod merge;
 pub mod output;
 pub mod pack;
@@ -95,6 +97,7 @@ pub async fn run(cfg: Config) -> Result<Verdict> {
         tried: Default::default(),
         with_actions_no_fault: Vec::new(),
         with_actions_files: Vec::new(),
+        advisories: Vec::new(),
     };
     let r = match earlier {
         Some(e) => s.shrink_earlier(e).await,
@@ -166,8 +169,8 @@ impl Search {
                 continue;
             };
             let tb = tracks[track].base.clone();
-            f.shrunk = self.shrink(f, &tb, &tr, &mut next_id).await?;
-            self.replay(f, &tr, &mut next_id).await?;
+            self.shrink_and_replay(f, &tb, &tr, &mut next_id, true)
+                .await?;
         }
         let findings = self.shared.out.write_findings(
             &self.shared.cfg,
@@ -191,6 +194,7 @@ impl Search {
         let mut files = refs.without_faults.files.clone();
         files.extend(self.with_actions_files.iter().cloned());
         summary.fault_free(&without, &files);
+        summary.advisories = self.advisories.clone();
         summary.sequences = tracks.iter().skip(1).map(|t| t.row()).collect();
         self.shared.out.write_summary(&summary)?;
         self.progress.say(&summary.terminal(&self.shared.cfg.out));

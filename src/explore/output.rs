@@ -124,8 +124,13 @@ impl Out {
             let mut files = vec![f.schedule_file.clone()];
             for src in &t.files {
                 let from = self.root.join(src);
-                let suffix = if src.starts_with("logs/") {
-                    "controller.log".to_string()
+                let suffix = if let Some(log) = src.strip_prefix("logs/") {
+                    // `trial-007.log` is the controller's; `trial-007.NAME.log` the
+                    // workload's or another controller's.
+                    match log.split_once('.').map(|(_, rest)| rest) {
+                        Some(rest) if rest != "log" => rest.to_string(),
+                        _ => "controller.log".to_string(),
+                    }
                 } else {
                     src.rsplit_once('/')
                         .map(|(_, n)| n)
@@ -303,6 +308,10 @@ pub struct Summary {
     /// Without faults: what the oracles found in a reference run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub without_faults: Vec<Found>,
+    /// What the references showed about the setup's resources rather than the
+    /// controller (the readiness race): reported, not a finding.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub advisories: Vec<Found>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reference_files: Vec<String>,
     /// The resources plans were ranked by (`focus.rs`), and how many plans each rank
@@ -341,6 +350,7 @@ impl Summary {
             first_finding_seconds: None,
             findings: vec![],
             without_faults: vec![],
+            advisories: vec![],
             reference_files: vec![],
             focus: vec![],
             plans_by_rank: None,
@@ -434,6 +444,12 @@ impl Summary {
                 t.push_str(&format!("   {}: {}\n", f.oracle, f.message));
             }
         }
+        if !self.advisories.is_empty() {
+            t.push_str("\nabout the setup's resources (not findings):\n");
+            for f in &self.advisories {
+                t.push_str(&format!("   {}: {} {}\n", f.oracle, f.resource, f.message));
+            }
+        }
         for f in &self.findings {
             t.push_str(&format!(
                 "\n#{} {}\n{}   found by: {}\n   oracles: {}\n   reproducer: {}\n   run it: {}\n",
@@ -459,10 +475,8 @@ impl Summary {
             }
             if let Some(r) = &f.replayed {
                 t.push_str(&format!(
-                    "   replayed: came back {} of {} time{}{}\n",
-                    r.came_back,
-                    r.of,
-                    if r.of == 1 { "" } else { "s" },
+                    "   replayed: {}{}\n",
+                    r.describe(),
                     if r.flaky() { " (flaky)" } else { "" }
                 ));
             }
@@ -503,6 +517,18 @@ table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ddd;pad
         h.push_str("<section><h2 class=\"fail\">Fails without any fault</h2><ul>");
         for f in &s.without_faults {
             h.push_str(&format!("<li>{}: {}</li>", esc(&f.oracle), esc(&f.message)));
+        }
+        h.push_str("</ul></section>");
+    }
+    if !s.advisories.is_empty() {
+        h.push_str("<section><h2>About the setup's resources (not findings)</h2><ul>");
+        for f in &s.advisories {
+            h.push_str(&format!(
+                "<li>{}: {} {}</li>",
+                esc(&f.oracle),
+                esc(&f.resource),
+                esc(&f.message)
+            ));
         }
         h.push_str("</ul></section>");
     }

@@ -134,12 +134,45 @@ pub struct Finding {
 pub struct Replayed {
     pub came_back: usize,
     pub of: usize,
+    /// When the shrunk reproducer did not come back and the plan as found was replayed
+    /// instead: how often the shrunk one came back (the finding's reproducer is then
+    /// the unshrunk one, and `came_back`/`of` are its).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shrunk: Option<Tally>,
+}
+
+/// How often a reproducer came back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Tally {
+    pub came_back: usize,
+    pub of: usize,
 }
 
 impl Replayed {
     /// It never came back.
     pub fn flaky(&self) -> bool {
         self.came_back == 0
+    }
+
+    /// `came back 2 of 2 times`, and the shrunk reproducer's count when it was set aside.
+    pub fn describe(&self) -> String {
+        let times = |n: usize| if n == 1 { "time" } else { "times" };
+        let mut s = format!(
+            "came back {} of {} {}",
+            self.came_back,
+            self.of,
+            times(self.of)
+        );
+        if let Some(t) = self.shrunk {
+            s.push_str(&format!(
+                " as found; its shrunk reproducer came back {} of {} {}, so the finding keeps the plan as found",
+                t.came_back,
+                t.of,
+                times(t.of)
+            ));
+        }
+        s
     }
 }
 

@@ -175,6 +175,7 @@ impl Search {
         let (a, b) = self
             .reference_pair(base, &workload, "reference", None)
             .await?;
+        self.workload_worked(&[&a, &b], "reference")?;
         // What the oracles find with no fault at all is reported once, and the search
         // goes on against the references as they are — unless the controller never went
         // quiet or wrote nothing, when no trial could be judged.
@@ -195,6 +196,7 @@ impl Search {
                 k.resource, k.namespace, k.name
             ));
         }
+        self.say_advisories(&without.advisories);
         if !without.found.is_empty() {
             self.progress.say(&format!(
                 "explore: the controller fails without any fault ({}):",
@@ -290,6 +292,51 @@ impl Search {
         })
     }
 
+    /// Say what the references showed about the setup's resources (once: what an
+    /// earlier pair of references said already is not said again), and keep it for the
+    /// summary.
+    pub(super) fn say_advisories(&mut self, advisories: &[Found]) {
+        for a in advisories {
+            if self.advisories.iter().any(|x| x.signature == a.signature) {
+                continue;
+            }
+            self.progress.say(&format!(
+                "explore: about the setup's resources (not a finding): {}: {} {}",
+                a.oracle, a.resource, a.message
+            ));
+            self.advisories.push(a.clone());
+        }
+    }
+
+    /// An error when the workload failed in a fault-free reference run: a search without
+    /// the user's workload (a typo, a `kubectl` not on the PATH) searches something else
+    /// than what the user asked for, and every trial would fail the same way.
+    pub(super) fn workload_worked(&self, runs: &[&Outcome], stem: &str) -> Result<()> {
+        for (n, r) in runs.iter().enumerate() {
+            let Some(code) = r.workload_exit.filter(|c| *c != 0) else {
+                continue;
+            };
+            let log = self
+                .shared
+                .out
+                .root
+                .join(format!("logs/{stem}-{}.log", n + 1));
+            let log = crate::session::workload_log(&log);
+            anyhow::bail!(
+                "the workload failed in fault-free reference run {} (exit {code}{}): {}\n{}",
+                n + 1,
+                match code {
+                    127 => ": a command not found",
+                    126 => ": a command not executable",
+                    _ => "",
+                },
+                log.display(),
+                quote_tail(&log, 12)
+            );
+        }
+        Ok(())
+    }
+
     /// An error when reference run `n` shows nothing a search can judge: the controller
     /// failed, never went quiet, or wrote nothing.
     fn usable(&self, n: usize, r: &Outcome) -> Result<()> {
@@ -313,6 +360,22 @@ impl Search {
             );
         }
         Ok(())
+    }
+}
+
+/// The last `lines` lines of a log, indented, for an error message (or why not).
+pub(super) fn quote_tail(log: &std::path::Path, lines: usize) -> String {
+    match std::fs::read_to_string(log) {
+        Ok(text) if !text.trim().is_empty() => {
+            let all: Vec<&str> = text.lines().collect();
+            all[all.len().saturating_sub(lines)..]
+                .iter()
+                .map(|l| format!("  | {l}"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        }
+        Ok(_) => "  (it printed nothing)".into(),
+        Err(e) => format!("  (its output could not be read: {e})"),
     }
 }
 
@@ -432,6 +495,13 @@ fn allow_for_lease(schedule: &mut crate::schedule::Schedule, longest: Option<Dur
 #[derive(Default)]
 pub(super) struct FaultFree {
     pub found: Vec<Found>,
+    /// What the references showed that is about the setup's resources rather than the
+    /// controller's answer to a fault: the readiness race. Every custom resource whose
+    /// CRD does not default `status.observedGeneration` is Current by kstatus's fallback
+    /// rule from its creation until its controller first writes its status, in every
+    /// run. Reported once, with its fix; not a failure of the controller (it does not
+    /// change explore's exit status), and a trial showing it again is not a finding.
+    pub advisories: Vec<Found>,
     pub files: Vec<String>,
     /// What a trial's violation is matched by (`judge::fault_free_key`).
     pub keys: std::collections::BTreeSet<String>,
@@ -509,6 +579,11 @@ impl FaultFree {
                 [n] => format!("; in reference run {n} only"),
                 _ => "; in both reference runs".to_string(),
             });
+            if f.oracle == "readinessRace" {
+                f.message.push_str(READINESS_ADVICE);
+                self.advisories.push(f);
+                continue;
+            }
             self.seen.push(Seen {
                 found: f.clone(),
                 runs: s.runs,
@@ -540,6 +615,10 @@ impl FaultFree {
         }
     }
 }
+
+/// What a readiness race in the references means, and what fixes it (seed 004:
+/// cluster-api's request to default `observedGeneration` to -1).
+const READINESS_ADVICE: &str = ". A tool that waits on kstatus (Flux's health checks, `kstatus`-based rollouts) can take it for ready before its controller has looked at it. The CRD can default `status.observedGeneration` to -1 (`+kubebuilder:default={\"observedGeneration\":-1}` on the status), or the controller can write a `Reconciling` condition first";
 
 /// The verdict a search that stopped at the references gives.
 pub(super) fn fails_without_faults() -> Verdict {

@@ -187,10 +187,9 @@ impl Search {
                 continue;
             };
             let tb = tracks[track].base.clone();
-            f.shrunk = self.shrink(f, &tb, &tr, &mut next_id).await?;
-            if f.replayed.is_none() {
-                self.replay(f, &tr, &mut next_id).await?;
-            }
+            let replay = f.replayed.is_none();
+            self.shrink_and_replay(f, &tb, &tr, &mut next_id, replay)
+                .await?;
             shrunk_here.push(f.number);
         }
         self.write_shrunk(summary, findings, &shrunk_here, before)

@@ -1,7 +1,13 @@
 //! Shrinking a finding: the simplest plan that still shows it. Windows the finding does
 //! not need are dropped, then each window's duration is bisected — `--shrink-steps`
-//! trials per window, rounded to 10 ms — keeping the shortest that still fails with the
-//! finding's first signature.
+//! candidates per window, rounded to 10 ms — keeping the shortest that still fails with
+//! the finding's first signature.
+//!
+//! A timing-sensitive bug fails some runs of a plan and not others. A step is kept only
+//! when its candidate fails every time it is tried, at least [`CONFIRMATIONS`] times: a
+//! candidate that failed once by luck would leave a reproducer that does not come back.
+//! And a finding whose shrunk reproducer does not come back when replayed is replayed as
+//! it was found before it may be called flaky (`shrink_and_replay`).
 
 use std::time::Duration;
 
@@ -9,17 +15,71 @@ use anyhow::Result;
 
 use super::judge;
 use super::plan::Plan;
-use super::record::{Finding, Trial};
+use super::record::{Finding, Replayed, Tally, Trial};
 use super::reference::References;
 use super::state::{Job, Search};
 use crate::schedule::Schedule;
 
+/// How many times a shrinking candidate must fail, every time, to be kept.
+pub const CONFIRMATIONS: usize = 2;
+
 impl Search {
+    /// Shrink finding `f` (`shrink`) and replay its reproducer (`replay`, unless it was
+    /// replayed already and `replayed_before` says to keep that). When the shrunk
+    /// reproducer never comes back, the plan as found is replayed too: one that does
+    /// come back is the finding's reproducer again, and the finding says how often each
+    /// came back. Only a finding neither comes back for is called flaky.
+    pub(super) async fn shrink_and_replay(
+        &mut self,
+        f: &mut Finding,
+        base: &Schedule,
+        refs: &References,
+        next_id: &mut usize,
+        replay: bool,
+    ) -> Result<()> {
+        let as_found = f.clone();
+        f.shrunk = self.shrink(f, base, refs, next_id).await?;
+        if !replay {
+            return Ok(());
+        }
+        let Some(shrunk) = self.replay(f, refs, next_id).await? else {
+            return Ok(());
+        };
+        if shrunk.came_back > 0 || f.trial == as_found.trial {
+            return self.conclude(f, shrunk);
+        }
+        let mut unshrunk = as_found;
+        let Some(mut r) = self.replay(&mut unshrunk, refs, next_id).await? else {
+            return self.conclude(f, shrunk);
+        };
+        r.shrunk = Some(Tally {
+            came_back: shrunk.came_back,
+            of: shrunk.of,
+        });
+        if r.came_back > 0 {
+            // The plan as found is the reproducer that backs the claim.
+            f.trial = unshrunk.trial;
+            f.found = unshrunk.found;
+            f.files = unshrunk.files;
+            f.signatures = unshrunk.signatures;
+        }
+        self.conclude(f, r)
+    }
+
+    /// Record how the replays went, and call a finding none came back for flaky.
+    fn conclude(&self, f: &mut Finding, r: Replayed) -> Result<()> {
+        if r.flaky() {
+            f.title = format!("{} (flaky: its reproducer {})", f.title, r.describe());
+        }
+        f.replayed = Some(r);
+        Ok(())
+    }
+
     /// Make a finding's plan as small as it goes: windows it does not need dropped, then
     /// each window's duration bisected (at most `--shrink-steps` trials per window).
     /// Returns whether it went as far as that (`Finding::shrunk`): not with
     /// `--shrink-steps 0`, nor when `--time` or a signal cut it short.
-    pub(super) async fn shrink(
+    async fn shrink(
         &mut self,
         f: &mut Finding,
         base: &Schedule,
@@ -120,18 +180,16 @@ impl Search {
         Ok(true)
     }
 
-    /// Run a finding's reproducer again, `--replay` times, before it is reported: one
-    /// that never comes back is still reported, called flaky, with how often it came
-    /// back (a finding is a claim about the controller, and a claim its own reproducer
-    /// does not back is worth less).
-    pub(super) async fn replay(
+    /// Run a finding's reproducer (the schedule of its trial) again, `--replay` times:
+    /// how often it came back. None when it was not run (`--replay 0`, out of time).
+    async fn replay(
         &mut self,
         f: &mut Finding,
         refs: &References,
         next_id: &mut usize,
-    ) -> Result<()> {
+    ) -> Result<Option<Replayed>> {
         let Some(best) = self.trials.iter().find(|t| t.id == f.trial).cloned() else {
-            return Ok(());
+            return Ok(None);
         };
         let key = f.signatures[0].clone();
         let (mut tried, mut back) = (0, 0);
@@ -159,24 +217,37 @@ impl Search {
             self.progress.trial(&t, self.found_so_far(&t));
             self.trials.push(t);
         }
-        if tried > 0 {
-            f.replayed = Some(super::record::Replayed {
-                came_back: back,
-                of: tried,
-            });
-            if back == 0 {
-                f.title = format!(
-                    "{} (flaky: its reproducer came back 0 of {tried} times)",
-                    f.title
-                );
-            }
-        }
-        Ok(())
+        Ok((tried > 0).then_some(Replayed {
+            came_back: back,
+            of: tried,
+            shrunk: None,
+        }))
     }
 
-    /// Run `schedule` for finding `f`: whether it still fails with the finding's first
-    /// signature (the finding then takes that trial as its reproducer).
+    /// Run `schedule` for finding `f`, [`CONFIRMATIONS`] times unless one passes:
+    /// whether it failed with the finding's first signature every time (the finding then
+    /// takes the last of those trials as its reproducer).
     async fn still_fails(
+        &mut self,
+        f: &mut Finding,
+        schedule: Schedule,
+        s: &Shrinking<'_>,
+        next_id: &mut usize,
+    ) -> Result<bool> {
+        for n in 0..CONFIRMATIONS {
+            if n > 0 && self.out_of_time() {
+                return Ok(false);
+            }
+            if !self.fails_once(f, schedule.clone(), s, next_id).await? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// One trial of a shrinking candidate: whether it failed with the finding's first
+    /// signature (the finding then takes it as its reproducer).
+    async fn fails_once(
         &mut self,
         f: &mut Finding,
         schedule: Schedule,

@@ -13,7 +13,7 @@ use super::judge::{self, Baseline, Found};
 use super::plan::{self, Plan};
 use super::progress::Progress;
 use super::record::{Trial, TrialPhases, TrialVerdict};
-use super::{differ, effect, output};
+use super::{effect, output};
 use crate::schedule::Schedule;
 use crate::session::{self, End, Outcome, TraceTo};
 
@@ -46,6 +46,8 @@ pub(super) struct Search {
     /// What the oracles found with actions and no fault (each a finding in itself).
     pub(super) with_actions_no_fault: Vec<Found>,
     pub(super) with_actions_files: Vec<String>,
+    /// What the references showed about the setup's resources (`FaultFree::advisories`).
+    pub(super) advisories: Vec<Found>,
 }
 
 /// What one trial is given.
@@ -169,8 +171,8 @@ impl Shared {
             .map_or(self.cfg.settle, |c| c.allowance());
         session::EndStateCheck {
             ok: Box::new(move |snapshot| {
-                let state = differ::normalize(snapshot);
-                differ::compare(&reference.state, &reference.masks, &state).is_empty()
+                let judged = reference.judged.in_snapshot(snapshot);
+                judge::end_state_differences(&reference, snapshot, &judged).is_empty()
             }),
             settle,
         }
@@ -189,6 +191,9 @@ impl Shared {
         o.end_state = Some(self.end_state_check(&job.schedule, baseline.clone()));
         let started = Instant::now();
         let mut files = vec![format!("logs/{name}.log")];
+        if !job.workload.is_empty() {
+            files.push(format!("logs/{name}.{}.log", session::WORKLOAD));
+        }
         // Each other controller's log beside it (`session::other_log`).
         files.extend(
             self.cfg

@@ -298,6 +298,14 @@ impl Search {
         let (a, b) = self
             .reference_pair(&t.base, &t.workload, &stem, Some(first.trial_quiet))
             .await?;
+        // A step the shell could not find or run (`kubectl` not on the PATH) is no
+        // refusal of the action: every sequence would be dropped the same way.
+        if [a.workload_exit, b.workload_exit]
+            .iter()
+            .all(|c| matches!(c, Some(126 | 127)))
+        {
+            self.workload_worked(&[&a, &b], &stem)?;
+        }
         if let Some(why) = self.not_carried_out(&a, &b, &stem) {
             t.state = State::Dropped(why);
             self.say_dropped(t);
@@ -376,6 +384,7 @@ impl Search {
             }
         }
         without.finish();
+        self.say_advisories(&without.advisories);
         // The controller failing with actions and no fault is a finding of its own.
         let failed = [a, b].iter().find_map(|r| {
             r.controller_failed
@@ -434,7 +443,9 @@ impl Search {
             && x != 0
             && y != 0
         {
-            let why = refused(&self.shared.out.root.join(log(1)));
+            let why = refused(&crate::session::workload_log(
+                &self.shared.out.root.join(log(1)),
+            ));
             return Some(format!(
                 "its steps could not be carried out (exit {x}): {why}"
             ));

@@ -32,8 +32,9 @@ impl Judgement {
 }
 
 /// The judgement as of `now`, of a run started at `started`: not while a window is open;
-/// then once `settle` has passed since the last one closed, or earlier once every object
-/// it judges is Current with a status its controller wrote.
+/// then once `settle` has passed since the last one closed (or the workload's last step
+/// ended, if later), or earlier once every object it judges is Current with a status its
+/// controller wrote.
 pub(super) fn judge(
     c: &ConvergenceConfig,
     s: &State,
@@ -43,7 +44,7 @@ pub(super) fn judge(
     if let Some(w) = s.windows.iter().find(|w| w.closed_at.is_none()) {
         return Judgement::waiting(format!("window {:?} is still open", w.name));
     }
-    let last_close = s.windows.iter().filter_map(|w| w.closed_at).max();
+    let last_close = last_disturbance(s);
     let due = last_close.unwrap_or(started) + c.allowance();
     // Settled by its own metrics since the last window closed: nothing more is coming.
     let due = match s.settled_at {
@@ -113,7 +114,32 @@ pub(super) fn judge(
     }
 }
 
+/// What `settle` counts from: the later of the last window's close and the end of the
+/// workload's last step. A user's change is as much a disturbance as a fault: a run
+/// without windows whose workload acted 40 s in has not given its controller `settle`
+/// to answer it by judging it 5 s later — and explore's fault-free references must be
+/// judged as its trials are, whose windows open after the action (else the references
+/// end with the controller still on its way, and every trial that waited longer
+/// "differs" from them).
+pub(super) fn last_disturbance(s: &State) -> Option<SystemTime> {
+    s.windows
+        .iter()
+        .filter_map(|w| w.closed_at)
+        .chain(s.workload_done_at)
+        .max()
+}
+
 impl Oracles {
+    /// The workload's last step ended (`at`): `settle` counts from then too.
+    pub fn workload_done(&self, at: SystemTime) {
+        self.lock().workload_done_at = Some(at);
+    }
+
+    /// What `settle` counts from ([`last_disturbance`]; None: the run's start).
+    pub fn settle_from(&self) -> Option<SystemTime> {
+        last_disturbance(&self.lock())
+    }
+
     /// The controllers' metrics say they have settled (`at`): their workqueues empty, no
     /// retry pending (`session/idle.rs`) — or, `None`, they are at work again. Settled
     /// after the last window closed, the convergence oracle judges at once instead of

@@ -94,17 +94,33 @@ fn clean(v: &mut Value, depth: usize) {
     }
 }
 
-/// RFC 3339 (`2026-11-23T16:54:51Z`, with fractions or an offset).
+/// A time or a date, as Kubernetes and its controllers write them: RFC 3339
+/// (`2026-11-23T16:54:51Z`, with fractions or an offset), Go's `time.Time.String()`
+/// (`2026-11-23 16:54:51.5 +0000 UTC`), or a calendar date alone (`2026-11-23`: what
+/// kube-apiserver keeps in `kube-apiserver-legacy-service-account-token-tracking`'s
+/// `data.since`). Two runs a midnight apart differ in the date, as two runs a second
+/// apart differ in the time: neither says anything about a fault.
 fn looks_like_time(s: &str) -> bool {
     let b = s.as_bytes();
-    b.len() >= 20
+    let date = b.len() >= 10
         && b[..4].iter().all(u8::is_ascii_digit)
         && b[4] == b'-'
+        && b[5..7].iter().all(u8::is_ascii_digit)
         && b[7] == b'-'
-        && b[10] == b'T'
+        && b[8..10].iter().all(u8::is_ascii_digit)
+        && humantime::parse_rfc3339_weak(&format!("{}T00:00:00", &s[..10])).is_ok();
+    if !date {
+        return false;
+    }
+    if b.len() == 10 {
+        return true;
+    }
+    b.len() >= 19
+        && (b[10] == b'T' || b[10] == b' ')
         && b[13] == b':'
         && b[16] == b':'
-        && humantime::parse_rfc3339_weak(&s[..19]).is_ok()
+        && s.is_char_boundary(19)
+        && humantime::parse_rfc3339_weak(&format!("{}T{}", &s[..10], &s[11..19])).is_ok()
 }
 
 /// Leaves that differ: (path, value in a, value in b). Arrays of the same length are
@@ -239,5 +255,32 @@ mod tests {
         assert_eq!(lookup(&a, "status.conditions[7]"), &Value::Null);
         assert_eq!(lookup(&a, "metadata.labels[\"unclosed"), &Value::Null);
         assert_eq!(lookup(&a, ""), &a);
+    }
+
+    /// Times and dates, however written, are masked; what only looks like one is not.
+    #[test]
+    fn dates_are_times_too() {
+        for t in [
+            "2026-11-23T16:54:51Z",
+            "2026-11-23T16:54:51.123456+01:00",
+            "2026-11-23 16:54:51.5 +0000 UTC",
+            "2026-12-06",
+            "2026-12-07",
+        ] {
+            assert!(looks_like_time(t), "{t}");
+        }
+        for not in [
+            "2026-13-06",
+            "2026-12-06-rc1",
+            "v2026-12-06",
+            "20261206",
+            "2026-12-06Tlate",
+            "2026-02-30",
+        ] {
+            assert!(!looks_like_time(not), "{not}");
+        }
+        let mut a = json!({"data": {"since": "2026-12-06"}});
+        clean(&mut a, 0);
+        assert_eq!(a, json!({"data": {"since": "<time>"}}));
     }
 }

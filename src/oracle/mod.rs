@@ -531,11 +531,6 @@ impl Oracles {
         self.update_gauge(now)
     }
 
-    /// When the last window closed (None: none has).
-    pub fn last_window_closed(&self) -> Option<SystemTime> {
-        self.lock().windows.iter().filter_map(|w| w.closed_at).max()
-    }
-
     /// How many windows have closed so far.
     pub fn windows_closed(&self) -> usize {
         self.lock()

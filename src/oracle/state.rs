@@ -38,4 +38,6 @@ pub(super) struct State {
     pub(super) writes: expected::WriteCounts,
     /// When the controllers' metrics said they had settled (`Oracles::controller_settled`).
     pub(super) settled_at: Option<SystemTime>,
+    /// When the workload's last step ended (`Oracles::workload_done`).
+    pub(super) workload_done_at: Option<SystemTime>,
 }

@@ -26,8 +26,7 @@ async fn resolve(client: &kube::Client, resource: &str) -> ApiResource {
     let mut logged = false;
     loop {
         if let Ok(g) = kube::discovery::group(client, group).await
-            && let Some((ar, _)) = g
-                .recommended_resources()
+            && let Some((ar, _)) = crate::k8s::discovery::resources(&g)
                 .into_iter()
                 .find(|(ar, _)| ar.plural == plural)
         {

@@ -279,13 +279,23 @@ fn label<'a>(line: &'a str, key: &str) -> Option<&'a str> {
 /// `name{labels} value` → (name, value).
 fn sample(line: &str) -> Option<(&str, f64)> {
     let name_end = line.find(['{', ' '])?;
-    let name = &line[..name_end];
+    let name = unprefixed(&line[..name_end]);
     let rest = match line[name_end..].strip_prefix('{') {
         Some(r) => &r[r.find('}')? + 1..],
         None => &line[name_end..],
     };
     let value = rest.split_whitespace().next()?.parse().ok()?;
     Some((name, value))
+}
+
+/// A workqueue metric under a controller's own prefix read as client-go's:
+/// prometheus-operator registers client-go's workqueue metrics as
+/// `prometheus_operator_workqueue_depth` and so on (its `resource_reconciler.go`).
+fn unprefixed(name: &str) -> &str {
+    match name.find("_workqueue_") {
+        Some(i) => &name[i + 1..],
+        None => name,
+    }
 }
 
 async fn get(url: &str, within: Duration) -> Result<String> {
@@ -470,6 +480,12 @@ workqueue_unfinished_work_seconds{controller="gitrepository",name="gitrepository
         assert_eq!(
             sample(r#"workqueue_depth{controller="gitrepository",name="gitrepository"} 0"#),
             Some(("workqueue_depth", 0.0))
+        );
+        assert_eq!(
+            sample(
+                r#"prometheus_operator_workqueue_depth{controller="prometheus",name="prometheus"} 2"#
+            ),
+            Some(("workqueue_depth", 2.0))
         );
         assert_eq!(
             sample("workqueue_unfinished_work_seconds 1.5"),

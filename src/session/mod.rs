@@ -36,7 +36,9 @@ use crate::k8s::request::Verb;
 use crate::trace::{Record, Stamped};
 
 pub use names::{CONTROLLER, WORKLOAD};
-pub use options::{End, EndStateCheck, Options, Other, StopEarly, TraceTo, other_log};
+pub use options::{
+    End, EndStateCheck, Options, Other, StopEarly, TraceTo, other_log, workload_log,
+};
 pub use outcome::{Ended, Outcome, Phases};
 pub use snapshot::{Extent, Snapshot};
 pub use upstream::Kind;

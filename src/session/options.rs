@@ -129,8 +129,8 @@ pub struct Options {
     pub whole_quiet: bool,
     pub end: End,
     pub trace: TraceTo,
-    /// The controller's and the workload's stdout and stderr (default: stalemate's); each
-    /// other controller's go beside it, in [`other_log`].
+    /// The controller's stdout and stderr (default: stalemate's); the workload's and each
+    /// other controller's go beside it, in [`workload_log`] and [`other_log`].
     pub output: Option<PathBuf>,
     /// A private directory for the run's kubeconfigs.
     pub dir: PathBuf,
@@ -198,6 +198,12 @@ impl Options {
 
 /// Where another controller's output goes when the run's goes to `output`: its own log
 /// beside it (`logs/trial-007.log` → `logs/trial-007.source.log`), not interleaved.
+/// Where the workload's output goes, beside the controller's `output`:
+/// `logs/trial-001.log` → `logs/trial-001.workload.log`.
+pub fn workload_log(output: &Path) -> PathBuf {
+    other_log(output, WORKLOAD)
+}
+
 pub fn other_log(output: &Path, name: &str) -> PathBuf {
     let stem = output
         .file_stem()

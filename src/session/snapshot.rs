@@ -49,7 +49,7 @@ impl Resolver {
             .context("discovering the cluster's resources")?;
         let mut served = BTreeMap::new();
         for group in discovery.groups() {
-            for (ar, caps) in group.recommended_resources() {
+            for (ar, caps) in crate::k8s::discovery::resources(group) {
                 served.insert(crate::setup::resource_name(&ar), (ar, caps));
             }
         }

@@ -333,6 +333,9 @@ impl Supervised {
             );
         }
         self.step_ended(st, now);
+        if let Some(at) = st.workload_done_at {
+            running.oracles.workload_done(at);
+        }
         let idle = st
             .activity
             .idle_for(now, st.workload_done_at.or(st.step_done_at));
@@ -394,8 +397,11 @@ impl Supervised {
         }
         let cmd = &cmds[st.steps_started];
         let sh = vec!["-c".to_string(), cmd.clone()];
-        let w = Controller::spawn(spec(o, &self.env, "sh".into(), sh, kc))
-            .with_context(|| format!("starting the workload {cmd:?}"));
+        // The workload's output in a file of its own, beside the controller's: what
+        // kubectl said when a step failed is then the workload's alone.
+        let mut spec = spec(o, &self.env, "sh".into(), sh, kc);
+        spec.output = o.output.as_deref().map(super::options::workload_log);
+        let w = Controller::spawn(spec).with_context(|| format!("starting the workload {cmd:?}"));
         match w {
             Ok(w) => {
                 st.workload = Some(w);
@@ -461,7 +467,7 @@ impl Supervised {
         if st.settled.is_some() {
             return true;
         }
-        let since = running.oracles.last_window_closed().unwrap_or(self.started);
+        let since = running.oracles.settle_from().unwrap_or(self.started);
         if SystemTime::now() >= since + check.settle {
             return true;
         }
