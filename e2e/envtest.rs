@@ -190,6 +190,89 @@ echo control-plane-ok"#,
     );
 }
 
+/// Two CRDs of one group served at different versions, as Kyverno's are: the group's
+/// preferred version (v2, the newest) does not serve `rules`, which only v1 does.
+const TWO_VERSIONS: &str = r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: rules.policies.example.com}
+spec:
+  group: policies.example.com
+  scope: Namespaced
+  names: {plural: rules, singular: rule, kind: Rule, listKind: RuleList}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+      subresources: {status: {}}
+---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: reports.policies.example.com}
+spec:
+  group: policies.example.com
+  scope: Namespaced
+  names: {plural: reports, singular: report, kind: Report, listKind: ReportList}
+  versions:
+    - name: v2
+      served: true
+      storage: true
+      schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: demo}
+---
+apiVersion: policies.example.com/v1
+kind: Rule
+metadata: {name: r1, namespace: demo}
+spec: {deny: all}
+"#;
+
+/// A resource the group's preferred version does not serve is found at the version
+/// that does (`k8s::discovery`): the setup waits for it and applies its object, and
+/// the convergence oracle watches it and judges it — where only the preferred version
+/// was looked at, the setup gave up after 30 s ("created but is not served").
+#[test]
+fn a_resource_the_preferred_version_does_not_serve_is_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let setup = write(dir.path(), "two-versions.yaml", TWO_VERSIONS);
+    let schedule = write(
+        dir.path(),
+        "converge.json",
+        r#"{"oracles": {"convergence": {"resources": ["rules.policies.example.com"], "settle": "1s"}}}"#,
+    );
+    let cache = dir.path().join("kubectl-cache");
+    let script = format!(
+        "kubectl --cache-dir {} -n demo patch rules.policies.example.com r1 --subresource status --type merge -p '{{\"status\":{{\"observedGeneration\":1}}}}'",
+        cache.display()
+    );
+    let assets = assets();
+    let out = stalemate(
+        &[
+            "run",
+            "--envtest",
+            assets.to_str().unwrap(),
+            "--setup",
+            setup.to_str().unwrap(),
+            "--quiet",
+            "2s",
+            "--schedule",
+            schedule.to_str().unwrap(),
+            "--",
+            "sh",
+            "-c",
+            &format!("{script} && sleep 600"),
+        ],
+        &[],
+    );
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    assert!(said.contains("rules.policies.example.com"), "{said}");
+    assert!(said.contains("demo/r1"), "{said}");
+    assert!(!said.contains("not served"), "{said}");
+}
+
 const DEPLOYMENT: &str = r#"apiVersion: v1
 kind: Namespace
 metadata: {name: demo}

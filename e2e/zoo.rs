@@ -120,6 +120,7 @@ fn explore_finds_the_job_controllers_stale_bug_that_kep_5647_fixed() {
             .any(|o| o["fields"].get("status.succeeded").is_some())),
         "{schedule:#}"
     );
+    the_report_bundle_replays_on_a_control_plane_of_the_versions(&out, finding);
     for (minor, extra, code) in [
         ("1.35", None, 1),
         ("1.37", Some(GATE_OFF), 1),
@@ -130,6 +131,48 @@ fn explore_finds_the_job_controllers_stale_bug_that_kep_5647_fixed() {
             run.status.code(),
             Some(code),
             "the reproducer on {minor} {extra:?}: {}",
+            said(&run)
+        );
+    }
+}
+
+/// `explore report` on a finding of a real controller: the bundle carries the workload
+/// script and the controller's wrapper (`kcm.sh`), its command takes the control plane
+/// from KUBEBUILDER_ASSETS, and `reproduce.sh`, run from elsewhere, fails on 1.35 (where
+/// the bug is) and passes on 1.37 (where KEP-5647 fixed it).
+fn the_report_bundle_replays_on_a_control_plane_of_the_versions(out: &Path, finding: &Value) {
+    let n = finding["number"].as_u64().unwrap();
+    let bundle = out.join("bundle");
+    let report = Command::new(BIN)
+        .args(["explore", "report"])
+        .arg(out)
+        .arg(n.to_string())
+        .arg("--out")
+        .arg(&bundle)
+        .output()
+        .unwrap();
+    assert!(report.status.success(), "{}", said(&report));
+    let issue = std::fs::read_to_string(bundle.join("ISSUE.md")).unwrap();
+    assert!(issue.contains("status.succeeded"), "{issue}");
+    assert!(issue.contains("Kubernetes v1.35.4"), "{issue}");
+    let script = std::fs::read_to_string(bundle.join("reproduce.sh")).unwrap();
+    assert!(
+        script.contains("files/") && !script.contains(&repo("examples").display().to_string()),
+        "{script}"
+    );
+    let elsewhere = tempfile::tempdir().unwrap();
+    for (minor, code) in [("1.35", 1), ("1.37", 0)] {
+        let mut c = Command::new("sh");
+        c.arg(bundle.join("reproduce.sh"))
+            .current_dir(elsewhere.path())
+            .env("STALEMATE", BIN)
+            .env("KUBEBUILDER_ASSETS", assets_of(minor))
+            .env("RUST_LOG", "warn,rustls=error");
+        let run = output_in_group(&mut c);
+        assert_eq!(
+            run.status.code(),
+            Some(code),
+            "the bundle on {minor}: {}\n{script}",
             said(&run)
         );
     }

@@ -184,15 +184,7 @@ impl Bundle {
             let a = &argv[i];
             i += 1;
             if after_dashes {
-                // The controller's command, as explore ran it: a path relative to where
-                // explore ran (here too, as a rule) made absolute, since the bundle's
-                // script runs from the bundle.
-                let abs = std::fs::canonicalize(a)
-                    .ok()
-                    .filter(|_| a.contains('/') && !a.starts_with('-'))
-                    .map(|p| p.display().to_string())
-                    .unwrap_or_else(|| a.clone());
-                out.push(self.word(&abs, "files")?);
+                out.push(self.word(a, "files")?);
                 continue;
             }
             if a == "--" {
@@ -226,8 +218,18 @@ impl Bundle {
         Ok(out)
     }
 
-    /// One word of a command: a file it names copied in.
+    /// One word of a command: a file it names copied in. A path relative to where explore
+    /// ran (here too, as a rule) is made absolute first, since the bundle's script runs
+    /// from the bundle.
     fn word(&mut self, w: &str, sub: &str) -> Result<String> {
+        let abs = if w.contains('/') && !w.starts_with('-') && !w.starts_with('/') {
+            std::fs::canonicalize(w)
+                .ok()
+                .map(|p| p.display().to_string())
+        } else {
+            None
+        };
+        let w = abs.as_deref().unwrap_or(w);
         Ok(self.take(w, sub)?.unwrap_or_else(|| w.to_string()))
     }
 
@@ -237,7 +239,7 @@ impl Bundle {
         let mut out = Vec::new();
         for w in cmd.split(' ') {
             let (prefix, path) = match w.split_once('=') {
-                Some((name, rest)) if rest.starts_with('/') => (format!("{name}="), rest),
+                Some((name, rest)) if rest.contains('/') => (format!("{name}="), rest),
                 _ => (String::new(), w),
             };
             out.push(format!("{prefix}{}", self.word(path, "files")?));
@@ -611,6 +613,11 @@ fn excerpt_line(r: &Value, t: f64) -> Option<String> {
                 return None;
             }
             if !write && code < 300 && r["answer"] == "upstream" {
+                return None;
+            }
+            // Lease renewals and Events are the controller's bookkeeping, not its work.
+            let resource = crate::session::snapshot::base_resource(str_of("resource"));
+            if crate::session::snapshot::IGNORED.contains(&resource) && r["answer"] == "upstream" {
                 return None;
             }
             let object = match (r["namespace"].as_str(), r["name"].as_str()) {

@@ -17,6 +17,7 @@
 
 pub mod actions;
 mod config;
+mod control;
 pub mod differ;
 pub mod effect;
 pub mod focus;
@@ -153,6 +154,7 @@ impl Search {
             tracks::Track::all(&self.shared.cfg, &base, refs.clone(), plans, sequences);
         let mut next_id = self.run_tracks(&mut tracks, &refs).await?;
         let mut findings = self.group();
+        self.control(&mut findings, &tracks, &mut next_id).await?;
         for f in &mut findings {
             if self.out_of_time() {
                 break;

@@ -526,7 +526,9 @@ impl FaultFree {
         for v in &r.report.verdicts.violations {
             let key = judge::fault_free_key(v);
             if let Some(s) = self.seen.iter_mut().find(|s| s.found.signature == key) {
-                s.runs.push(n);
+                if !s.runs.contains(&n) {
+                    s.runs.push(n);
+                }
                 continue;
             }
             let at = |t: SystemTime| {

@@ -315,7 +315,17 @@ impl Search {
             t.state = State::Dropped("the controller failed in its fault-free references".into());
             return Ok(());
         };
-        let failed_objects = without.failed.clone();
+        // What ended Failed in both of its references: what their oracles called so, and
+        // what track 0's references ended Failed with and these still do. The latter
+        // are not violations here (the sequence's references are judged with track 0's
+        // expectations, under which Failed is done for them), so they are read from the
+        // end state itself.
+        let mut failed_objects = without.failed.clone();
+        for k in still_failed(&t.base, &a.snapshot, &b.snapshot) {
+            if !failed_objects.contains(&k) {
+                failed_objects.push(k);
+            }
+        }
         let refs = match self.learn(&a, &b, without, first.focus.clone()) {
             Ok(r) => r,
             Err(why) => {
@@ -469,6 +479,29 @@ impl Search {
     }
 }
 
+/// The objects `base`'s convergence oracle takes Failed for done (track 0's Failed ends)
+/// that are kstatus Failed at the end of both runs.
+fn still_failed(
+    base: &Schedule,
+    a: &crate::session::Snapshot,
+    b: &crate::session::Snapshot,
+) -> Vec<crate::oracle::ObjectRef> {
+    let Some(c) = base.oracles.as_ref().and_then(|o| o.convergence.as_ref()) else {
+        return Vec::new();
+    };
+    c.failed
+        .iter()
+        .filter(|k| {
+            [a, b].iter().all(|end| {
+                end.get(*k).is_some_and(|obj| {
+                    c.verdict(k, obj).status == crate::oracle::kstatus::Status::Failed
+                })
+            })
+        })
+        .cloned()
+        .collect()
+}
+
 /// What kubectl said when it refused a step: the last `error:` or `Error from server`
 /// line of the run's output.
 fn refused(log: &std::path::Path) -> String {
@@ -534,6 +567,51 @@ mod tests {
                 precondition: false,
             },
         }
+    }
+
+    /// Track 0's Failed object is Failed after the sequence too, in both of its
+    /// references: trials are judged against that, though the sequence's references had
+    /// no violation to say so (Failed was already done for them). One the sequence made
+    /// Current again, or that one reference left otherwise, is not.
+    #[test]
+    fn what_ended_failed_before_and_still_does_stays_the_answer() {
+        let k = |name: &str| crate::oracle::ObjectRef {
+            resource: "kustomizations.kustomize.toolkit.fluxcd.io".into(),
+            namespace: "flux-demo".into(),
+            name: name.into(),
+        };
+        let mut oracles = super::super::config::default_oracles(
+            &[],
+            &["kustomizations.kustomize.toolkit.fluxcd.io".into()],
+            Duration::from_secs(30),
+        );
+        if let Some(c) = oracles.convergence.as_mut() {
+            c.failed = vec![k("stalled"), k("fixed"), k("once")];
+        }
+        let base = crate::schedule::Schedule {
+            oracles: Some(oracles),
+            ..Default::default()
+        };
+        let stalled = serde_json::json!({"metadata": {"generation": 1}, "status": {"observedGeneration": 1,
+            "conditions": [{"type": "Stalled", "status": "True", "reason": "InvalidCELExpression"},
+                           {"type": "Ready", "status": "False", "reason": "InvalidCELExpression"}]}});
+        let ready = serde_json::json!({"metadata": {"generation": 1}, "status": {"observedGeneration": 1,
+            "conditions": [{"type": "Ready", "status": "True", "reason": "Succeeded"}]}});
+        let a: crate::session::Snapshot = [
+            (k("stalled"), stalled.clone()),
+            (k("fixed"), ready.clone()),
+            (k("once"), stalled.clone()),
+        ]
+        .into_iter()
+        .collect();
+        let b: crate::session::Snapshot = [
+            (k("stalled"), stalled),
+            (k("fixed"), ready.clone()),
+            (k("once"), ready),
+        ]
+        .into_iter()
+        .collect();
+        assert_eq!(still_failed(&base, &a, &b), vec![k("stalled")]);
     }
 
     /// An object left not Current after an action is the action's answer only if the

@@ -31,6 +31,14 @@
 //! terminal errors, which are not retried), not the queue's own count. A controller whose
 //! queues export no retries never settles by its metrics.
 //!
+//! **Held, not glimpsed.** client-go's `workqueue_unfinished_work_seconds` is brought up
+//! to date every 500 ms (`updateUnfinishedWorkLoop`), not when a worker takes an item:
+//! for up to half a second after a worker starts on it, a queue reads empty with no work
+//! in progress — a controller just made leader, its first item at work, looks settled.
+//! So a look says idle (or settled) only once the queues have read so for [`HELD`]
+//! (two update periods) with no item added meanwhile: work still in progress by then
+//! shows, and work started and finished shows in the counters.
+//!
 //! With no `--idle-url`, the run's metrics port is probed
 //! (`http://127.0.0.1:$STALEMATE_METRICS_PORT/metrics`): a controller that serves its
 //! workqueues there (`--metrics-bind-address=127.0.0.1:$STALEMATE_METRICS_PORT`) is read
@@ -48,6 +56,10 @@ use anyhow::{Context, Result, bail};
 
 /// What `--idle-url none` says: no metrics read, not even the run's port probed.
 pub const NONE: &str = "none";
+
+/// How long the queues must read idle, no item added, before a look says so: twice
+/// client-go's 500 ms update period of `workqueue_unfinished_work_seconds`.
+pub const HELD: Duration = Duration::from_secs(1);
 
 /// The URL probed when `--idle-url` is not given.
 pub const PROBED: &str = "http://127.0.0.1:$STALEMATE_METRICS_PORT/metrics";
@@ -72,6 +84,8 @@ pub struct IdleUrl {
     url: String,
     /// Named by the user (`--idle-url`), not probed.
     given: bool,
+    /// How long idle must hold ([`HELD`]).
+    held: Duration,
     state: Mutex<Seen>,
 }
 
@@ -86,6 +100,8 @@ struct Seen {
     pending: BTreeMap<String, f64>,
     /// Every queue exports `workqueue_retries_total`.
     retries_exported: bool,
+    /// Since when every sample has read idle, and the adds (all queues) then.
+    idle_since: Option<(std::time::Instant, f64)>,
 }
 
 /// One queue's counters in one sample.
@@ -119,6 +135,7 @@ impl IdleUrl {
         IdleUrl {
             url,
             given,
+            held: HELD,
             state: Default::default(),
         }
     }
@@ -164,6 +181,32 @@ impl IdleUrl {
 
     /// Read one sample into the history; `None` when it names no workqueue.
     fn take(&self, text: &str) -> Option<Look> {
+        self.take_at(text, std::time::Instant::now())
+    }
+
+    /// `take` as of `now`: idle and settled only once the queues have read idle for
+    /// `held`, no item added since.
+    fn take_at(&self, text: &str, now: std::time::Instant) -> Option<Look> {
+        let glimpse = self.glimpse(text)?;
+        let mut seen = self.lock();
+        let adds: f64 = seen.last.values().map(|c| c.adds).sum();
+        seen.idle_since = match seen.idle_since {
+            Some((since, a)) if glimpse.idle && a == adds => Some((since, a)),
+            _ if glimpse.idle => Some((now, adds)),
+            _ => None,
+        };
+        let held = seen
+            .idle_since
+            .is_some_and(|(since, _)| now.duration_since(since) >= self.held);
+        Some(Look {
+            idle: glimpse.idle && held,
+            settled: glimpse.settled && held,
+            worked: glimpse.worked,
+        })
+    }
+
+    /// What one sample says by itself.
+    fn glimpse(&self, text: &str) -> Option<Look> {
         let sample = Sample::read(text)?;
         let mut seen = self.lock();
         seen.queues = true;
@@ -347,7 +390,7 @@ mod tests {
         let e = u.look(false).await.unwrap_err();
         assert!(e.to_string().contains("exports no workqueue_depth"), "{e}");
         assert!(!idle(u.look(true).await.unwrap()), "restarted: a standby");
-        let u = IdleUrl::new(metrics(vec![BUSY, IDLE, NONE, IDLE]).await, true);
+        let u = glimpsing(metrics(vec![BUSY, IDLE, NONE, IDLE]).await);
         assert!(!idle(u.look(false).await.unwrap()));
         assert!(idle(u.look(false).await.unwrap()));
         assert!(
@@ -365,6 +408,43 @@ mod tests {
         let probed = IdleUrl::new("http://127.0.0.1:1/metrics".into(), false);
         let l = probed.look(false).await.unwrap();
         assert!(l.idle && !l.settled, "{l:?}");
+    }
+
+    /// One that takes each sample at its word (no [`HELD`]): what one sample says.
+    fn glimpsing(url: String) -> IdleUrl {
+        IdleUrl {
+            held: Duration::ZERO,
+            ..IdleUrl::new(url, true)
+        }
+    }
+
+    /// A worker just started on an item reads idle for up to half a second (the
+    /// unfinished-work gauge is updated every 500 ms): idle and settled only once that
+    /// has held for [`HELD`] with no item added — an add starts the wait over, busy
+    /// ends it.
+    #[test]
+    fn idle_must_hold_before_a_look_says_so() {
+        let u = IdleUrl::new(String::new(), true);
+        let t0 = std::time::Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        let look = |text: &str, ms: u64| u.take_at(text, at(ms)).unwrap();
+        let first = look(&queue(0, 0, 1), 0);
+        assert!(!first.idle && !first.settled, "a glimpse: {first:?}");
+        assert!(!look(&queue(0, 0, 1), 500).settled, "half a second");
+        let held = look(&queue(0, 0, 1), 1000);
+        assert!(held.idle && held.settled, "held a second: {held:?}");
+        assert!(
+            !look(&queue(0, 0, 2), 1200).idle,
+            "an item added: the wait starts over"
+        );
+        assert!(!look(&queue(0, 0, 2), 1900).idle);
+        assert!(look(&queue(0, 0, 2), 2200).settled);
+        assert!(!look(&busy(0, 0.5, 0, 2), 2300).idle, "at work");
+        assert!(
+            !look(&queue(0, 0, 2), 2400).idle,
+            "idle again: the wait starts over"
+        );
+        assert!(look(&queue(0, 0, 2), 3400).idle);
     }
 
     fn queue(depth: u32, retries: u32, adds: u32) -> String {
@@ -387,7 +467,7 @@ mod tests {
     /// never settled.
     #[test]
     fn a_retry_is_pending_until_it_comes_back() {
-        let u = IdleUrl::new(String::new(), true);
+        let u = glimpsing(String::new());
         assert!(settled(&u, &queue(0, 0, 1)), "one add, no retry");
         assert!(!u.take(&queue(1, 0, 2)).unwrap().settled, "busy");
         assert!(!settled(&u, &queue(0, 1, 2)), "the queued item failed");
@@ -421,7 +501,7 @@ mod tests {
             !settled(&u, &queue(0, 1, 1)),
             "the first sample of a process"
         );
-        let no_retries = IdleUrl::new(String::new(), true);
+        let no_retries = glimpsing(String::new());
         assert!(
             !settled(&no_retries, "workqueue_depth{name=\"a\"} 0\n"),
             "no retries exported: never settled by metrics"
@@ -452,7 +532,7 @@ workqueue_depth{controller="gitrepository",name="gitrepository",priority="-100"}
 workqueue_retries_total{controller="gitrepository",name="gitrepository"} 2
 workqueue_unfinished_work_seconds{controller="gitrepository",name="gitrepository"} 0
 "#;
-        let u = IdleUrl::new(String::new(), true);
+        let u = glimpsing(String::new());
         assert!(!settled(&u, FIRST), "the requeue: pending");
         assert!(
             settled(&u, INTERVAL),
@@ -469,7 +549,7 @@ workqueue_unfinished_work_seconds{controller="gitrepository",name="gitrepository
         );
         assert!(settled(&u, &terminal), "a terminal error is not retried");
         // Only queue-less counters: the queue's own retries are read as before.
-        let plain = IdleUrl::new(String::new(), true);
+        let plain = glimpsing(String::new());
         assert!(!settled(&plain, &queue(0, 1, 1)));
         let starting = "workqueue_depth{name=\"a\"} 0\nworkqueue_retries_total{name=\"a\"} 0\nworkqueue_adds_total{name=\"a\"} 0\n";
         assert!(!plain.take(starting).unwrap().worked, "nothing added yet");

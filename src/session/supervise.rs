@@ -439,9 +439,15 @@ impl Supervised {
                 let quiet_now = workload_done && idle >= quiet && st.activity.no_window_open();
                 st.quiet = quiet_now;
                 let elapsed = st.clock.elapsed();
-                if quiet_now && running.oracles.can_judge(now) {
+                // Twice max_run is the hard limit, first: a run quiet by the proxy's
+                // account whose controller's metrics never say idle (Karpenter's
+                // provisioner waits inside its work item, its unfinished-work gauge never
+                // 0) would otherwise be "quiet, but the queues are not" for ever.
+                if elapsed >= max_run * 2 {
+                    Some(Ended::MaxRun)
+                } else if quiet_now && running.oracles.can_judge(now) {
                     Some(Ended::Quiet)
-                } else if elapsed >= max_run && (!quiet_now || elapsed >= max_run * 2) {
+                } else if elapsed >= max_run && !quiet_now {
                     Some(Ended::MaxRun)
                 } else {
                     None

@@ -260,6 +260,36 @@ async fn a_busy_controller_is_cut_and_a_bad_setup_is_an_error() {
     );
 }
 
+/// A controller quiet by the proxy's account whose workqueue metrics never say idle
+/// (Karpenter's provisioner waits inside its work item: its unfinished-work gauge is
+/// never 0) is cut at twice `max_run`, the hard limit, and not run for ever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quiet_but_never_idle_by_its_metrics_is_cut_at_twice_max_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let metrics = dir.path().join("m");
+    std::fs::create_dir_all(&metrics).unwrap();
+    std::fs::write(
+        metrics.join("metrics"),
+        "workqueue_depth{name=\"p\"} 0\nworkqueue_unfinished_work_seconds{name=\"p\"} 0.5\nworkqueue_adds_total{name=\"p\"} 1\nworkqueue_retries_total{name=\"p\"} 0\n",
+    )
+    .unwrap();
+    let script = format!(
+        "kubectl annotate namespace demo a=1 >/dev/null && cd {} && exec python3 -m http.server --bind 127.0.0.1 \"$STALEMATE_METRICS_PORT\" >/dev/null 2>&1",
+        metrics.display()
+    );
+    let mut o = on_sim(dir.path(), sh(dir.path(), &script));
+    o.idle_url = Some("http://127.0.0.1:$STALEMATE_METRICS_PORT/metrics".into());
+    o.end = End::Quiet {
+        quiet: Duration::from_secs(1),
+        max_run: Duration::from_secs(3),
+    };
+    let out = tokio::time::timeout(Duration::from_secs(120), run(o))
+        .await
+        .expect("the run ends")
+        .unwrap();
+    assert_eq!(out.ended, Ended::MaxRun);
+}
+
 /// A controller that asks the simulator for what it cannot answer (here a pod's log, as
 /// `kubectl logs` would) is not judged: the run fails naming it and pointing at
 /// `--envtest`.
