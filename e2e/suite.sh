@@ -14,7 +14,9 @@
 # KUBEBUILDER_ASSETS; Flux's source-controller and kustomize-controller, built the same way
 # by e2e/assets/build-flux.sh into ~/.cache/stalemate/flux/ (STALEMATE_FLUX_ASSETS), git
 # (its loopback git server, e2e/assets/git_http.py, is Debian's `git http-backend`) and
-# unshare (util-linux: kustomize-controller's leader election wants a pod's namespace file).
+# unshare (util-linux: kustomize-controller's leader election wants a pod's namespace file);
+# prometheus-operator, one of the zoo's operators, built the same way by
+# e2e/assets/build-zoo.sh into ~/.cache/stalemate/zoo/ (STALEMATE_ZOO_PROMETHEUS_OPERATOR).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
@@ -72,6 +74,11 @@ have unshare || apt_install --no-install-recommends util-linux
 echo "== Flux source-controller and kustomize-controller (e2e/assets/build-flux.sh)"
 STALEMATE_FLUX_ASSETS=$(bash e2e/assets/build-flux.sh | tail -n1)
 export STALEMATE_FLUX_ASSETS
+# The operator of the zoo the suite searches (e2e/operator_zoo.rs; docs/zoo.md has them all):
+# prometheus-operator, the cheapest of the six to build.
+echo "== the zoo's prometheus-operator (e2e/assets/build-zoo.sh)"
+STALEMATE_ZOO_PROMETHEUS_OPERATOR=$(bash e2e/assets/build-zoo.sh prometheus-operator | tail -n1)
+export STALEMATE_ZOO_PROMETHEUS_OPERATOR
 have cargo || { echo "suite.sh: no Rust toolchain (cargo) on this machine" >&2; exit 1; }
 if have rustup; then
     rustup component add rustfmt clippy >/dev/null 2>&1 || true

@@ -77,15 +77,15 @@ pub struct Baseline {
 
 /// Successful creates and deletes by the controller, per resource.
 pub fn counts(o: &Outcome) -> BTreeMap<(String, &'static str), usize> {
-    count_where(o, |code| (200..300).contains(&code))
+    count_where(&o.trace, |code| (200..300).contains(&code))
 }
 
 fn count_where(
-    o: &Outcome,
+    trace: &[crate::trace::Stamped],
     code_ok: impl Fn(u16) -> bool,
 ) -> BTreeMap<(String, &'static str), usize> {
     let mut m = BTreeMap::new();
-    for s in &o.trace {
+    for s in trace {
         if let Record::Request {
             client,
             verb,
@@ -98,8 +98,11 @@ fn count_where(
             && !resource.contains('/')
             && !crate::session::snapshot::IGNORED.contains(&resource.as_str())
         {
+            // A server-side apply that made the object is a patch answered 201 Created
+            // (cert-manager creates its Secrets so): a create all the same.
             let v: &'static str = match *verb {
                 "create" => "created",
+                "patch" if *code == 201 => "created",
                 "delete" => "deleted",
                 _ => continue,
             };
@@ -497,6 +500,38 @@ pub fn signatures(found: &[Found]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Creates are POSTs and server-side applies answered 201; a patch answered 200
+    /// changed an object that was there.
+    #[test]
+    fn a_server_side_apply_that_made_an_object_counts_as_a_create() {
+        let request = |verb: &'static str, code: u16| crate::trace::Stamped {
+            at: SystemTime::UNIX_EPOCH,
+            record: Record::Request {
+                client: CONTROLLER.into(),
+                verb,
+                resource: "secrets".into(),
+                namespace: Some("demo".into()),
+                name: Some("tls".into()),
+                code,
+                latency_ms: 1.0,
+                answer: "upstream",
+                window: None,
+                resource_version: None,
+                note: None,
+                precondition: false,
+            },
+        };
+        let trace = [
+            request("create", 201),
+            request("patch", 201),
+            request("patch", 200),
+            request("delete", 200),
+        ];
+        let c = count_where(&trace, |code| (200..300).contains(&code));
+        assert_eq!(c.get(&("secrets".to_string(), "created")), Some(&2));
+        assert_eq!(c.get(&("secrets".to_string(), "deleted")), Some(&1));
+    }
 
     #[test]
     fn digits_are_masked_once_per_run() {

@@ -276,9 +276,12 @@ fn respond(
                 proxy.gates.views.clone(),
             ),
             // A create's answer names what it made (for explore's clean-up on a
-            // cluster); any other plain body is passed on as it is.
-            None if r.is_some_and(|r| r.verb == Verb::Create)
-                && parts.status.is_success()
+            // cluster), and so does a server-side apply's that made it (201 Created);
+            // any other plain body is passed on as it is.
+            None if r.is_some_and(|r| {
+                r.verb == Verb::Create
+                    || (r.verb == Verb::Patch && parts.status == http::StatusCode::CREATED)
+            }) && parts.status.is_success()
                 && proxy.gates.trace.enabled() =>
             {
                 created_response(proxy, l, &parts.headers, body)

@@ -517,6 +517,40 @@ async fn a_quiet_run_waits_for_its_end_state_within_settle() {
     assert!(has(&waited, "first") && has(&waited, "second"));
 }
 
+/// A server-side apply that makes an object (a patch answered 201 Created, as
+/// cert-manager makes its Secrets) is traced as a create, as a POST is; the same apply
+/// again (200) is not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_side_apply_that_makes_an_object_is_traced_as_a_create() {
+    let dir = tempfile::tempdir().unwrap();
+    let cm = "printf 'apiVersion: v1\\nkind: ConfigMap\\nmetadata: {name: applied, namespace: demo}\\ndata: {a: b}\\n'";
+    let controller = sh(
+        dir.path(),
+        &format!(
+            "{cm} | kubectl apply --server-side --field-manager=ctl -f - && {cm} | kubectl apply --server-side --field-manager=ctl -f - && exec sleep 60"
+        ),
+    );
+    let mut o = on_sim(dir.path(), controller);
+    o.end = End::Quiet {
+        quiet: Duration::from_millis(700),
+        max_run: Duration::from_secs(60),
+    };
+    o.trace = TraceTo::Memory;
+    let out = run(o).await.unwrap();
+    let patches: Vec<u16> = out
+        .trace
+        .iter()
+        .filter_map(|s| match &s.record {
+            Record::Request {
+                client, verb, code, ..
+            } if client == CONTROLLER && *verb == "patch" => Some(*code),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(patches, [201, 200], "{patches:?}");
+    assert_eq!(created_by(&out.trace, CONTROLLER), ["applied"]);
+}
+
 /// The names a client's creates made, as the trace has them.
 fn created_by(trace: &[crate::trace::Stamped], client: &str) -> Vec<String> {
     trace
