@@ -102,6 +102,8 @@ struct Seen {
     retries_exported: bool,
     /// Since when every sample has read idle, and the adds (all queues) then.
     idle_since: Option<(std::time::Instant, f64)>,
+    /// The controller's restart the history above is of (None: its first process).
+    process: Option<std::time::SystemTime>,
 }
 
 /// One queue's counters in one sample.
@@ -144,8 +146,32 @@ impl IdleUrl {
     /// read now (a controller starting, or restarting) is no error.
     /// What it said, when it could be read and named a workqueue.
     pub async fn observe(&self) -> Option<Look> {
-        let text = get(&self.url, Duration::from_millis(500)).await.ok()?;
-        self.take(&text)
+        let Ok(text) = get(&self.url, Duration::from_millis(500)).await else {
+            self.lock().idle_since = None;
+            return None;
+        };
+        let look = self.take(&text);
+        if look.is_none() {
+            self.lock().idle_since = None;
+        }
+        look
+    }
+
+    /// The controller was last restarted `at` (None: never). A new process's history
+    /// starts over: its counters start from 0, the retries its predecessor had pending
+    /// died with it, and an idle spell that began before the kill says nothing of the
+    /// process now — which, a standby waiting for the Lease its predecessor still held,
+    /// has only just made its queues and is listing into them. Its counters could even
+    /// add up to what the dead one's last did (one item each), so without this the
+    /// first look after it won its Lease would read "idle for seconds" and end the run.
+    pub fn restarted(&self, at: Option<std::time::SystemTime>) {
+        let mut seen = self.lock();
+        if seen.process != at {
+            seen.process = at;
+            seen.last.clear();
+            seen.pending.clear();
+            seen.idle_since = None;
+        }
     }
 
     /// Whether every workqueue is empty with no unfinished work, and whether no retry is
@@ -162,11 +188,14 @@ impl IdleUrl {
                 settled: false,
                 worked: false,
             }),
-            Ok(None) | Err(_) if restarted || seen => Ok(Look {
-                idle: false,
-                settled: false,
-                worked: false,
-            }),
+            Ok(None) | Err(_) if restarted || seen => {
+                self.lock().idle_since = None;
+                Ok(Look {
+                    idle: false,
+                    settled: false,
+                    worked: false,
+                })
+            }
             Ok(None) => bail!(
                 "{} exports no workqueue_depth or workqueue_unfinished_work_seconds",
                 self.url
@@ -445,6 +474,33 @@ mod tests {
             "idle again: the wait starts over"
         );
         assert!(look(&queue(0, 0, 2), 3400).idle);
+    }
+
+    /// A restarted controller's first look starts idle's wait over, even when the new
+    /// process's counters add up to the dead one's (KEDA's standby, made leader 16 s
+    /// after its predecessor was killed, read "idle" 60 ms after it won its Lease and
+    /// its trial was judged before it had reconciled anything).
+    #[test]
+    fn a_restart_starts_the_history_over() {
+        let u = IdleUrl::new(String::new(), true);
+        let t0 = std::time::Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        let look = |text: &str, ms: u64| u.take_at(text, at(ms)).unwrap();
+        look(&queue(0, 1, 1), 0);
+        assert!(look(&queue(0, 1, 1), 1500).idle, "the first process, idle");
+        u.restarted(Some(std::time::SystemTime::now()));
+        let after = look(&queue(0, 0, 1), 1600);
+        assert!(!after.idle && !after.settled, "a new process: {after:?}");
+        assert!(
+            look(&queue(0, 0, 1), 2600).settled,
+            "held since its own start"
+        );
+        let same = u.lock().process;
+        u.restarted(same);
+        assert!(
+            look(&queue(0, 0, 1), 2700).idle,
+            "the same restart again: no reset"
+        );
     }
 
     fn queue(depth: u32, retries: u32, adds: u32) -> String {

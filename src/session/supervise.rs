@@ -500,17 +500,23 @@ impl Supervised {
         Ok(self.queues().await?.is_none_or(|l| l.idle))
     }
 
+    /// When the controller after `--` was last restarted (None: never).
+    fn restarted_at(&self) -> Option<SystemTime> {
+        self.last_restart
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(super::names::CONTROLLER)
+            .copied()
+    }
+
     /// One look at the controller's queues (None: no metrics read).
     async fn queues(&self) -> Result<Option<super::idle::Look>> {
         let Some(url) = &self.idle_url else {
             return Ok(None);
         };
-        let restarted = self
-            .last_restart
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .contains_key(super::names::CONTROLLER);
-        let look = url.look(restarted).await;
+        let restarted = self.restarted_at();
+        url.restarted(restarted);
+        let look = url.look(restarted.is_some()).await;
         look.map(Some).map_err(|e| e.context("--idle-url"))
     }
 
@@ -526,6 +532,7 @@ impl Supervised {
             return;
         }
         let at = Instant::now();
+        url.restarted(self.restarted_at());
         st.sample = url.observe().await;
         st.sampled = Some((at, SAMPLE_EVERY.max(at.elapsed() * 20)));
     }
