@@ -287,7 +287,7 @@ impl Search {
             ));
         }
         self.progress.say(&format!(
-            "explore: on the focus, {}{}",
+            "explore: the setup's plans on the focus, {}{}",
             focus::Focus::rounds(plans),
             if plans.iter().any(|p| p.round == 2) {
                 " (round 2: the long freezes, --long-window)"

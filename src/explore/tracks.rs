@@ -155,7 +155,7 @@ impl Search {
         }
         if !sequences.is_empty() {
             self.progress.say(&format!(
-                "explore: {} sequences of user actions (--actions{}; list them with --actions-list), each with references of its own when the search reaches it",
+                "explore: {} sequences of user actions (--actions{}; list them with --actions-list), each with references of its own when the search reaches it; each round of every sequence comes before the setup's next round, so the rounds above are plans, not trials (--actions none: trials)",
                 sequences.len(),
                 match &cfg.actions {
                     actions::Source::File(p) => format!(" {}", p.display()),

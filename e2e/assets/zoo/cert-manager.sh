@@ -22,8 +22,9 @@
 # main module, its own go.mod and go.sum. Version stamped as its Makefile does
 # (-X …/pkg/util.AppVersion): it is in the controller's User-Agent.
 #
-# Measured on 2 cores (2026-12-07): cold (no modules cached) COLD s; warm (modules and
-# build cache) WARM s. Binary: SIZE.
+# Measured on 2 cores (2026-12-07): 101 s with the k8s.io modules already in the module
+# cache (cert-manager's own downloaded, its packages not in the build cache); a fully cold
+# build was not measured. Binary: 62.6 MB.
 version=$CERT_MANAGER_VERSION
 
 build() {

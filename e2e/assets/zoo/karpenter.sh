@@ -10,11 +10,11 @@
 #                        the binary watches with the chart's feature gates
 #   DIR/gated-crds/*.yaml the chart's other two, NodeOverlay (karpenter.sh/v1alpha1) and
 #                        CapacityBuffer (autoscaling.x-k8s.io): watched only behind the alpha
-#                        gates NodeOverlay and CapacityBuffer, off in the chart. Kept apart
-#                        because `--setup` waits for a CRD until discovery lists it under its
-#                        group's preferred version (src/setup.rs wait_served), and karpenter.sh's
-#                        is v1: nodeoverlays.karpenter.sh, v1alpha1 only, is never seen served
-#                        ("was created but is not served after 30s")
+#                        gates NodeOverlay and CapacityBuffer, off in the chart, so kept apart
+#                        (the zoo's search, docs/zoo.md, gave crds/ only). `--setup` takes
+#                        them too, e.g. with the gates turned on: stalemate finds a resource
+#                        at any served version (src/k8s/discovery.rs), so NodeOverlay,
+#                        v1alpha1 only in a group that prefers v1, is seen served
 #
 # Unusual: v1.15.0's go.mod says `go 1.26.9` and this machine's toolchain is older
 # (1.26.8, GOTOOLCHAIN=local). A patch release of the toolchain changes no language
