@@ -131,6 +131,19 @@ fn explore_finds_that_one_500_leaves_the_kubelet_service_missing() {
             && a["resource"] == "prometheuses.monitoring.coreos.com"),
         "{advisories:?}"
     );
+    // What the references showed is no part of the reproducer: it exits 1 for the
+    // Service alone.
+    let schedule: Value = serde_json::from_slice(
+        &std::fs::read(out.join(finding["scheduleFile"].as_str().unwrap())).unwrap(),
+    )
+    .unwrap();
+    let race = &schedule["oracles"]["readinessRace"]["resources"];
+    assert!(
+        !race
+            .as_array()
+            .is_some_and(|r| r.iter().any(|x| x == "prometheuses.monitoring.coreos.com")),
+        "{race}"
+    );
     the_report_replays_elsewhere(&out, finding, &dir);
 }
 

@@ -28,9 +28,10 @@ use super::output::{Summary, SummaryVerdict};
 use super::record::{Finding, Trial};
 use super::shell::shell_line;
 
-/// Scripts and manifests up to this size are copied into the bundle; bigger files (a
-/// controller's binary) are not.
-const COPY_AT_MOST: u64 = 1 << 20;
+/// Scripts and manifests up to this size are copied into the bundle; bigger files are
+/// not (a controller's binary is left out as binary whatever its size). A CRD runs to
+/// megabytes: Kyverno's ClusterPolicy is 1.4 MB.
+const COPY_AT_MOST: u64 = 16 << 20;
 /// How many of the controller's requests the issue quotes around the window.
 const EXCERPT_LINES: usize = 40;
 

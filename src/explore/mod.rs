@@ -180,6 +180,7 @@ impl Search {
             findings,
             &self.trials,
             self.shared.max_run(),
+            &self.advisories,
         )?;
         let mut summary = output::Summary::new(
             &self.shared.cfg,

@@ -104,6 +104,7 @@ impl Out {
         mut findings: Vec<Finding>,
         trials: &[Trial],
         max_run: std::time::Duration,
+        advisories: &[Found],
     ) -> Result<Vec<Finding>> {
         for f in &mut findings {
             let Some(t) = trials.iter().find(|t| t.id == f.trial) else {
@@ -119,6 +120,7 @@ impl Out {
                     .get_or_insert_with(Default::default)
                     .expected = Some(e.clone());
             }
+            without_advisories(&mut reproducer, advisories);
             let schedule = serde_json::to_string_pretty(&reproducer)? + "\n";
             f.schedule_file = self.write(&format!("{stem}.json"), schedule.as_bytes())?;
             let mut files = vec![f.schedule_file.clone()];
@@ -647,6 +649,36 @@ pub(super) fn first_seen(findings: &[Finding]) -> Option<f64> {
 
 #[cfg(test)]
 mod tests {
+
+    /// A CRD's readiness race the references showed is an advisory: the reproducer does
+    /// not judge it, so it exits 0 where the finding's bug is gone.
+    #[test]
+    fn a_reproducer_leaves_out_what_the_references_showed_of_the_setup() {
+        let mut s: crate::schedule::Schedule = serde_json::from_value(serde_json::json!({
+            "windows": [],
+            "oracles": {"readinessRace": {"resources": ["a.example.com", "b.example.com"]}}
+        }))
+        .unwrap();
+        let advisory = |r: &str| Found {
+            oracle: "readinessRace".into(),
+            resource: r.into(),
+            namespace: "demo".into(),
+            name: "x".into(),
+            message: String::new(),
+            signature: String::new(),
+            expect: None,
+        };
+        without_advisories(&mut s, &[advisory("a.example.com")]);
+        let race = |s: &crate::schedule::Schedule| {
+            s.oracles
+                .as_ref()
+                .and_then(|o| o.readiness_race.as_ref())
+                .map(|r| r.resources.clone())
+        };
+        assert_eq!(race(&s), Some(vec!["b.example.com".to_string()]));
+        without_advisories(&mut s, &[advisory("b.example.com")]);
+        assert_eq!(race(&s), None);
+    }
     use super::*;
 
     #[test]
@@ -709,5 +741,25 @@ mod tests {
             .map(str::to_string)
             .collect();
         assert_eq!(back, argv);
+    }
+}
+
+/// The reproducer does not judge what the references already showed of the setup's
+/// resources (the readiness race of a CRD that does not default
+/// `status.observedGeneration`: an advisory, not a finding). `run` has no references to
+/// tell it apart, so a reproducer that kept it would exit 1 on a version without the bug.
+fn without_advisories(reproducer: &mut crate::schedule::Schedule, advisories: &[Found]) {
+    let Some(o) = reproducer.oracles.as_mut() else {
+        return;
+    };
+    if let Some(r) = o.readiness_race.as_mut() {
+        r.resources.retain(|res| {
+            !advisories
+                .iter()
+                .any(|a| a.oracle == "readinessRace" && &a.resource == res)
+        });
+        if r.resources.is_empty() {
+            o.readiness_race = None;
+        }
     }
 }

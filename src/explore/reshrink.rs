@@ -214,6 +214,7 @@ impl Search {
             again,
             &self.trials,
             self.shared.max_run(),
+            &summary.advisories,
         )?;
         findings.extend(kept);
         findings.sort_by_key(|f| f.number);
