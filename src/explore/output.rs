@@ -647,6 +647,26 @@ pub(super) fn first_seen(findings: &[Finding]) -> Option<f64> {
         .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.min(x))))
 }
 
+/// The reproducer does not judge what the references already showed of the setup's
+/// resources (the readiness race of a CRD that does not default
+/// `status.observedGeneration`: an advisory, not a finding). `run` has no references to
+/// tell it apart, so a reproducer that kept it would exit 1 on a version without the bug.
+fn without_advisories(reproducer: &mut crate::schedule::Schedule, advisories: &[Found]) {
+    let Some(o) = reproducer.oracles.as_mut() else {
+        return;
+    };
+    if let Some(r) = o.readiness_race.as_mut() {
+        r.resources.retain(|res| {
+            !advisories
+                .iter()
+                .any(|a| a.oracle == "readinessRace" && &a.resource == res)
+        });
+        if r.resources.is_empty() {
+            o.readiness_race = None;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
 
@@ -741,25 +761,5 @@ mod tests {
             .map(str::to_string)
             .collect();
         assert_eq!(back, argv);
-    }
-}
-
-/// The reproducer does not judge what the references already showed of the setup's
-/// resources (the readiness race of a CRD that does not default
-/// `status.observedGeneration`: an advisory, not a finding). `run` has no references to
-/// tell it apart, so a reproducer that kept it would exit 1 on a version without the bug.
-fn without_advisories(reproducer: &mut crate::schedule::Schedule, advisories: &[Found]) {
-    let Some(o) = reproducer.oracles.as_mut() else {
-        return;
-    };
-    if let Some(r) = o.readiness_race.as_mut() {
-        r.resources.retain(|res| {
-            !advisories
-                .iter()
-                .any(|a| a.oracle == "readinessRace" && &a.resource == res)
-        });
-        if r.resources.is_empty() {
-            o.readiness_race = None;
-        }
     }
 }
