@@ -84,6 +84,9 @@ fn clean(v: &mut Value, depth: usize) {
             if let Some(u) = m.get_mut("uid") {
                 *u = Value::String("<uid>".into());
             }
+            if let Some(Value::Array(c)) = m.get_mut("conditions") {
+                by_type(c);
+            }
             for (_, x) in m.iter_mut() {
                 clean(x, depth + 1);
             }
@@ -91,6 +94,28 @@ fn clean(v: &mut Value, depth: usize) {
         Value::Array(a) => a.iter_mut().for_each(|x| clean(x, depth + 1)),
         Value::String(s) if looks_like_time(s) => *s = "<time>".into(),
         _ => {}
+    }
+}
+
+/// `conditions` are a map keyed by `type` (the API conventions' `+listType=map`,
+/// `+listMapKey=type`), not a sequence: in type order, so that two runs that set the
+/// same conditions in another order compare equal. Karpenter's NodePool keeps its
+/// conditions in the order of their `lastTransitionTime`, to the second — two set in the
+/// same second come in the order their writes landed. A list whose items are not all
+/// objects with a string `type` is left as it is.
+fn by_type(c: &mut [Value]) {
+    if c.iter()
+        .all(|x| x.get("type").and_then(Value::as_str).is_some())
+    {
+        c.sort_by(|a, b| {
+            let t = |x: &Value| {
+                x.get("type")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string()
+            };
+            t(a).cmp(&t(b))
+        });
     }
 }
 
@@ -235,6 +260,31 @@ pub fn describe(k: &Key) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    /// The same conditions in another order are the same end state.
+    #[test]
+    fn conditions_compare_by_type_not_position() {
+        let k = ObjectRef {
+            resource: "nodepools.karpenter.sh".into(),
+            namespace: String::new(),
+            name: "default".into(),
+        };
+        let a = json!({"status": {"conditions": [
+            {"type": "ValidationSucceeded", "status": "True", "reason": "ValidationSucceeded"},
+            {"type": "NodeClassReady", "status": "True", "reason": "NodeClassReady"},
+            {"type": "Ready", "status": "True", "reason": "Ready"}]}});
+        let b = json!({"status": {"conditions": [
+            {"type": "NodeClassReady", "status": "True", "reason": "NodeClassReady"},
+            {"type": "ValidationSucceeded", "status": "True", "reason": "ValidationSucceeded"},
+            {"type": "Ready", "status": "True", "reason": "Ready"}]}});
+        let (sa, sb) = (normalize([(&k, &a)]), normalize([(&k, &b)]));
+        assert_eq!(sa.named.get(&k), sb.named.get(&k));
+        let c = json!({"status": {"conditions": [
+            {"type": "NodeClassReady", "status": "False", "reason": "NotFound"},
+            {"type": "ValidationSucceeded", "status": "True", "reason": "ValidationSucceeded"},
+            {"type": "Ready", "status": "True", "reason": "Ready"}]}});
+        assert_ne!(sa.named.get(&k), normalize([(&k, &c)]).named.get(&k));
+    }
     use super::*;
     use serde_json::json;
 
