@@ -84,6 +84,7 @@ pub async fn run(cfg: Config) -> Result<Verdict> {
     let stop = crate::process::stop_on_signal().context("handling SIGINT and SIGTERM")?;
     let shared = Arc::new(Shared {
         max_run: std::sync::Mutex::new(cfg.max_run),
+        longest_lease: std::sync::Mutex::new(None),
         setup_written: Default::default(),
         stop,
         cfg,
@@ -125,6 +126,11 @@ impl Search {
         // (and so are the reproducers).
         reference::expect_ends(&mut base, &refs.without_faults.failed, &refs.conditions);
         reference::allow_for_leases(&mut base, &refs);
+        *self
+            .shared
+            .longest_lease
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = reference::longest_lease(&refs);
         // The setup alone made the controller write: a sequence's first step waits for
         // that write (its start-up may be quiet longer than a trial's quiet). With a
         // --workload by hand, its first step is timed as in these references.

@@ -466,11 +466,16 @@ pub(super) fn expect_ends(
 /// longest lease duration among the controllers under test: the lease doing its job is
 /// not a finding (docs/flux.md measures it).
 pub(super) fn allow_for_leases(schedule: &mut crate::schedule::Schedule, refs: &References) {
-    let longest = std::iter::once(&refs.reference)
+    allow_for_lease(schedule, longest_lease(refs));
+}
+
+/// The longest Lease duration among the controllers under test, as the references held
+/// them (None: none held one).
+pub(super) fn longest_lease(refs: &References) -> Option<Duration> {
+    std::iter::once(&refs.reference)
         .chain(&refs.others)
         .filter_map(|r| r.lease_duration)
-        .max();
-    allow_for_lease(schedule, longest);
+        .max()
 }
 
 fn allow_for_lease(schedule: &mut crate::schedule::Schedule, longest: Option<Duration>) {

@@ -27,6 +27,9 @@ pub(super) struct Shared {
     /// The longest a trial may go without going quiet (`--max-run`, or twice what the
     /// references took if that is longer: set once they have run).
     pub(super) max_run: std::sync::Mutex<Duration>,
+    /// The longest leader-election Lease a controller under test held in the references
+    /// (`reference::longest_lease`): a restarted one waits that long before it works.
+    pub(super) longest_lease: std::sync::Mutex<Option<Duration>>,
     /// The setup alone made the controller write (track 0's references): a sequence's
     /// first step waits for its first write, as in the references (`session::Options::
     /// first_step_after_a_write`).
@@ -98,6 +101,19 @@ impl Shared {
         // retrying within the time it is allowed to recover after them (a retry after
         // a long back-off or a resync interval) is not called never quiet before that.
         let windows = windows_span(&schedule);
+        // Nor is the Lease a killed controller's successor must wait out before it can
+        // work (Karpenter: 17 s after a restart that came late in a sequence's run).
+        let restarts = schedule
+            .windows
+            .iter()
+            .filter(|w| w.fault.name() == "restart")
+            .count() as u32;
+        let leases = self
+            .longest_lease
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .unwrap_or_default()
+            * restarts;
         let recovery = schedule
             .oracles
             .as_ref()
@@ -117,7 +133,7 @@ impl Shared {
             first_step_after_a_write: self.waits_for_a_write(workload),
             end: End::Quiet {
                 quiet,
-                max_run: self.max_run().max(recovery) + windows,
+                max_run: self.max_run().max(recovery) + windows + leases,
             },
             trace: TraceTo::Memory,
             snapshot: true,
