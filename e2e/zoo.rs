@@ -126,7 +126,7 @@ fn explore_finds_the_job_controllers_stale_bug_that_kep_5647_fixed() {
         ("1.37", Some(GATE_OFF), 1),
         ("1.37", None, 0),
     ] {
-        let run = reproduce(finding, minor, extra);
+        let run = until_it_shows(code, || reproduce(finding, minor, extra));
         assert_eq!(
             run.status.code(),
             Some(code),
@@ -134,6 +134,24 @@ fn explore_finds_the_job_controllers_stale_bug_that_kep_5647_fixed() {
             said(&run)
         );
     }
+}
+
+/// Runs a reproducer expected to exit `code`: once when it is to pass (0), and up to
+/// three times when it is to show the bug (1). The Job bug is a race — the controller's
+/// stale view of the Job must span pods finishing — and a window anchored on the
+/// controller's Nth request does not always cover it on 2 busy cores: in one CI run a
+/// finding explore had replayed passed its bundle's first run. Showing it once in three
+/// says the bug is there; a fixed version gets one run and must pass it.
+fn until_it_shows(code: i32, mut run: impl FnMut() -> Output) -> Output {
+    let attempts = if code == 1 { 3 } else { 1 };
+    let mut last = run();
+    for _ in 1..attempts {
+        if last.status.code() == Some(code) {
+            break;
+        }
+        last = run();
+    }
+    last
 }
 
 /// `explore report` on a finding of a real controller: the bundle carries the workload
@@ -168,7 +186,7 @@ fn the_report_bundle_replays_on_a_control_plane_of_the_versions(out: &Path, find
             .env("STALEMATE", BIN)
             .env("KUBEBUILDER_ASSETS", assets_of(minor))
             .env("RUST_LOG", "warn,rustls=error");
-        let run = output_in_group(&mut c);
+        let run = until_it_shows(code, || output_in_group(&mut c));
         assert_eq!(
             run.status.code(),
             Some(code),
