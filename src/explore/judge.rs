@@ -419,9 +419,14 @@ const GENERATIONS: [&str; 2] = ["metadata.generation", "status.observedGeneratio
 
 /// Whether a `touch` window opened in the run.
 fn touched(trace: &[crate::trace::Stamped]) -> bool {
+    window_opened(trace, "touch")
+}
+
+/// Whether a window of this fault opened in the run.
+fn window_opened(trace: &[crate::trace::Stamped], fault_name: &str) -> bool {
     trace
         .iter()
-        .any(|s| matches!(&s.record, Record::Window { fault, .. } if fault == "touch"))
+        .any(|s| matches!(&s.record, Record::Window { fault, .. } if fault == fault_name))
 }
 
 /// How the judged part of an end state differs from the references': `judged` is what
@@ -456,9 +461,14 @@ fn write_differences(o: &Outcome, base: &Baseline) -> Vec<Found> {
     // work left undone shows in the end state.
     // Only answered ones count: a request a killed controller gave up on (499) may or
     // may not have been done.
-    // A restart may redo its start-up's (`startup_counts`).
+    // A restart may redo its start-up's (`startup_counts`), and after a restart
+    // without a rewind, whatever it undid by the end (`Restarts`).
     let here = counts(o);
-    for (key, h, reference, allowed) in beyond(&here, base, restarts(&o.trace)) {
+    let restarted = Restarts {
+        count: restarts(&o.trace),
+        rewound: window_opened(&o.trace, "rewind"),
+    };
+    for (key, h, reference, allowed) in beyond(&here, base, restarted) {
         let (resource, what) = key;
         let reference = match reference {
             Some(n) if allowed > n => {
@@ -484,18 +494,33 @@ fn write_differences(o: &Outcome, base: &Baseline) -> Vec<Found> {
     out
 }
 
+/// The restarts a run's windows made, and whether a rewind went with them.
+#[derive(Debug, Clone, Copy)]
+struct Restarts {
+    count: usize,
+    rewound: bool,
+}
+
 /// Each (resource, created/deleted) done more often than the references did — where they
-/// agree, or did none — and the restarts' start-ups allow: (key, count here, the
-/// references' count, the count allowed). A restart's redo is allowed only where it left
-/// nothing behind: the resource's creates less its deletes no more than the references'
-/// (Kyverno's extra UpdateRequest, made and deleted again). One that stays is the crash
+/// agree, or did none — and the restarts allow: (key, count here, the references' count,
+/// the count allowed). A restart's extra work is allowed only where it left nothing
+/// behind: the resource's creates less its deletes no more than the references'
+/// (Kyverno's extra UpdateRequests, made and deleted again). One that stays is the crash
 /// bug itself — Karpenter's kwok provider, restarted right after it made a NodeClaim's
 /// Node and before it recorded it, makes a second Node for the same NodeClaim.
+///
+/// How much it may redo: after a plain restart, any amount. The new process listed
+/// everything afresh — a consistent read — so what it did and undid again was done on
+/// a true view of the world, not a stale one; it may differ from a fresh start's
+/// (Kyverno's restarted background controller made two UpdateRequests at start where
+/// a fresh one made one: by then the policy's NetworkPolicies existed, to sync too).
+/// After a rewind and a restart, the new process did start on a stale view, which is
+/// what the search is after: there it may redo only what the references' start-ups did.
 #[allow(clippy::type_complexity)]
 fn beyond<'a>(
     here: &'a BTreeMap<(String, &'static str), usize>,
     base: &'a Baseline,
-    restarts: usize,
+    restarts: Restarts,
 ) -> Vec<(&'a (String, &'static str), usize, Option<usize>, usize)> {
     let keys: std::collections::BTreeSet<&(String, &'static str)> =
         base.counts.keys().chain(here.keys()).collect();
@@ -516,13 +541,19 @@ fn beyond<'a>(
                 (Some(h), Some(r), _) => h >= r,
                 _ => false,
             };
-            let again = if undone {
-                restarts * base.startup.get(key).copied().unwrap_or(0)
-            } else {
-                0
+            let again = match (undone, restarts) {
+                (
+                    true,
+                    Restarts {
+                        count,
+                        rewound: true,
+                    },
+                ) => count * base.startup.get(key).copied().unwrap_or(0),
+                (true, Restarts { count, .. }) if count > 0 => usize::MAX,
+                _ => 0,
             };
             match base.counts.get(key) {
-                Some(Some(n)) if h > n + again => Some((key, h, Some(*n), n + again)),
+                Some(Some(n)) if h > n.saturating_add(again) => Some((key, h, Some(*n), n + again)),
                 None if h > 0 => Some((key, h, None, 0)),
                 _ => None,
             }
@@ -635,10 +666,10 @@ mod tests {
         assert_eq!(c.get(&("secrets".to_string(), "deleted")), Some(&1));
     }
 
-    /// Each restart may redo what the references' start-up did (Kyverno's new
-    /// UpdateRequest per policy, deleted again); a create beyond that, of what the
-    /// start-up never made, or one that stays (a second Node for one NodeClaim) is still
-    /// a finding.
+    /// After a rewind and a restart, each restart may redo what the references'
+    /// start-up did (Kyverno's new UpdateRequest per policy, deleted again); a create
+    /// beyond that, of what the start-up never made, or one that stays (a second Node
+    /// for one NodeClaim) is still a finding.
     #[test]
     fn a_restart_may_redo_its_start_up() {
         let key = |r: &str, w: &'static str| (r.to_string(), w);
@@ -672,7 +703,11 @@ mod tests {
             (key("nodes", "created"), 2),
         ]
         .into();
-        let found = |restarts| {
+        let found = |count| {
+            let restarts = Restarts {
+                count,
+                rewound: true,
+            };
             beyond(&here, &base, restarts)
                 .into_iter()
                 .map(|(k, h, n, allowed)| (k.0.clone(), h, n, allowed))
@@ -695,6 +730,64 @@ mod tests {
                 ("nodes".into(), 2, Some(1), 1)
             ]
         );
+    }
+
+    /// After a plain restart, what the new process made and deleted again is allowed
+    /// however much it was (it started on a consistent list); what it left behind is
+    /// not, and after a rewind the start-up's count is the limit.
+    #[test]
+    fn a_plain_restart_may_undo_any_amount() {
+        let key = |r: &str, w: &'static str| (r.to_string(), w);
+        let base = Baseline {
+            state: Default::default(),
+            all: Default::default(),
+            judged: Default::default(),
+            masks: Default::default(),
+            counts: [
+                (key("updaterequests", "created"), Some(1)),
+                (key("updaterequests", "deleted"), Some(1)),
+                (key("nodes", "created"), Some(1)),
+            ]
+            .into(),
+            startup: [
+                (key("updaterequests", "created"), 1),
+                (key("updaterequests", "deleted"), 1),
+                (key("nodes", "created"), 1),
+            ]
+            .into(),
+            peaks: Default::default(),
+            workload_exit: None,
+            seconds: 1.0,
+            without_faults: Default::default(),
+        };
+        // Kyverno after the fixes, trial 6: two URs at the restart's start-up, both
+        // deleted; and a second Node that stays.
+        let here = [
+            (key("updaterequests", "created"), 3),
+            (key("updaterequests", "deleted"), 3),
+            (key("nodes", "created"), 2),
+        ]
+        .into();
+        let found = |count, rewound| {
+            beyond(&here, &base, Restarts { count, rewound })
+                .into_iter()
+                .map(|(k, h, n, allowed)| (k.0.clone(), k.1, h, n, allowed))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            found(1, false),
+            vec![("nodes".into(), "created", 2, Some(1), 1)]
+        );
+        assert_eq!(
+            found(1, true),
+            vec![
+                ("nodes".into(), "created", 2, Some(1), 1),
+                ("updaterequests".into(), "created", 3, Some(1), 2),
+                ("updaterequests".into(), "deleted", 3, Some(1), 2)
+            ]
+        );
+        // Without a restart, a create made and deleted again is the stale view's.
+        assert_eq!(found(0, false).len(), 3);
     }
 
     /// A run that touched the user's objects does not compare generations.
