@@ -700,8 +700,9 @@ fn a_bug_that_needs_a_user_action_is_found_with_generated_actions_only() {
             .as_array()
             .is_none_or(|s| s.is_empty())
     );
-    // With them: found, after a delete and recreate.
-    let e = run("generation-memo", args("8", "generated"));
+    // With them: found, after a delete and recreate (the setup's rounds 1–3 first,
+    // then the sequences').
+    let e = run("generation-memo", args("16", "generated"));
     assert_eq!(e.code, Some(1), "{}", e.stderr);
     let findings = e.summary["findings"].as_array().unwrap();
     let f = findings
@@ -748,7 +749,7 @@ fn a_bug_that_needs_a_user_action_is_found_with_generated_actions_only() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let fixed = run("generation-memo-fixed", args("8", "generated"));
+    let fixed = run("generation-memo-fixed", args("16", "generated"));
     assert_eq!(fixed.code, Some(0), "{}\n{}", fixed.stderr, fixed.summary);
 }
 
@@ -782,15 +783,15 @@ fn a_python_controllers_bug_is_found_and_its_fix_is_clean() {
         }
         a
     };
-    // Default flags — generated actions on — within a budget: the setup's plans and
-    // then every action sequence's first ones (breadth first).
+    // Default flags — generated actions on — within a budget: the setup's plans
+    // through round 3 (16 of its 22 here) and then every action sequence's first ones.
     let args = [
         "--setup",
         setup.as_str(),
         "--jobs",
         "2",
         "--budget",
-        "16",
+        "24",
         "--shrink-steps",
         "1",
     ];
