@@ -67,8 +67,9 @@ pub struct Baseline {
     /// two reference runs disagree (not compared).
     pub counts: BTreeMap<(String, &'static str), Option<usize>>,
     /// Of those, what the controllers did before the workload's first request (the
-    /// fewer of the two runs): a start-up's creates and deletes, which a restarted
-    /// controller may do again ([`startup_counts`]).
+    /// fewer of the two runs): a start-up's creates and deletes, which a controller
+    /// restarted after a rewind may do again ([`startup_counts`]; after a plain restart
+    /// what it undid is allowed in any amount: `beyond`).
     pub startup: BTreeMap<(String, &'static str), usize>,
     pub peaks: BTreeMap<(String, ObjectRef), Peak>,
     pub workload_exit: Option<i32>,
@@ -85,7 +86,8 @@ pub struct Baseline {
 /// fresh start does: Kyverno's background controller replays every policy and makes a
 /// new UpdateRequest for each, which it processes and deletes. Doing that once more per
 /// restart is what a restart costs, not a duplicate made on a stale view; what it
-/// leaves behind still shows in the end state.
+/// leaves behind still shows in the end state. The limit after a rewind and a restart;
+/// a plain restart's start-up may do more (`beyond`).
 pub fn startup_counts(o: &Outcome) -> BTreeMap<(String, &'static str), usize> {
     let end = o
         .trace
@@ -553,7 +555,9 @@ fn beyond<'a>(
                 _ => 0,
             };
             match base.counts.get(key) {
-                Some(Some(n)) if h > n.saturating_add(again) => Some((key, h, Some(*n), n + again)),
+                Some(Some(n)) if h > n.saturating_add(again) => {
+                    Some((key, h, Some(*n), n.saturating_add(again)))
+                }
                 None if h > 0 => Some((key, h, None, 0)),
                 _ => None,
             }

@@ -163,7 +163,7 @@ impl Search {
         }
         if !sequences.is_empty() {
             self.progress.say(&format!(
-                "explore: {} sequences of user actions (--actions{}; list them with --actions-list), each with references of its own when the search reaches it, after the setup's rounds 1–3 on the focus and before its round 4",
+                "explore: {} sequences of user actions (--actions{}; list them with --actions-list), each with references of its own when the search reaches it, after the setup's rounds 1–3 on each focus rank; the setup's round 4 comes after theirs, so its trial numbers above are plans, not trials",
                 sequences.len(),
                 match &cfg.actions {
                     actions::Source::File(p) => format!(" {}", p.display()),
@@ -174,7 +174,7 @@ impl Search {
         Ok(sequences)
     }
 
-    /// Every track's plans, breadth first (module docs), up to `--budget`; returns the
+    /// Every track's plans, in `order()`'s stages (module docs), up to `--budget`; returns the
     /// next trial id.
     ///
     /// One stream of trials, `jobs` at a time, across rounds and ranks: the next batch's
