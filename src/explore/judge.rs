@@ -670,6 +670,26 @@ mod tests {
         assert_eq!(c.get(&("secrets".to_string(), "deleted")), Some(&1));
     }
 
+    /// A baseline that only counts: the references' creates and deletes, and their
+    /// start-up's.
+    fn counted(
+        counts: BTreeMap<(String, &'static str), Option<usize>>,
+        startup: BTreeMap<(String, &'static str), usize>,
+    ) -> Baseline {
+        Baseline {
+            state: Default::default(),
+            all: Default::default(),
+            judged: Default::default(),
+            masks: Default::default(),
+            counts,
+            startup,
+            peaks: Default::default(),
+            workload_exit: None,
+            seconds: 1.0,
+            without_faults: Default::default(),
+        }
+    }
+
     /// After a rewind and a restart, each restart may redo what the references'
     /// start-up did (Kyverno's new UpdateRequest per policy, deleted again); a create
     /// beyond that, of what the start-up never made, or one that stays (a second Node
@@ -677,29 +697,21 @@ mod tests {
     #[test]
     fn a_restart_may_redo_its_start_up() {
         let key = |r: &str, w: &'static str| (r.to_string(), w);
-        let base = Baseline {
-            state: Default::default(),
-            all: Default::default(),
-            judged: Default::default(),
-            masks: Default::default(),
-            counts: [
+        let base = counted(
+            [
                 (key("updaterequests", "created"), Some(1)),
                 (key("updaterequests", "deleted"), Some(1)),
                 (key("networkpolicies", "created"), Some(2)),
                 (key("nodes", "created"), Some(1)),
             ]
             .into(),
-            startup: [
+            [
                 (key("updaterequests", "created"), 1),
                 (key("updaterequests", "deleted"), 1),
                 (key("nodes", "created"), 1),
             ]
             .into(),
-            peaks: Default::default(),
-            workload_exit: None,
-            seconds: 1.0,
-            without_faults: Default::default(),
-        };
+        );
         let here = [
             (key("updaterequests", "created"), 2),
             (key("updaterequests", "deleted"), 2),
@@ -742,28 +754,20 @@ mod tests {
     #[test]
     fn a_plain_restart_may_undo_any_amount() {
         let key = |r: &str, w: &'static str| (r.to_string(), w);
-        let base = Baseline {
-            state: Default::default(),
-            all: Default::default(),
-            judged: Default::default(),
-            masks: Default::default(),
-            counts: [
+        let base = counted(
+            [
                 (key("updaterequests", "created"), Some(1)),
                 (key("updaterequests", "deleted"), Some(1)),
                 (key("nodes", "created"), Some(1)),
             ]
             .into(),
-            startup: [
+            [
                 (key("updaterequests", "created"), 1),
                 (key("updaterequests", "deleted"), 1),
                 (key("nodes", "created"), 1),
             ]
             .into(),
-            peaks: Default::default(),
-            workload_exit: None,
-            seconds: 1.0,
-            without_faults: Default::default(),
-        };
+        );
         // Kyverno after the fixes, trial 6: two URs at the restart's start-up, both
         // deleted; and a second Node that stays.
         let here = [
