@@ -7,6 +7,8 @@
 #   bash e2e/assets/build.sh 1.35     # a pinned version by its minor (or v1.35.4); no kubectl
 #   bash e2e/assets/build.sh all      # every pinned version; prints each directory
 #   bash e2e/assets/build.sh suite    # the versions the suite tests (SUITE_VERSIONS)
+#   bash e2e/assets/build.sh node     # the default, and kubelet, kubeadm and kube-proxy beside
+#                                     # it: what a kind node runs (e2e/kind/cluster.sh)
 #   export KUBEBUILDER_ASSETS=$(bash e2e/assets/build.sh | tail -n1)
 #
 # Cached outside the clone: ${STALEMATE_CACHE:-~/.cache/stalemate}/kube/<version>/. A
@@ -24,8 +26,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/versions.env"
 
 # The version asked for: none (the default), a minor (1.35), or a pinned version (v1.35.4).
+node=
 case "${1:-}" in
 "") ;;
+node) node=1 ;;
 all)
     for v in $KUBERNETES_VERSIONS; do bash "$0" "$v"; done
     exit 0
@@ -81,6 +85,8 @@ kube=(kube-apiserver kube-controller-manager kube-scheduler)
 # dispatcher brings its own), and it is a minute of a cold build.
 default_version=$(sed -n 's/^KUBERNETES_VERSION=//p' "$here/versions.env")
 [ "$KUBERNETES_VERSION" = "$default_version" ] && kube+=(kubectl)
+# A node's own binaries, only when asked: a kind node image needs them, nothing else does.
+[ -n "$node" ] && kube+=(kubelet kubeadm kube-proxy)
 missing=()
 for b in "${kube[@]}"; do have "$b" "$KUBERNETES_VERSION" || missing+=("$b"); done
 if [ ${#missing[@]} -gt 0 ]; then
