@@ -597,7 +597,7 @@ fn scripts_pass_shellcheck() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     // Every script of the examples (the zoo's operators, their workloads) and of the
     // assets (the build scripts and the zoo's recipes), and these.
-    let found: Vec<String> = ["examples", "e2e/assets"]
+    let found: Vec<String> = ["examples", "e2e/assets", "e2e/kind"]
         .iter()
         .flat_map(|d| shell_scripts(root, d))
         .collect();
@@ -609,7 +609,7 @@ fn scripts_pass_shellcheck() {
         .arg("-x")
         .args(&found)
         .args([
-            "e2e/kind/walkthrough.sh",
+            "e2e/kind/runc-bounded",
             "fuzz/run.sh",
             "bench/run.sh",
             "bench/profile.sh",

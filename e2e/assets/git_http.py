@@ -2,9 +2,11 @@
 """A git server on loopback over smart HTTP, no auth: Debian's `git http-backend` (CGI)
 behind the standard library's threaded WSGI server.
 
-Usage: git_http.py ROOT [PORT]   serves the bare repositories under ROOT on 127.0.0.1
-(PORT 0, the default: a free one); prints `http://127.0.0.1:PORT/` when listening, and
-serves until killed. A repository ROOT/podinfo.git is http://127.0.0.1:PORT/podinfo.git.
+Usage: git_http.py ROOT [PORT [HOST]]   serves the bare repositories under ROOT on HOST
+(127.0.0.1 by default; e2e/kind/walkthrough.sh gives the kind network's gateway, which the
+cluster's pods reach) and PORT (0, the default: a free one); prints `http://HOST:PORT/`
+when listening, and serves until killed. A repository ROOT/podinfo.git is
+http://HOST:PORT/podinfo.git.
 """
 import os
 import subprocess
@@ -14,6 +16,7 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 ROOT = os.path.abspath(sys.argv[1])
 PORT = int(sys.argv[2]) if len(sys.argv) > 2 else 0
+HOST = sys.argv[3] if len(sys.argv) > 3 else "127.0.0.1"
 BACKEND = os.path.join(
     subprocess.check_output(["git", "--exec-path"], text=True).strip(), "git-http-backend"
 )
@@ -52,6 +55,6 @@ class Handler(WSGIRequestHandler):
         sys.stderr.write("%s\n" % (fmt % args))
 
 
-server = make_server("127.0.0.1", PORT, app, server_class=Server, handler_class=Handler)
-print("http://127.0.0.1:%d/" % server.server_port, flush=True)
+server = make_server(HOST, PORT, app, server_class=Server, handler_class=Handler)
+print("http://%s:%d/" % (HOST, server.server_port), flush=True)
 server.serve_forever()

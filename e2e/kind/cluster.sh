@@ -10,7 +10,8 @@
 #   bash e2e/kind/cluster.sh delete    # deletes the cluster
 #   bash e2e/kind/cluster.sh env       # KIND=…, the images' names, for `eval`
 #
-# CLUSTER names the cluster (default stalemate). Run as root (it installs Debian packages
+# CLUSTER names the cluster (default stalemate); STALEMATE_BINARY is the stalemate the images
+# hold (default: `cargo build --release`; they are rebuilt when it changes). Run as root (it installs Debian packages
 # and starts dockerd when they are missing). Cached outside the clone in
 # ${STALEMATE_CACHE:-~/.cache/stalemate}/kind/ (kind, containerd, crictl, the root
 # filesystems as tarballs); Docker keeps the images. Times on 2 cores: cold (nothing
@@ -37,7 +38,15 @@ mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 kube_version=$KUBERNETES_VERSION
 kind="$kdir/$KIND_VERSION/kind"
 node_bin="$kdir/node-bin/containerd-$CONTAINERD_VERSION+crictl-$CRICTL_VERSION"
-base_image="stalemate.local/debian:$DEBIAN_SUITE"
+# What each root filesystem holds beyond debootstrap's minbase: the base of every other
+# image (curl: the walkthrough asks the apiserver who a pod is from inside it), and what
+# kind's images/base/Dockerfile installs, with Debian's runc and CNI plugins.
+base_packages="ca-certificates,iptables,conntrack,curl"
+node_packages="systemd,conntrack,iptables,nftables,iproute2,ethtool,util-linux,mount,kmod,libseccomp2,pigz,bash,ca-certificates,curl,jq,procps,e2fsprogs,socat,runc,containernetworking-plugins"
+# A root filesystem's tag names its package list, so that changing the list rebuilds it.
+packages_tag() { printf '%s-%s' "$DEBIAN_SUITE" "$(printf '%s' "$1" | sha256sum | cut -c1-8)"; }
+base_image="stalemate.local/debian:$(packages_tag "$base_packages")"
+node_rootfs_image="stalemate.local/kind-node-rootfs:$(packages_tag "$node_packages")"
 node_image="stalemate.local/kind-node:$kube_version"
 sidecar_image="stalemate.local/stalemate:dev"
 explore_image="stalemate.local/stalemate-explore:dev"
@@ -116,11 +125,13 @@ ensure_node_bin() {
     rm -rf "$node_bin" && mv "$node_bin.part" "$node_bin"
 }
 
-# rootfs NAME PACKAGES: a Debian root filesystem (debootstrap, minbase and PACKAGES) as a
-# tarball in the cache; docker-imported as stalemate.local/NAME:$DEBIAN_SUITE.
+# rootfs TAG PACKAGES: a Debian root filesystem (debootstrap, minbase and PACKAGES) as a
+# tarball in the cache, docker-imported as TAG.
 rootfs() {
-    local name=$1 packages=$2 tag="stalemate.local/$1:$DEBIAN_SUITE"
-    local tar="$kdir/rootfs/$name-$DEBIAN_SUITE.tar"
+    local tag=$1 packages=$2
+    local name=${tag#stalemate.local/}
+    name=${name/:/-}
+    local tar="$kdir/rootfs/$name.tar"
     image_exists "$tag" && return
     if [ ! -f "$tar" ]; then
         have debootstrap || apt_install debootstrap
@@ -162,7 +173,7 @@ pause_image() {
 
 node_image() {
     image_exists "$node_image" && return
-    rootfs kind-node-rootfs "systemd,conntrack,iptables,nftables,iproute2,ethtool,util-linux,mount,kmod,libseccomp2,pigz,bash,ca-certificates,curl,jq,procps,e2fsprogs,socat,runc,containernetworking-plugins"
+    rootfs "$node_rootfs_image" "$node_packages"
     local ctx="$kdir/ctx/node" kindsrc
     kindsrc=$(module_dir "sigs.k8s.io/kind@$KIND_VERSION")
     [ -d "$kindsrc/images/base/files" ] || die "no images/base/files in sigs.k8s.io/kind@$KIND_VERSION"
@@ -200,25 +211,36 @@ json.dump(spec, sys.stdout, indent=2)' >"$ctx/cri-base.json"
     done < <("$kube_dir/kubeadm" config images list --kubernetes-version "$kube_version")
     say "saving the control plane's images into the node image"
     docker save "${tags[@]}" -o "$ctx/images/control-plane.tar"
-    docker build -q -f "$here/node/Dockerfile" --build-arg ROOTFS="stalemate.local/kind-node-rootfs:$DEBIAN_SUITE" \
+    docker build -q -f "$here/node/Dockerfile" --build-arg ROOTFS="$node_rootfs_image" \
         --build-arg KUBERNETES_VERSION="$kube_version" -t "$node_image" "$ctx" >/dev/null
     rm -rf "$ctx"
 }
 
+# The label an image of stalemate's carries: the binary it holds, by its digest.
+binary_label() { docker image inspect -f '{{index .Config.Labels "stalemate.binary"}}' "$1" 2>/dev/null || true; }
+
 stalemate_images() {
-    image_exists "$sidecar_image" && image_exists "$explore_image" && [ -z "${REBUILD:-}" ] && return
-    say "building stalemate (cargo build --release) and its images"
-    (cd "$repo" && cargo build --release --locked --bin stalemate >/dev/null 2>&1) ||
-        die "cargo build --release --bin stalemate failed (run it in $repo to see why)"
+    local binary=${STALEMATE_BINARY:-}
+    if [ -z "$binary" ]; then
+        say "building stalemate (cargo build --release) for its images"
+        (cd "$repo" && cargo build --release --locked --bin stalemate >/dev/null 2>&1) ||
+            die "cargo build --release --bin stalemate failed (run it in $repo to see why)"
+        binary="$repo/target/release/stalemate"
+    fi
+    [ -x "$binary" ] || die "STALEMATE_BINARY $binary is not an executable"
+    local sum
+    sum=$(sha256sum "$binary" | cut -c1-16)
+    [ "$(binary_label "$sidecar_image")" = "$sum" ] && [ "$(binary_label "$explore_image")" = "$sum" ] && return
+    say "stalemate's images, with $binary"
     local ctx="$kdir/ctx/stalemate"
     rm -rf "$ctx" && mkdir -p "$ctx/kube"
-    cp "$repo/target/release/stalemate" "$ctx/stalemate"
+    cp "$binary" "$ctx/stalemate"
     # The explore image's control plane: envtest's binaries, not the node's.
     cp "$kube_dir"/{etcd,kube-apiserver,kube-controller-manager,kube-scheduler,kubectl,kwok} "$ctx/kube/"
     docker build -q -f "$here/stalemate.Dockerfile" --build-arg BASE="$base_image" --target explore \
-        -t "$explore_image" "$ctx" >/dev/null
+        --label "stalemate.binary=$sum" -t "$explore_image" "$ctx" >/dev/null
     docker build -q -f "$here/stalemate.Dockerfile" --build-arg BASE="$base_image" \
-        -t "$sidecar_image" "$ctx" >/dev/null
+        --label "stalemate.binary=$sum" -t "$sidecar_image" "$ctx" >/dev/null
     rm -rf "$ctx"
 }
 
@@ -227,7 +249,7 @@ images() {
     ensure_kind
     ensure_node_bin
     kube_dir=$(bash "$repo/e2e/assets/build.sh" node | tail -n1)
-    rootfs debian "ca-certificates,iptables,conntrack"
+    rootfs "$base_image" "$base_packages"
     node_image
     stalemate_images
 }

@@ -1,90 +1,246 @@
 #!/usr/bin/env bash
-# Put stalemate in front of Flux's source-controller in a kind cluster, freeze its view
-# of a GitRepository right after its first status patch (config/flux-f1.json), and print
-# the verdict. Needs Docker and internet (images, the Flux CLI's install manifests).
+# stalemate as a sidecar in front of Flux's source-controller in a kind cluster, with no
+# internet: the cluster and every image from e2e/kind/cluster.sh, source-controller and its
+# CRDs from the Go module proxy (e2e/assets/build-flux.sh; its module's own config/, with
+# kubectl's kustomize), a git server on the host. Each step checks what a user would look
+# at, and the script stops at the first that does not hold:
 #
-#   bash e2e/kind/walkthrough.sh            # cluster name: stalemate
-#   KEEP=1 bash e2e/kind/walkthrough.sh     # leave the cluster running afterwards
+#   1. the controller's identity, asked from inside its pod (SelfSubjectReview), before
+#      the sidecar;
+#   2. `stalemate certs --kubernetes`, the schedule ConfigMap (config/flux-f1.json: a
+#      1.5 s freeze of the GitRepository after its first status patch), `stalemate inject`;
+#      the same identity through the sidecar;
+#   3. a GitRepository from the git server; Prometheus (Debian's) scrapes the sidecar with
+#      deploy/prometheus's rules loaded and sees the window open; the verdict from the
+#      sidecar's /v1/report is pass, and the GitRepository is Ready;
+#   4. the sidecar killed mid-run (SIGKILL): the kubelet restarts it, the controller
+#      handles a new reconcile request through it, and the new report starts after the
+#      kill (it claims nothing from before);
+#   5. a schedule that does not load: the sidecar logs it, records a ScheduleRejected
+#      Warning event on its pod, and still serves the controller.
+#
+#   bash e2e/kind/walkthrough.sh          # cluster name: stalemate-walkthrough
+#   KEEP=1 bash e2e/kind/walkthrough.sh   # leave the cluster (and its kubeconfig) behind
+#
+# STALEMATE: the stalemate binary for `certs`/`inject` and the images (default: cargo build
+# --release); STALEMATE_FLUX_ASSETS: build-flux.sh's directory. Run as root (cluster.sh).
+# Times on 2 cores, images built: about 4 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-
-cluster="${CLUSTER:-stalemate}"
-image="${IMAGE:-stalemate:dev}"
-
-need() {
-  if ! command -v "$1" >/dev/null 2>&1; then
-    echo "walkthrough: needs $1 on the PATH ($2)" >&2
-    exit 2
-  fi
-}
-need docker "https://docs.docker.com/engine/install/"
-need kind "https://kind.sigs.k8s.io/docs/user/quick-start/#installation"
-need kubectl "https://kubernetes.io/docs/tasks/tools/"
-need flux "https://fluxcd.io/flux/installation/#install-the-flux-cli"
-need cargo "https://rustup.rs"
-if ! docker info >/dev/null 2>&1; then
-  echo "walkthrough: docker is installed but its daemon is not reachable" >&2
-  exit 2
-fi
+repo=$PWD
+# shellcheck source=e2e/assets/versions.env
+. e2e/assets/versions.env
+export CLUSTER=${CLUSTER:-stalemate-walkthrough}
+eval "$(bash e2e/kind/cluster.sh env)"
+ns="flux-system"
+work=$(mktemp -d "${TMPDIR:-/tmp}/stalemate-walkthrough.XXXXXX")
+pids=()
 
 cleanup() {
-  if [ -z "${KEEP:-}" ]; then
-    kind delete cluster --name "$cluster" >/dev/null 2>&1 || true
-  fi
+    local rc=$?
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+    if [ "$rc" -ne 0 ] && [ -s "$work/kubeconfig" ]; then
+        echo "== what the cluster looked like" >&2
+        k -n "$ns" get pods,gitrepositories -o wide >&2 || true
+        k -n "$ns" logs deploy/source-controller -c stalemate --tail 30 >&2 || true
+    fi
+    if [ -z "${KEEP:-}" ]; then
+        "$KIND" delete cluster --name "$CLUSTER" >/dev/null 2>&1 || true
+        rm -rf "$work"
+    else
+        echo "== kept: KUBECONFIG=$work/kubeconfig (kind delete cluster --name $CLUSTER)"
+    fi
 }
 trap cleanup EXIT
 
-echo "== building $image"
-docker build -t "$image" .
-cargo build --release --bin stalemate
-stalemate=target/release/stalemate
+step() { echo "== $*"; }
+fail() {
+    echo "walkthrough: FAILED: $*" >&2
+    exit 1
+}
+k() { kubectl --kubeconfig "$work/kubeconfig" --cache-dir "$work/kcache" "$@"; }
+# until_ok SECONDS WHAT COMMAND...: retries COMMAND (a function too) each second until it
+# succeeds; fails the walkthrough naming WHAT when SECONDS pass.
+until_ok() {
+    local limit=$1 what=$2
+    local deadline=$((SECONDS + limit))
+    shift 2
+    until "$@" >/dev/null 2>&1; do
+        [ "$SECONDS" -lt "$deadline" ] || fail "$what (gave up after $limit s)"
+        sleep 1
+    done
+}
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
-echo "== kind cluster $cluster"
-kind create cluster --name "$cluster" --wait 120s
-kind load docker-image "$image" --name "$cluster"
+stalemate=${STALEMATE:-}
+if [ -z "$stalemate" ]; then
+    cargo build --release --locked --bin stalemate
+    stalemate=$repo/target/release/stalemate
+fi
 
-echo "== Flux (source-controller only)"
-flux install --components=source-controller
+step "a kind cluster, every image built here (e2e/kind/cluster.sh)"
+"$KIND" delete cluster --name "$CLUSTER" >/dev/null 2>&1 || true
+STALEMATE_BINARY=$stalemate bash e2e/kind/cluster.sh create
+"$KIND" get kubeconfig --name "$CLUSTER" >"$work/kubeconfig"
 
-echo "== stalemate in front of source-controller"
-"$stalemate" certs --kubernetes --namespace flux-system | kubectl apply -f -
-kubectl -n flux-system create configmap stalemate-schedule \
-  --from-file=schedule.json=config/flux-f1.json --dry-run=client -o yaml | kubectl apply -f -
-kubectl -n flux-system get deployment source-controller -o yaml \
-  | "$stalemate" inject --image "$image" --containers manager \
-  | kubectl apply -f -
-kubectl -n flux-system rollout status deployment/source-controller --timeout=180s
+step "source-controller $SOURCE_CONTROLLER_VERSION: its image, and its module's CRDs, RBAC and Deployment"
+flux=${STALEMATE_FLUX_ASSETS:-$(bash e2e/assets/build-flux.sh | tail -n1)}
+sc_image="stalemate.local/source-controller:$SOURCE_CONTROLLER_VERSION"
+mkdir -p "$work/sc-image"
+cp "$flux/source-controller" "$work/sc-image/"
+docker build -q -f e2e/kind/source-controller.Dockerfile --build-arg BASE="$BASE_IMAGE" -t "$sc_image" "$work/sc-image" >/dev/null
+"$KIND" load docker-image --name "$CLUSTER" "$sc_image" >/dev/null
+module=$(cd "$work" && GOFLAGS='' go mod download -json "github.com/fluxcd/source-controller@$SOURCE_CONTROLLER_VERSION" |
+    sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+[ -d "$module/config/manager" ] || fail "no config/ in github.com/fluxcd/source-controller@$SOURCE_CONTROLLER_VERSION"
+mkdir -p "$work/sc"
+cp -r "$module/config/crd" "$module/config/rbac" "$module/config/manager" "$work/sc/"
+chmod -R u+w "$work/sc"
+cat >"$work/sc/kustomization.yaml" <<YAML
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+namespace: $ns
+resources: [crd, rbac, manager]
+images:
+  - name: fluxcd/source-controller
+    newName: ${sc_image%:*}
+    newTag: $SOURCE_CONTROLLER_VERSION
+YAML
+k create namespace "$ns" >/dev/null
+k apply -k "$work/sc" >/dev/null
+k -n "$ns" rollout status deploy/source-controller --timeout=180s
 
-echo "== a GitRepository"
-kubectl apply -f - <<'YAML'
+# whoami CONTAINER: the username and groups the apiserver sees for the pod's client, asked
+# from inside the container with its own mounted credentials and KUBERNETES_SERVICE_*.
+whoami() {
+    # shellcheck disable=SC2016 # expanded in the container, by its shell
+    k -n "$ns" exec deploy/source-controller -c "$1" -- sh -c '
+        d=/var/run/secrets/kubernetes.io/serviceaccount
+        curl -fsS --cacert "$d/ca.crt" -H "Authorization: Bearer $(cat "$d/token")" \
+            -H "Content-Type: application/json" -X POST \
+            -d "{\"apiVersion\":\"authentication.k8s.io/v1\",\"kind\":\"SelfSubjectReview\"}" \
+            "https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT/apis/authentication.k8s.io/v1/selfsubjectreviews"' |
+        python3 -c 'import json, sys; u = json.load(sys.stdin)["status"]["userInfo"]; print(u["username"], sorted(u.get("groups", [])))'
+}
+direct=$(whoami manager) || fail "SelfSubjectReview from the controller's container, direct"
+echo "   direct: $direct"
+
+step "stalemate certs, the schedule ConfigMap, stalemate inject"
+"$stalemate" certs --kubernetes --namespace "$ns" | k apply -f - >/dev/null
+k -n "$ns" create configmap stalemate-schedule --from-file=schedule.json=config/flux-f1.json --dry-run=client -o yaml | k apply -f - >/dev/null
+k -n "$ns" get deploy source-controller -o yaml |
+    "$stalemate" inject --image "$SIDECAR_IMAGE" --containers manager | k apply -f - >/dev/null
+k -n "$ns" rollout status deploy/source-controller --timeout=180s
+proxied=$(whoami manager) || fail "SelfSubjectReview from the controller's container, through the sidecar"
+echo "   through the sidecar: $proxied"
+[ "$proxied" = "$direct" ] || fail "the controller is not who it was: direct $direct, through the sidecar $proxied"
+[ "$(k -n "$ns" exec deploy/source-controller -c manager -- printenv KUBERNETES_SERVICE_HOST)" = 127.0.0.1 ] ||
+    fail "the controller's container does not reach the sidecar (KUBERNETES_SERVICE_HOST)"
+
+step "Prometheus scraping the sidecar, deploy/prometheus/stalemate-rules.yaml loaded"
+admin_port=$(free_port)
+k -n "$ns" port-forward deploy/source-controller "$admin_port:9464" >"$work/port-forward.log" 2>&1 &
+pids+=($!)
+until_ok 30 "port-forward to the sidecar's admin port" curl -fsS "http://127.0.0.1:$admin_port/readyz"
+prom_port=$(free_port)
+cat >"$work/prometheus.yml" <<YAML
+global: { scrape_interval: 1s, evaluation_interval: 1s }
+rule_files: [$repo/deploy/prometheus/stalemate-rules.yaml]
+scrape_configs:
+  - job_name: stalemate
+    static_configs: [{ targets: ["127.0.0.1:$admin_port"] }]
+YAML
+prometheus --config.file="$work/prometheus.yml" --storage.tsdb.path="$work/prometheus" \
+    --web.listen-address="127.0.0.1:$prom_port" >"$work/prometheus.log" 2>&1 &
+pids+=($!)
+promql() {
+    curl -fsS "http://127.0.0.1:$prom_port/api/v1/query" --data-urlencode "query=$1" |
+        python3 -c 'import json, sys; r = json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else "")'
+}
+# test_promql QUERY VALUE: the query's first sample is VALUE.
+test_promql() { [ "$(promql "$1")" = "$2" ]; }
+until_ok 60 "Prometheus scraping the sidecar" test_promql 'up{job="stalemate"}' 1
+rules=$(curl -fsS "http://127.0.0.1:$prom_port/api/v1/rules" | python3 -c 'import json, sys; print(" ".join(r["name"] for g in json.load(sys.stdin)["data"]["groups"] for r in g["rules"]))')
+echo "   rules loaded: $rules"
+case "$rules" in *StalemateViolation*StalemateWindowOverdue*) ;; *) fail "deploy/prometheus's rules are not loaded: $rules" ;; esac
+
+step "a GitRepository from a git server on the host"
+gateway=$(docker network inspect kind -f '{{range .IPAM.Config}}{{.Gateway}} {{end}}' | tr ' ' '\n' | grep -m1 '\.')
+mkdir -p "$work/git/work"
+git -C "$work/git" init -q --bare -b master podinfo.git
+git -C "$work/git/work" init -q -b master
+echo podinfo >"$work/git/work/README.md"
+git -C "$work/git/work" add README.md
+git -C "$work/git/work" -c user.name=walkthrough -c user.email=walkthrough@localhost commit -q -m "Initial commit"
+git -C "$work/git/work" push -q ../podinfo.git master
+python3 e2e/assets/git_http.py "$work/git" 0 "$gateway" >"$work/git.url" 2>"$work/git.log" &
+pids+=($!)
+until_ok 10 "the git server" test -s "$work/git.url"
+url="$(head -n1 "$work/git.url")podinfo.git"
+k apply -f - >/dev/null <<YAML
 apiVersion: source.toolkit.fluxcd.io/v1
 kind: GitRepository
 metadata:
   name: podinfo
-  namespace: flux-system
+  namespace: $ns
 spec:
   interval: 10m
-  url: https://github.com/stefanprodan/podinfo
+  url: $url
   ref:
     branch: master
 YAML
 
-echo "== waiting for the window and the settle time (about a minute)"
-kubectl -n flux-system port-forward deployment/source-controller 19464:9464 >/dev/null 2>&1 &
-pf=$!
-trap 'kill "$pf" 2>/dev/null || true; cleanup' EXIT
-sleep 5
-deadline=$((SECONDS + 180))
-verdict=""
-while [ "$SECONDS" -lt "$deadline" ]; do
-  report=$(curl -fsS localhost:19464/v1/report || true)
-  verdict=$(printf '%s' "$report" | sed -n 's/.*"verdict":"\([^"]*\)".*/\1/p')
-  if [ "$verdict" = "pass" ] || [ "$verdict" = "fail" ]; then
-    break
-  fi
-  sleep 5
-done
-kubectl -n flux-system get gitrepository podinfo -o wide || true
-echo "== verdict: ${verdict:-not judged}"
-printf '%s\n' "$report"
-[ "$verdict" = "pass" ]
+step "the verdict: the window, the settle time (30 s), /v1/report"
+ready() { [ "$(k -n "$ns" get gitrepository podinfo -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]; }
+until_ok 120 "the GitRepository Ready" ready
+until_ok 60 "Prometheus seeing the window open" test_promql 'max_over_time(stalemate_window_active{window="f1-stale-gitrepository"}[10m])' 1
+echo "   Prometheus: stalemate_windows_opened_total = $(promql 'sum(stalemate_windows_opened_total)')"
+report() { curl -fsS "http://127.0.0.1:$admin_port/v1/report"; }
+verdict() { report | python3 -c 'import json, sys; print(json.load(sys.stdin)["verdict"])'; }
+judged() { case "$(verdict)" in pass | fail) ;; *) return 1 ;; esac; }
+until_ok 90 "a verdict" judged
+echo "   verdict: $(verdict)"
+[ "$(verdict)" = pass ] || { report; fail "source-controller did not recover from the freeze"; }
+
+step "the sidecar killed mid-run"
+restarts() { k -n "$ns" get pod -l app=source-controller -o jsonpath='{.items[0].status.containerStatuses[?(@.name=="stalemate")].restartCount}'; }
+before=$(restarts)
+killed_at=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+sleep 1
+docker exec "$CLUSTER-control-plane" pkill -KILL -f 'stalemate serve' || fail "no sidecar process to kill"
+restarted() { [ "$(restarts)" -gt "$before" ]; }
+until_ok 60 "the kubelet restarting the sidecar" restarted
+k -n "$ns" wait pod -l app=source-controller --for=condition=Ready --timeout=60s >/dev/null
+kill "${pids[0]}" 2>/dev/null || true
+k -n "$ns" port-forward deploy/source-controller "$admin_port:9464" >"$work/port-forward.log" 2>&1 &
+pids[0]=$!
+until_ok 30 "port-forward to the restarted sidecar" curl -fsS "http://127.0.0.1:$admin_port/readyz"
+asked=$(date -u +%Y-%m-%dT%H:%M:%S.%NZ)
+k -n "$ns" annotate gitrepository podinfo --overwrite "reconcile.fluxcd.io/requestedAt=$asked" >/dev/null
+handled() { [ "$(k -n "$ns" get gitrepository podinfo -o jsonpath='{.status.lastHandledReconcileAt}')" = "$asked" ]; }
+until_ok 60 "source-controller handling a reconcile request through the restarted sidecar" handled
+started=$(report | python3 -c 'import json, sys; print(json.load(sys.stdin)["startedAt"])')
+echo "   killed at $killed_at; the new report starts at $started"
+[[ "$started" > "$killed_at" ]] || fail "the report after the restart claims a start before the kill ($started)"
+ready || fail "the GitRepository is not Ready after the sidecar's restart"
+echo "   restarts: $(k -n "$ns" get pod -l app=source-controller -o jsonpath='{range .items[0].status.containerStatuses[*]}{.name}={.restartCount} {end}')"
+
+step "a schedule that does not load"
+k -n "$ns" create configmap stalemate-schedule --dry-run=client -o yaml \
+    --from-literal=schedule.json='{"windows": [{"name": "typo", "fault": {"freez": {}}}]}' | k apply -f - >/dev/null
+k -n "$ns" rollout restart deploy/source-controller >/dev/null
+k -n "$ns" rollout status deploy/source-controller --timeout=180s
+logs=$(k -n "$ns" logs deploy/source-controller -c stalemate)
+grep -q "the schedule did not load" <<<"$logs" || fail "no error in the sidecar's log: $logs"
+pod=$(k -n "$ns" get pod -l app=source-controller --field-selector=status.phase=Running -o jsonpath='{.items[0].metadata.name}')
+event() { k -n "$ns" get events --field-selector "reason=ScheduleRejected,involvedObject.name=$pod" -o jsonpath='{.items[0].message}'; }
+has_event() { [ -n "$(event)" ]; }
+until_ok 30 "a ScheduleRejected event on $pod" has_event
+echo "   event: $(event)"
+asked=$(date -u +%Y-%m-%dT%H:%M:%S.%NZ)
+k -n "$ns" annotate gitrepository podinfo --overwrite "reconcile.fluxcd.io/requestedAt=$asked" >/dev/null
+until_ok 60 "source-controller served with the bad schedule" handled
+served=$(whoami manager) || fail "SelfSubjectReview through the sidecar with the bad schedule"
+[ "$served" = "$direct" ] || fail "the controller is not who it was: $served"
+
+step "walkthrough: every step held"

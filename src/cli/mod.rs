@@ -13,6 +13,7 @@ pub mod inject;
 pub mod kubeconfig;
 pub mod report;
 pub mod run;
+pub mod schedule_rejected;
 pub mod serve;
 pub mod sim;
 pub mod upstream_args;

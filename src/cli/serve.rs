@@ -86,7 +86,10 @@ pub struct ServeArgs {
     pub upstream_timeout: Duration,
 
     /// Schedule file (JSON): clients, windows and oracles. Windows can also be opened at
-    /// run time over the control API (POST /v1/windows on the admin listener).
+    /// run time over the control API (POST /v1/windows on the admin listener). A schedule
+    /// that does not load stops `serve`, except with --in-cluster: a sidecar then serves
+    /// with no faults and no oracles, logs the errors, and records a Warning event
+    /// (reason ScheduleRejected) on its pod, so that the controller behind it keeps its API.
     #[arg(long, value_name = "FILE")]
     pub schedule: Option<PathBuf>,
 
@@ -238,8 +241,17 @@ fn source(args: &ServeArgs) -> Result<Source> {
 }
 
 pub async fn run(args: ServeArgs) -> Result<()> {
+    let mut rejected = None;
     let schedule = match &args.schedule {
-        Some(path) => super::check::load(path)?,
+        Some(path) => match super::check::load(path) {
+            Ok(schedule) => schedule,
+            Err(e) if args.in_cluster => {
+                tracing::error!(error = %format!("{e:#}"), "the schedule did not load: serving with no faults and no oracles");
+                rejected = Some(format!("{e:#}"));
+                crate::schedule::Schedule::default()
+            }
+            Err(e) => return Err(e),
+        },
         None => crate::schedule::Schedule::default(),
     };
     let tls = serving_tls(&args)?;
@@ -270,6 +282,22 @@ pub async fn run(args: ServeArgs) -> Result<()> {
         trace_sink: None,
     })
     .await?;
+    if let Some(message) = rejected {
+        match (
+            super::schedule_rejected::ThisPod::from_env(),
+            running.upstream.kube_client(),
+        ) {
+            (Some(pod), Ok(client)) => {
+                tokio::spawn(super::schedule_rejected::record(client, pod, message));
+            }
+            (None, _) => tracing::warn!(
+                "no event recorded: {} and {} are not set (stalemate inject sets them)",
+                super::schedule_rejected::POD_NAME_ENV,
+                super::schedule_rejected::POD_NAMESPACE_ENV
+            ),
+            (_, Err(e)) => tracing::warn!(error = %format!("{e:#}"), "no event recorded"),
+        }
+    }
     if let Some((bundle, dir)) = &tls.generated {
         if let Err(e) = bundle.write_to(dir) {
             running.stop().await;

@@ -353,7 +353,14 @@ fn sidecar(o: &Options) -> Value {
             // limit the default (one per node CPU) would start threads that sit idle.
             "--threads", "2"
         ],
-        "env": [{"name": "STALEMATE_ADMIN_TOKEN", "valueFrom": {"secretKeyRef": {"name": "stalemate-admin", "key": "token", "optional": true}}}],
+        "env": [
+            {"name": "STALEMATE_ADMIN_TOKEN", "valueFrom": {"secretKeyRef": {"name": "stalemate-admin", "key": "token", "optional": true}}},
+            // The pod, for the Warning event a schedule that does not load records on it
+            // (cli/schedule_rejected.rs).
+            {"name": "STALEMATE_POD_NAME", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}}},
+            {"name": "STALEMATE_POD_NAMESPACE", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}},
+            {"name": "STALEMATE_POD_UID", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.uid"}}}
+        ],
         "ports": [{"name": "stalemate-admin", "containerPort": ADMIN_PORT, "protocol": "TCP"}],
         "readinessProbe": {"httpGet": {"path": "/readyz", "port": "stalemate-admin"}, "periodSeconds": 5},
         "livenessProbe": {"httpGet": {"path": "/healthz", "port": "stalemate-admin"}, "periodSeconds": 10},
