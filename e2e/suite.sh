@@ -16,7 +16,10 @@
 # (its loopback git server, e2e/assets/git_http.py, is Debian's `git http-backend`) and
 # unshare (util-linux: kustomize-controller's leader election wants a pod's namespace file);
 # prometheus-operator, one of the zoo's operators, built the same way by
-# e2e/assets/build-zoo.sh into ~/.cache/stalemate/zoo/ (STALEMATE_ZOO_PROMETHEUS_OPERATOR).
+# e2e/assets/build-zoo.sh into ~/.cache/stalemate/zoo/ (STALEMATE_ZOO_PROMETHEUS_OPERATOR);
+# and for the kind tests (e2e/kind.rs), Docker and debootstrap (Debian), kind, containerd and
+# crictl (Go module proxy), a node image and the control plane's images built here
+# (e2e/kind/cluster.sh; dockerd is started if it is not running, and left running).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
@@ -82,6 +85,12 @@ export STALEMATE_FLUX_ASSETS
 echo "== the zoo's prometheus-operator (e2e/assets/build-zoo.sh)"
 STALEMATE_ZOO_PROMETHEUS_OPERATOR=$(bash e2e/assets/build-zoo.sh prometheus-operator | tail -n1)
 export STALEMATE_ZOO_PROMETHEUS_OPERATOR
+# The sidecar and `explore job` in a real kind cluster (e2e/kind.rs): Docker from Debian,
+# kind, containerd and the node's Kubernetes binaries from the Go module proxy, every image
+# built here (no image registry); stalemate's own images are built by the tests, from the
+# binary they test.
+echo "== kind: Docker, the node image, the control plane's images (e2e/kind/cluster.sh node)"
+bash e2e/kind/cluster.sh node
 have cargo || { echo "suite.sh: no Rust toolchain (cargo) on this machine" >&2; exit 1; }
 if have rustup; then
     rustup component add rustfmt clippy >/dev/null 2>&1 || true

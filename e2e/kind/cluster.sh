@@ -5,7 +5,8 @@
 # control plane's images from the binaries e2e/assets/build.sh makes, and stalemate's
 # sidecar and explore images (e2e/kind/stalemate.Dockerfile).
 #
-#   bash e2e/kind/cluster.sh images    # Docker, kind and every image; prints nothing else
+#   bash e2e/kind/cluster.sh node      # Docker, kind, the node image and the control plane's
+#   bash e2e/kind/cluster.sh images    # the same, and stalemate's sidecar and explore images
 #   bash e2e/kind/cluster.sh create    # the images, then a one-node cluster ($CLUSTER)
 #   bash e2e/kind/cluster.sh delete    # deletes the cluster
 #   bash e2e/kind/cluster.sh env       # KIND=…, the images' names, for `eval`
@@ -244,13 +245,18 @@ stalemate_images() {
     rm -rf "$ctx"
 }
 
-images() {
+# Everything but stalemate's own images (which need its binary).
+node() {
     ensure_docker
     ensure_kind
     ensure_node_bin
     kube_dir=$(bash "$repo/e2e/assets/build.sh" node | tail -n1)
     rootfs "$base_image" "$base_packages"
     node_image
+}
+
+images() {
+    node
     stalemate_images
 }
 
@@ -283,6 +289,7 @@ YAML
 }
 
 case "${1:-}" in
+node) node ;;
 images) images ;;
 create) create ;;
 delete)
