@@ -193,8 +193,11 @@ pub fn reproduce(
     quiet: std::time::Duration,
     max_run: std::time::Duration,
 ) -> Vec<String> {
+    // Absolute, but symlinks kept: a ConfigMap mounted in a pod (`explore job`) is a
+    // symlink into the kubelet's timestamped `..2026_…` directory, which the next update
+    // of the ConfigMap removes; the name the user gave stays right.
     let abs = |p: &Path| {
-        std::fs::canonicalize(p)
+        std::path::absolute(p)
             .unwrap_or_else(|_| p.to_path_buf())
             .display()
             .to_string()
