@@ -54,7 +54,8 @@ fn run_script(script: &str, last: &str) -> (bool, String) {
 /// The walkthrough: the controller's identity from inside its pod with and without the
 /// sidecar, `certs --kubernetes`, the schedule ConfigMap, `inject`, Prometheus scraping the
 /// sidecar with deploy/prometheus's rules, the verdict from /v1/report, the sidecar killed
-/// mid-run, and a schedule that does not load.
+/// mid-run, a schedule that does not load, and a controller that does not recover
+/// (Prometheus fires StalemateViolation).
 #[test]
 fn the_sidecar_walkthrough_holds_on_kind() {
     let (ok, out) = run_script("e2e/kind/walkthrough.sh", "walkthrough: every step held");
@@ -64,6 +65,7 @@ fn the_sidecar_walkthrough_holds_on_kind() {
         "verdict: pass",
         "rules loaded: ",
         "event: the schedule did not load",
+        "StalemateViolation firing for oracle=convergence",
     ] {
         assert!(out.contains(step), "no {step:?} in:\n{out}");
     }

@@ -15,9 +15,11 @@
 # hold (default: `cargo build --release`; they are rebuilt when it changes). Run as root (it installs Debian packages
 # and starts dockerd when they are missing). Cached outside the clone in
 # ${STALEMATE_CACHE:-~/.cache/stalemate}/kind/ (kind, containerd, crictl, the root
-# filesystems as tarballs); Docker keeps the images. Times on 2 cores: cold (nothing
-# installed, nothing cached, Kubernetes' node binaries to build) about 12 min; warm
-# (images in Docker) a few seconds, and `create` about a minute more.
+# filesystems as tarballs); Docker keeps the images. Times on 2 cores (2026-12-07): `node`
+# with an empty cache and no images but warm Go caches 3.4 min (two debootstraps, most of
+# it); with cold Go caches add containerd and crictl (2.8 min) and kubelet, kubeadm and
+# kube-proxy (2.3 min beside a built kube-apiserver): about 8.5 min. Warm: 2 s. `create`
+# then takes 40-50 s; stalemate's images 20 s.
 #
 # With internet, none of this is needed: `kind create cluster` pulls kind's own node
 # image, and the repository's Dockerfile builds stalemate's images (deploy/README.md).

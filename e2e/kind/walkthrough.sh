@@ -17,14 +17,18 @@
 #      handles a new reconcile request through it, and the new report starts after the
 #      kill (it claims nothing from before);
 #   5. a schedule that does not load: the sidecar logs it, records a ScheduleRejected
-#      Warning event on its pod, and still serves the controller.
+#      Warning event on its pod, and still serves the controller;
+#   6. a controller that does not recover (the demo's buggy GitRepository controller,
+#      examples/gitrepo-controller.rs, with the same window): its sidecar's verdict is
+#      fail, and Prometheus fires StalemateViolation for the convergence oracle.
 #
 #   bash e2e/kind/walkthrough.sh          # cluster name: stalemate-walkthrough
 #   KEEP=1 bash e2e/kind/walkthrough.sh   # leave the cluster (and its kubeconfig) behind
 #
 # STALEMATE: the stalemate binary for `certs`/`inject` and the images (default: cargo build
-# --release); STALEMATE_FLUX_ASSETS: build-flux.sh's directory. Run as root (cluster.sh).
-# Times on 2 cores, images built: about 4 minutes.
+# --release, with the example); CONTROLLER: the demo controller (default: its examples/
+# gitrepo-controller); STALEMATE_FLUX_ASSETS: build-flux.sh's directory. Run as root.
+# Time on 2 cores, images built: 2 minutes (cluster included).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 repo=$PWD
@@ -74,7 +78,7 @@ free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1
 
 stalemate=${STALEMATE:-}
 if [ -z "$stalemate" ]; then
-    cargo build --release --locked --bin stalemate
+    cargo build --release --locked --bin stalemate --example gitrepo-controller
     stalemate=$repo/target/release/stalemate
 fi
 
@@ -139,6 +143,8 @@ echo "   through the sidecar: $proxied"
 
 step "Prometheus scraping the sidecar, deploy/prometheus/stalemate-rules.yaml loaded"
 admin_port=$(free_port)
+# The demo controller's sidecar (step 6), scraped from the start: down until then.
+demo_port=$(free_port)
 k -n "$ns" port-forward deploy/source-controller "$admin_port:9464" >"$work/port-forward.log" 2>&1 &
 pids+=($!)
 until_ok 30 "port-forward to the sidecar's admin port" curl -fsS "http://127.0.0.1:$admin_port/readyz"
@@ -148,7 +154,7 @@ global: { scrape_interval: 1s, evaluation_interval: 1s }
 rule_files: [$repo/deploy/prometheus/stalemate-rules.yaml]
 scrape_configs:
   - job_name: stalemate
-    static_configs: [{ targets: ["127.0.0.1:$admin_port"] }]
+    static_configs: [{ targets: ["127.0.0.1:$admin_port", "127.0.0.1:$demo_port"] }]
 YAML
 prometheus --config.file="$work/prometheus.yml" --storage.tsdb.path="$work/prometheus" \
     --web.listen-address="127.0.0.1:$prom_port" >"$work/prometheus.log" 2>&1 &
@@ -159,7 +165,7 @@ promql() {
 }
 # test_promql QUERY VALUE: the query's first sample is VALUE.
 test_promql() { [ "$(promql "$1")" = "$2" ]; }
-until_ok 60 "Prometheus scraping the sidecar" test_promql 'up{job="stalemate"}' 1
+until_ok 60 "Prometheus scraping the sidecar" test_promql "up{instance=\"127.0.0.1:$admin_port\"}" 1
 rules=$(curl -fsS "http://127.0.0.1:$prom_port/api/v1/rules" | python3 -c 'import json, sys; print(" ".join(r["name"] for g in json.load(sys.stdin)["data"]["groups"] for r in g["rules"]))')
 echo "   rules loaded: $rules"
 case "$rules" in *StalemateViolation*StalemateWindowOverdue*) ;; *) fail "deploy/prometheus's rules are not loaded: $rules" ;; esac
@@ -242,5 +248,83 @@ k -n "$ns" annotate gitrepository podinfo --overwrite "reconcile.fluxcd.io/reque
 until_ok 60 "source-controller served with the bad schedule" handled
 served=$(whoami manager) || fail "SelfSubjectReview through the sidecar with the bad schedule"
 [ "$served" = "$direct" ] || fail "the controller is not who it was: $served"
+
+step "a controller that does not recover: Prometheus fires StalemateViolation"
+# One controller of GitRepositories at a time: source-controller lets go of its object
+# (its finalizer) and stops.
+k -n "$ns" delete gitrepository podinfo --timeout=60s >/dev/null
+k -n "$ns" scale deploy/source-controller --replicas 0 >/dev/null
+demo_image=stalemate.local/gitrepo-controller:dev
+mkdir -p "$work/demo-image"
+cp "${CONTROLLER:-$(dirname "$stalemate")/examples/gitrepo-controller}" "$work/demo-image/gitrepo-controller" ||
+    fail "no demo controller (cargo build --example gitrepo-controller, or CONTROLLER=…)"
+printf 'FROM %s\nCOPY gitrepo-controller /usr/local/bin/gitrepo-controller\nUSER 65532:65532\n' "$BASE_IMAGE" >"$work/demo-image/Dockerfile"
+docker build -q -t "$demo_image" "$work/demo-image" >/dev/null
+"$KIND" load docker-image --name "$CLUSTER" "$demo_image" >/dev/null
+k create namespace demo >/dev/null
+"$stalemate" certs --kubernetes --namespace demo | k apply -f - >/dev/null
+# config/flux-f1.json's window for every client: this controller is not source-controller.
+k -n demo create configmap stalemate-schedule --from-literal=schedule.json='{
+  "windows": [{"name": "f1-stale-gitrepository", "resources": ["gitrepositories.source.toolkit.fluxcd.io"],
+    "fault": {"freeze": {}}, "duration": "1500ms",
+    "trigger": {"afterRequests": {"verb": "patch", "resource": "gitrepositories.source.toolkit.fluxcd.io", "subresource": "status", "count": 1}}}],
+  "oracles": {"convergence": {"resources": ["gitrepositories.source.toolkit.fluxcd.io"], "settle": "30s"}}
+}' >/dev/null
+k apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: gitrepo-controller, namespace: demo}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: demo-gitrepo-controller}
+rules:
+  - apiGroups: [source.toolkit.fluxcd.io]
+    resources: [gitrepositories, gitrepositories/status]
+    verbs: [get, list, watch, patch, update]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: demo-gitrepo-controller}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: demo-gitrepo-controller}
+subjects: [{kind: ServiceAccount, name: gitrepo-controller, namespace: demo}]
+YAML
+cat >"$work/demo.yaml" <<YAML
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: gitrepo-controller, namespace: demo}
+spec:
+  selector: {matchLabels: {app: gitrepo-controller}}
+  template:
+    metadata: {labels: {app: gitrepo-controller}}
+    spec:
+      serviceAccountName: gitrepo-controller
+      containers:
+        - name: manager
+          image: $demo_image
+          command: [/usr/local/bin/gitrepo-controller]
+YAML
+"$stalemate" inject --image "$SIDECAR_IMAGE" --containers manager <"$work/demo.yaml" | k apply -f - >/dev/null
+k -n demo rollout status deploy/gitrepo-controller --timeout=180s
+k -n demo port-forward deploy/gitrepo-controller "$demo_port:9464" >"$work/port-forward-demo.log" 2>&1 &
+pids+=($!)
+until_ok 30 "port-forward to the demo controller's sidecar" curl -fsS "http://127.0.0.1:$demo_port/readyz"
+k apply -f - >/dev/null <<YAML
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata: {name: podinfo, namespace: demo}
+spec: {url: "http://example.invalid/podinfo.git", interval: 10m, ref: {branch: master}}
+YAML
+demo_verdict() { curl -fsS "http://127.0.0.1:$demo_port/v1/report" | python3 -c 'import json, sys; print(json.load(sys.stdin)["verdict"])'; }
+failed() { [ "$(demo_verdict)" = fail ]; }
+until_ok 120 "the demo controller's verdict: fail (stuck after the window and 30 s of settle)" failed
+firing() {
+    curl -fsS "http://127.0.0.1:$prom_port/api/v1/alerts" | python3 -c '
+import json, sys
+alerts = json.load(sys.stdin)["data"]["alerts"]
+sys.exit(not any(a["labels"].get("alertname") == "StalemateViolation" and a["labels"].get("oracle") == "convergence" and a["state"] == "firing" for a in alerts))'
+}
+until_ok 60 "Prometheus firing StalemateViolation" firing
+echo "   verdict: fail; Prometheus: StalemateViolation firing for oracle=convergence, instance 127.0.0.1:$demo_port"
 
 step "walkthrough: every step held"
