@@ -248,7 +248,7 @@ stalemate_images() {
 }
 
 # Everything but stalemate's own images (which need its binary).
-node() {
+build_node() {
     ensure_docker
     ensure_kind
     ensure_node_bin
@@ -258,7 +258,7 @@ node() {
 }
 
 images() {
-    node
+    build_node
     stalemate_images
 }
 
@@ -291,7 +291,7 @@ YAML
 }
 
 case "${1:-}" in
-node) node ;;
+node) build_node ;;
 images) images ;;
 create) create ;;
 delete)
