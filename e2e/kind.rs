@@ -21,11 +21,19 @@ use common::{BIN, repo};
 /// with one each, are more than 2 cores should carry at once.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
-/// The examples cargo built beside the test binaries (`--all-targets`).
-fn example(name: &str) -> PathBuf {
+/// The demo's GitRepository controller as a program of its own. `cargo test
+/// --all-targets` compiles the example but names it by its hash; `cargo build --example`
+/// (fresh by then, so seconds) gives it its name beside the stalemate under test.
+fn demo_controller() -> PathBuf {
+    let status = Command::new(option_env!("CARGO").unwrap_or("cargo"))
+        .args(["build", "--locked", "--example", "gitrepo-controller"])
+        .current_dir(repo(""))
+        .status()
+        .expect("cargo");
+    assert!(status.success(), "cargo build --example gitrepo-controller");
     Path::new(BIN)
         .parent()
-        .map(|d| d.join("examples").join(name))
+        .map(|d| d.join("examples").join("gitrepo-controller"))
         .unwrap_or_default()
 }
 
@@ -33,10 +41,11 @@ fn example(name: &str) -> PathBuf {
 /// port-forward or Prometheus behind); its output, and whether it printed `last`.
 fn run_script(script: &str, last: &str) -> (bool, String) {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let controller = demo_controller();
     let out = Command::new("bash")
         .arg(repo(script))
         .env("STALEMATE", BIN)
-        .env("CONTROLLER", example("gitrepo-controller"))
+        .env("CONTROLLER", controller)
         .current_dir(repo(""))
         .stdin(Stdio::null())
         .process_group(0)
