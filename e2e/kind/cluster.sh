@@ -92,7 +92,12 @@ ensure_docker() {
         fi
         return
     fi
-    # No systemd in the machines' containers: start the daemon ourselves.
+    # No systemd in the machines' containers: start the daemon ourselves. /run is on disk
+    # here, so a daemon that did not stop cleanly leaves its pid files behind, and dockerd
+    # refuses to start if another process has that pid by now.
+    if ! pgrep -x dockerd >/dev/null; then
+        rm -f /var/run/docker.pid /var/run/docker/containerd/containerd.pid
+    fi
     say "starting dockerd ${runtime[*]} (log: $kdir/dockerd.log)"
     mkdir -p "$kdir"
     setsid dockerd "${runtime[@]}" >"$kdir/dockerd.log" 2>&1 </dev/null &
