@@ -14,9 +14,7 @@ pub const REASON: &str = "ScheduleRejected";
 
 /// Where `stalemate inject` puts the pod's own name, namespace and UID (the downward API):
 /// the event's involved object.
-pub const POD_NAME_ENV: &str = "STALEMATE_POD_NAME";
-pub const POD_NAMESPACE_ENV: &str = "STALEMATE_POD_NAMESPACE";
-pub const POD_UID_ENV: &str = "STALEMATE_POD_UID";
+pub use crate::server::inject::{POD_NAME_ENV, POD_NAMESPACE_ENV, POD_UID_ENV};
 
 /// The pod the sidecar runs in, from the downward API; `None` outside one.
 #[derive(Clone, Debug, PartialEq)]

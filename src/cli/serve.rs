@@ -246,8 +246,9 @@ pub async fn run(args: ServeArgs) -> Result<()> {
         Some(path) => match super::check::load(path) {
             Ok(schedule) => schedule,
             Err(e) if args.in_cluster => {
-                tracing::error!(error = %format!("{e:#}"), "the schedule did not load: serving with no faults and no oracles");
-                rejected = Some(format!("{e:#}"));
+                let message = format!("{e:#}");
+                tracing::error!(error = %message, "the schedule did not load: serving with no faults and no oracles");
+                rejected = Some(message);
                 crate::schedule::Schedule::default()
             }
             Err(e) => return Err(e),

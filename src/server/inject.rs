@@ -25,6 +25,11 @@ const SA_PATH: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
 const SA_VOLUME: &str = "stalemate-serviceaccount";
 const TLS_VOLUME: &str = "stalemate-tls";
 const SCHEDULE_VOLUME: &str = "stalemate-schedule";
+/// The sidecar's own pod (the downward API), for the Warning event a schedule that does
+/// not load records on it (cli/schedule_rejected.rs).
+pub const POD_NAME_ENV: &str = "STALEMATE_POD_NAME";
+pub const POD_NAMESPACE_ENV: &str = "STALEMATE_POD_NAMESPACE";
+pub const POD_UID_ENV: &str = "STALEMATE_POD_UID";
 pub const PROXY_PORT: u16 = 7443;
 pub const ADMIN_PORT: u16 = 9464;
 
@@ -355,11 +360,9 @@ fn sidecar(o: &Options) -> Value {
         ],
         "env": [
             {"name": "STALEMATE_ADMIN_TOKEN", "valueFrom": {"secretKeyRef": {"name": "stalemate-admin", "key": "token", "optional": true}}},
-            // The pod, for the Warning event a schedule that does not load records on it
-            // (cli/schedule_rejected.rs).
-            {"name": "STALEMATE_POD_NAME", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}}},
-            {"name": "STALEMATE_POD_NAMESPACE", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}},
-            {"name": "STALEMATE_POD_UID", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.uid"}}}
+            {"name": POD_NAME_ENV, "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}}},
+            {"name": POD_NAMESPACE_ENV, "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}},
+            {"name": POD_UID_ENV, "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.uid"}}}
         ],
         "ports": [{"name": "stalemate-admin", "containerPort": ADMIN_PORT, "protocol": "TCP"}],
         "readinessProbe": {"httpGet": {"path": "/readyz", "port": "stalemate-admin"}, "periodSeconds": 5},
