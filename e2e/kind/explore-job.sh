@@ -16,52 +16,21 @@
 # minutes (cluster included; the Job's two pods take 50 s).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-repo=$PWD
 export CLUSTER=${CLUSTER:-stalemate-explore-job}
-eval "$(bash e2e/kind/cluster.sh env)"
-work=$(mktemp -d "${TMPDIR:-/tmp}/stalemate-explore-job.XXXXXX")
-
-cleanup() {
-    local rc=$?
-    if [ "$rc" -ne 0 ] && [ -s "$work/kubeconfig" ]; then
-        echo "== what the cluster looked like" >&2
-        k get jobs,pods -o wide >&2 || true
-        k logs job/stalemate-explore --tail 20 >&2 || true
-    fi
-    if [ -z "${KEEP:-}" ]; then
-        "$KIND" delete cluster --name "$CLUSTER" >/dev/null 2>&1 || true
-        rm -rf "$work"
-    else
-        echo "== kept: KUBECONFIG=$work/kubeconfig, results in $work (kind delete cluster --name $CLUSTER)"
-    fi
+# shellcheck source=e2e/kind/lib.sh
+. e2e/kind/lib.sh
+kind_script explore-job
+on_failure() {
+    k get jobs,pods -o wide
+    k logs job/stalemate-explore --tail 20
 }
-trap cleanup EXIT
-
-step() { echo "== $*"; }
-fail() {
-    echo "explore-job: FAILED: $*" >&2
-    exit 1
-}
-k() { kubectl --kubeconfig "$work/kubeconfig" --cache-dir "$work/kcache" "$@"; }
-
-stalemate=${STALEMATE:-}
-controller=${CONTROLLER:-}
-if [ -z "$stalemate" ]; then
-    cargo build --release --locked --bin stalemate --example gitrepo-controller
-    stalemate=$repo/target/release/stalemate
-fi
-controller=${controller:-$(dirname "$stalemate")/examples/gitrepo-controller}
-[ -x "$controller" ] || fail "no controller at $controller (cargo build --example gitrepo-controller)"
 export KUBEBUILDER_ASSETS=${KUBEBUILDER_ASSETS:-$(bash e2e/assets/build.sh | tail -n1)}
 
 # What both explores share: small, no action plans, no long replays (as
 # e2e/explore_shards.rs); the pods add --envtest and their shard.
 flags=(--setup examples/gitrepo/setup.yaml --actions none --quiet 3s --settle 5s --budget 3 --shrink-steps 1 --replay 0)
 
-step "a kind cluster, every image built here (e2e/kind/cluster.sh)"
-"$KIND" delete cluster --name "$CLUSTER" >/dev/null 2>&1 || true
-STALEMATE_BINARY=$stalemate bash e2e/kind/cluster.sh create
-"$KIND" get kubeconfig --name "$CLUSTER" >"$work/kubeconfig"
+new_cluster
 
 step "the controller's image, FROM $EXPLORE_IMAGE"
 image=stalemate.local/gitrepo-controller-explore:dev

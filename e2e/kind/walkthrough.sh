@@ -31,61 +31,20 @@
 # Time on 2 cores, images built: 2 minutes (cluster included).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-repo=$PWD
 # shellcheck source=e2e/assets/versions.env
 . e2e/assets/versions.env
 export CLUSTER=${CLUSTER:-stalemate-walkthrough}
-eval "$(bash e2e/kind/cluster.sh env)"
+# shellcheck source=e2e/kind/lib.sh
+. e2e/kind/lib.sh
+kind_script walkthrough
 ns="flux-system"
-work=$(mktemp -d "${TMPDIR:-/tmp}/stalemate-walkthrough.XXXXXX")
-pids=()
-
-cleanup() {
-    local rc=$?
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    if [ "$rc" -ne 0 ] && [ -s "$work/kubeconfig" ]; then
-        echo "== what the cluster looked like" >&2
-        k -n "$ns" get pods,gitrepositories -o wide >&2 || true
-        k -n "$ns" logs deploy/source-controller -c stalemate --tail 30 >&2 || true
-    fi
-    if [ -z "${KEEP:-}" ]; then
-        "$KIND" delete cluster --name "$CLUSTER" >/dev/null 2>&1 || true
-        rm -rf "$work"
-    else
-        echo "== kept: KUBECONFIG=$work/kubeconfig (kind delete cluster --name $CLUSTER)"
-    fi
-}
-trap cleanup EXIT
-
-step() { echo "== $*"; }
-fail() {
-    echo "walkthrough: FAILED: $*" >&2
-    exit 1
-}
-k() { kubectl --kubeconfig "$work/kubeconfig" --cache-dir "$work/kcache" "$@"; }
-# until_ok SECONDS WHAT COMMAND...: retries COMMAND (a function too) each second until it
-# succeeds; fails the walkthrough naming WHAT when SECONDS pass.
-until_ok() {
-    local limit=$1 what=$2
-    local deadline=$((SECONDS + limit))
-    shift 2
-    until "$@" >/dev/null 2>&1; do
-        [ "$SECONDS" -lt "$deadline" ] || fail "$what (gave up after $limit s)"
-        sleep 1
-    done
+on_failure() {
+    k -n "$ns" get pods,gitrepositories -o wide
+    k -n "$ns" logs deploy/source-controller -c stalemate --tail 30
 }
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
-stalemate=${STALEMATE:-}
-if [ -z "$stalemate" ]; then
-    cargo build --release --locked --bin stalemate --example gitrepo-controller
-    stalemate=$repo/target/release/stalemate
-fi
-
-step "a kind cluster, every image built here (e2e/kind/cluster.sh)"
-"$KIND" delete cluster --name "$CLUSTER" >/dev/null 2>&1 || true
-STALEMATE_BINARY=$stalemate bash e2e/kind/cluster.sh create
-"$KIND" get kubeconfig --name "$CLUSTER" >"$work/kubeconfig"
+new_cluster
 
 step "source-controller $SOURCE_CONTROLLER_VERSION: its image, and its module's CRDs, RBAC and Deployment"
 flux=${STALEMATE_FLUX_ASSETS:-$(bash e2e/assets/build-flux.sh | tail -n1)}
@@ -256,8 +215,7 @@ k -n "$ns" delete gitrepository podinfo --timeout=60s >/dev/null
 k -n "$ns" scale deploy/source-controller --replicas 0 >/dev/null
 demo_image=stalemate.local/gitrepo-controller:dev
 mkdir -p "$work/demo-image"
-cp "${CONTROLLER:-$(dirname "$stalemate")/examples/gitrepo-controller}" "$work/demo-image/gitrepo-controller" ||
-    fail "no demo controller (cargo build --example gitrepo-controller, or CONTROLLER=…)"
+cp "$controller" "$work/demo-image/gitrepo-controller"
 printf 'FROM %s\nCOPY gitrepo-controller /usr/local/bin/gitrepo-controller\nUSER 65532:65532\n' "$BASE_IMAGE" >"$work/demo-image/Dockerfile"
 docker build -q -t "$demo_image" "$work/demo-image" >/dev/null
 "$KIND" load docker-image --name "$CLUSTER" "$demo_image" >/dev/null
