@@ -3,7 +3,7 @@
 //! apiserver's aggregated discovery, checked here against a live one (and rewritten by
 //! `STALEMATE_REGENERATE=1 cargo test --test sim_builtins` when the pinned version
 //! moves); `kubectl api-resources` lists the same on both; and a real
-//! kube-controller-manager of each version the suite builds (1.35, 1.37, writing protobuf as
+//! kube-controller-manager of each version the suite builds (1.37, writing protobuf as
 //! it does by default), its Deployment and ReplicaSet controllers pointed at the
 //! simulator, turns a Deployment into a ReplicaSet and pods, and follows a scale.
 
@@ -234,22 +234,17 @@ fn kube_controller_manager_runs_deployments(minor: &str) {
 }
 
 #[test]
-fn kube_controller_manager_1_35_runs_deployments_on_the_simulator() {
-    kube_controller_manager_runs_deployments("1.35");
-}
-
-#[test]
 fn kube_controller_manager_1_37_runs_deployments_on_the_simulator() {
     kube_controller_manager_runs_deployments("1.37");
 }
 
-/// The tests above cover every version the suite builds: a version added to
-/// versions.env's SUITE_VERSIONS needs its own. (1.36, built on demand, ran the same
-/// test when the simulator learnt protobuf: `cargo test --test sim_builtins` after
-/// changing "1.37" above to "1.36".)
+/// The test above covers every version the suite builds: a version added to
+/// versions.env's SUITE_VERSIONS needs its own. (1.35 and 1.36, built on demand, ran the
+/// same test — 1.35 in the suite until it built only the default — after changing "1.37"
+/// above: `cargo test --test sim_builtins`.)
 #[test]
 fn kube_controller_manager_tests_cover_every_suite_version() {
-    assert_eq!(suite_minors(), ["1.35", "1.37"]);
+    assert_eq!(suite_minors(), ["1.37"]);
 }
 
 /// A controller that asks the simulator for what it cannot answer (a pod's log) is not
