@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, on a fresh machine: installs what is missing, then format check,
-# clippy and every test (`cargo test --locked --all-targets`). README "Set up", command 2;
-# CI (.ci/run) calls it.
+# clippy and every test (`cargo test --locked --all-targets`); what it builds from the Go
+# module proxy it builds after clippy, so a lint error is told in minutes. README "Set up",
+# command 2; CI (.ci/run) calls it.
 #
 # What it installs, when missing: curl, kubectl, chromium (the HTML report is checked in
 # a headless browser), shellcheck, prometheus + promtool (Debian); kopf and the official
@@ -75,61 +76,39 @@ if have rustup; then
     rustup component add rustfmt clippy >/dev/null 2>&1 || true
 fi
 
-# What is built from the Go module proxy (and the kind node) is built in the background
-# while cargo builds the tests: on a cold machine both take tens of minutes, and the Go
-# side spends much of its time downloading modules and Debian packages, which leaves a
-# core to rustc. Its output goes to a log, shown when it is done (or when it fails).
-built=$(mktemp -d)
-go_side=""
-# Its own process group (job control on for the one `&`), so a failure here stops it whole.
-trap '[ -z "$go_side" ] || kill -- -"$go_side" 2>/dev/null; rm -rf "$built"' EXIT
-build_go_side() {
-    started=$SECONDS
-    # The real control planes (e2e/proxy_real.rs, e2e/envtest.rs, explore --envtest): the
-    # suite's versions, and the default, which the tests find through KUBEBUILDER_ASSETS.
-    # kube-controller-manager of each runs on the simulator (e2e/sim_builtins.rs).
-    echo "== real control planes (e2e/assets/build.sh suite: $(sed -n 's/^SUITE_VERSIONS=//p' e2e/assets/versions.env))"
-    bash e2e/assets/build.sh suite >/dev/null
-    bash e2e/assets/build.sh | tail -n1 >"$built/kube"
-    # Flux's controllers (e2e/flux.rs).
-    echo "== Flux source-controller and kustomize-controller (e2e/assets/build-flux.sh), at $((SECONDS - started)) s"
-    bash e2e/assets/build-flux.sh | tail -n1 >"$built/flux"
-    # The operator of the zoo the suite searches (e2e/operator_zoo.rs; docs/zoo.md has
-    # them all): prometheus-operator, the cheapest of the six to build.
-    echo "== the zoo's prometheus-operator (e2e/assets/build-zoo.sh), at $((SECONDS - started)) s"
-    bash e2e/assets/build-zoo.sh prometheus-operator | tail -n1 >"$built/prometheus-operator"
-    # The sidecar and `explore job` in a real kind cluster (e2e/kind.rs): Docker from
-    # Debian, kind, containerd and the node's Kubernetes binaries from the Go module proxy,
-    # every image built here (no image registry); stalemate's own images are built by the
-    # tests, from the binary they test.
-    echo "== kind: Docker, the node image, the control plane's images (e2e/kind/cluster.sh node), at $((SECONDS - started)) s"
-    bash e2e/kind/cluster.sh node
-    echo "== built from the Go module proxy in $((SECONDS - started)) s"
-}
-set -m
-build_go_side >"$built/log" 2>&1 &
-go_side=$!
-set +m
-
 echo "== cargo fmt --check, at $SECONDS s"
 cargo fmt --check
 echo "== cargo clippy"
 cargo clippy --locked --all-targets -- -D warnings
 echo "== building the tests (cargo test --locked --all-targets --no-run)"
 cargo test --locked --all-targets --no-run
-echo "== waiting for what is built from the Go module proxy, at $SECONDS s"
-if ! wait "$go_side"; then
-    go_side=""
-    cat "$built/log"
-    echo "suite.sh: building the control planes, Flux, the zoo's operator or the kind node failed (above)" >&2
-    exit 1
-fi
-go_side=""
-cat "$built/log"
-KUBEBUILDER_ASSETS=$(cat "$built/kube")
-STALEMATE_FLUX_ASSETS=$(cat "$built/flux")
-STALEMATE_ZOO_PROMETHEUS_OPERATOR=$(cat "$built/prometheus-operator")
-export KUBEBUILDER_ASSETS STALEMATE_FLUX_ASSETS STALEMATE_ZOO_PROMETHEUS_OPERATOR
+
+# Then what is built from the Go module proxy, one after the other after cargo: on 2 cores
+# both sides are CPU-bound, and run side by side they took longer than one after the other
+# (a cold run: cargo 685 s beside the Go builds, 202 s alone; Kubernetes 832 s beside
+# cargo, 524 s alone). Cargo first, so a clippy error is told in minutes.
+# The real control planes (e2e/proxy_real.rs, e2e/envtest.rs, explore --envtest): the
+# suite's versions, and the default, which the tests find through KUBEBUILDER_ASSETS.
+# kube-controller-manager of each runs on the simulator (e2e/sim_builtins.rs).
+echo "== real control planes (e2e/assets/build.sh suite: $(sed -n 's/^SUITE_VERSIONS=//p' e2e/assets/versions.env)), at $SECONDS s"
+bash e2e/assets/build.sh suite >/dev/null
+KUBEBUILDER_ASSETS=$(bash e2e/assets/build.sh | tail -n1)
+export KUBEBUILDER_ASSETS
+# Flux's controllers (e2e/flux.rs).
+echo "== Flux source-controller and kustomize-controller (e2e/assets/build-flux.sh), at $SECONDS s"
+STALEMATE_FLUX_ASSETS=$(bash e2e/assets/build-flux.sh | tail -n1)
+export STALEMATE_FLUX_ASSETS
+# The operator of the zoo the suite searches (e2e/operator_zoo.rs; docs/zoo.md has them all):
+# prometheus-operator, the cheapest of the six to build.
+echo "== the zoo's prometheus-operator (e2e/assets/build-zoo.sh), at $SECONDS s"
+STALEMATE_ZOO_PROMETHEUS_OPERATOR=$(bash e2e/assets/build-zoo.sh prometheus-operator | tail -n1)
+export STALEMATE_ZOO_PROMETHEUS_OPERATOR
+# The sidecar and `explore job` in a real kind cluster (e2e/kind.rs): Docker from Debian,
+# kind, containerd and the node's Kubernetes binaries from the Go module proxy, every image
+# built here (no image registry); stalemate's own images are built by the tests, from the
+# binary they test.
+echo "== kind: Docker, the node image, the control plane's images (e2e/kind/cluster.sh node), at $SECONDS s"
+bash e2e/kind/cluster.sh node
 
 echo "== kubectl: $(kubectl version --client 2>/dev/null | head -n1)"
 echo "== control plane: $("$KUBEBUILDER_ASSETS/kube-apiserver" --version), $("$KUBEBUILDER_ASSETS/etcd" --version | head -n1) in $KUBEBUILDER_ASSETS"
