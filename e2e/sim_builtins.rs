@@ -14,7 +14,7 @@ use common::Kubectl;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::envtest::RealApiserver;
+use common::envtest::{RealApiserver, assets_of};
 use common::{KillOnDrop, Sim, repo, wait_for};
 use serde_json::{Value, json};
 
@@ -129,21 +129,6 @@ fn pods_of(sim: &Sim, n: usize) -> Vec<String> {
         let pods: Vec<String> = out.lines().map(str::to_string).collect();
         (pods.len() == n).then_some(pods)
     })
-}
-
-/// The directory of the pinned control plane of `minor` (`e2e/assets/build.sh 1.35`:
-/// cached, a second; else it builds kube-controller-manager and the rest, minutes).
-fn assets_of(minor: &str) -> std::path::PathBuf {
-    let out = Command::new("bash")
-        .arg(repo("e2e/assets/build.sh"))
-        .arg(minor)
-        .stderr(Stdio::inherit())
-        .output()
-        .expect("run e2e/assets/build.sh");
-    assert!(out.status.success(), "e2e/assets/build.sh {minor} failed");
-    let text = String::from_utf8_lossy(&out.stdout);
-    let dir = text.lines().last().expect("build.sh prints the directory");
-    std::path::PathBuf::from(dir.trim())
 }
 
 /// Every Kubernetes minor the suite builds (`e2e/assets/versions.env`, SUITE_VERSIONS).

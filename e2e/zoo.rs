@@ -19,25 +19,9 @@ mod common;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use common::envtest::output_in_group;
+use common::envtest::{assets_of, output_in_group};
 use common::{BIN, repo};
 use serde_json::Value;
-
-/// The control plane `build.sh` built of a pinned minor (`1.37`).
-fn assets_of(minor: &str) -> String {
-    let out = Command::new("bash")
-        .arg(repo("e2e/assets/build.sh"))
-        .arg(minor)
-        .output()
-        .expect("run e2e/assets/build.sh");
-    assert!(out.status.success(), "e2e/assets/build.sh {minor} failed");
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .last()
-        .expect("build.sh prints the directory")
-        .trim()
-        .to_string()
-}
 
 fn explore(out: &Path, budget: &str) -> Output {
     let workload = format!("sh {}", repo("examples/kcm-zoo/job-workload.sh").display());

@@ -42,6 +42,22 @@ pub fn assets() -> PathBuf {
         .clone()
 }
 
+/// The directory of the pinned control plane of `minor` (`e2e/assets/build.sh 1.37`:
+/// cached, a second; else it builds kube-apiserver and the rest, minutes) — for a test
+/// that needs that version whatever `KUBEBUILDER_ASSETS` says.
+pub fn assets_of(minor: &str) -> PathBuf {
+    let out = Command::new("bash")
+        .arg(repo("e2e/assets/build.sh"))
+        .arg(minor)
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("run e2e/assets/build.sh");
+    assert!(out.status.success(), "e2e/assets/build.sh {minor} failed");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let dir = text.lines().last().expect("build.sh prints the directory");
+    PathBuf::from(dir.trim())
+}
+
 /// The default pinned Kubernetes version (`KUBERNETES_VERSION` in
 /// `e2e/assets/versions.env`: `v1.37.2`), what `assets()` holds.
 pub fn default_version() -> String {
