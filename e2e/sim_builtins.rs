@@ -1,5 +1,5 @@
 //! The simulator serves the built-in resources of the pinned Kubernetes version, as the
-//! real kube-apiserver does: its table (`src/sim/builtin-resources.json`) is the real
+//! real kube-apiserver does: its table (`crates/sim/src/builtin-resources.json`) is the real
 //! apiserver's aggregated discovery, checked here against a live one (and rewritten by
 //! `STALEMATE_REGENERATE=1 cargo test --test sim_builtins` when the pinned version
 //! moves); `kubectl api-resources` lists the same on both; and a real
@@ -18,7 +18,7 @@ use common::envtest::{RealApiserver, assets_of};
 use common::{KillOnDrop, Sim, repo, wait_for};
 use serde_json::{Value, json};
 
-const TABLE: &str = "src/sim/builtin-resources.json";
+const TABLE: &str = "crates/sim/src/builtin-resources.json";
 const AGGREGATED: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
 
 /// `/api` and `/apis` of a real apiserver, as aggregated discovery.

@@ -232,12 +232,16 @@ fn paths_in(text: &str) -> Vec<(Vec<String>, usize)> {
     out
 }
 
-/// Module graph of the folder `src/<folder>`: node → the nodes its files reference.
-fn folder_graph(folder: &str) -> BTreeMap<String, BTreeSet<String>> {
+/// Module graph of the folder `<crate>/<folder>` (`crate` a crate's `src/`, `folder` empty
+/// for the crate's own top level): node → the nodes its files reference.
+fn folder_graph(krate: &str, folder: &str) -> BTreeMap<String, BTreeSet<String>> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("src")
+        .join(krate)
         .join(folder);
-    let prefix: Vec<String> = folder.split('/').map(str::to_string).collect();
+    let prefix: Vec<String> = (folder.split('/'))
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect();
     let mut files = Vec::new();
     let mut stack = vec![root.clone()];
     while let Some(dir) = stack.pop() {
@@ -254,6 +258,7 @@ fn folder_graph(folder: &str) -> BTreeMap<String, BTreeSet<String>> {
     let nodes: BTreeSet<String> = (files.iter())
         .filter_map(|f| f.strip_prefix(&root).ok()?.components().next())
         .map(|c| node_of(&c.as_os_str().to_string_lossy()))
+        .filter(|n| n != "lib")
         .collect();
     let mut g: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for file in &files {
@@ -262,7 +267,7 @@ fn folder_graph(folder: &str) -> BTreeMap<String, BTreeSet<String>> {
         let mut module: Vec<String> = (rel.components())
             .map(|c| node_of(&c.as_os_str().to_string_lossy()))
             .collect();
-        if module.last().is_some_and(|m| m == "mod") {
+        if module.last().is_some_and(|m| m == "mod") || module == ["lib"] {
             module.pop();
         }
         let node = module.first().cloned().unwrap_or_else(|| "mod".into());
@@ -343,18 +348,26 @@ fn circles(g: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
     out
 }
 
-/// Every folder under `src/`, as its path from there (`sim`, `sim/proto_body`, ...).
-fn folders() -> Vec<String> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut out = Vec::new();
-    let mut stack = vec![src.clone()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).expect("src is readable") {
-            let path = entry.expect("entry").path();
-            if path.is_dir() {
-                let rel = path.strip_prefix(&src).expect("under src");
-                out.push(rel.to_string_lossy().replace('\\', "/"));
-                stack.push(path);
+/// The library crates below this one (Cargo.toml's workspace): their top levels are
+/// folders like any other here, since `crate::` inside them names their own modules.
+const LIBRARY_CRATES: [&str; 2] = ["crates/wire/src", "crates/sim/src"];
+
+/// Every folder of every crate, as (the crate's `src/`, the path from there): `("src",
+/// "explore/plan")`, `("crates/sim/src", "")`, `("crates/sim/src", "proto_body")`, ...
+fn folders() -> Vec<(&'static str, String)> {
+    let mut out: Vec<(&'static str, String)> =
+        LIBRARY_CRATES.iter().map(|k| (*k, String::new())).collect();
+    for krate in std::iter::once("src").chain(LIBRARY_CRATES) {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(krate);
+        let mut stack = vec![src.clone()];
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).expect("src is readable") {
+                let path = entry.expect("entry").path();
+                if path.is_dir() {
+                    let rel = path.strip_prefix(&src).expect("under src");
+                    out.push((krate, rel.to_string_lossy().replace('\\', "/")));
+                    stack.push(path);
+                }
             }
         }
     }
@@ -364,13 +377,19 @@ fn folders() -> Vec<String> {
 
 #[test]
 fn folders_have_no_import_circles() {
-    let g = folder_graph("sim");
+    let g = folder_graph("crates/sim/src", "");
     assert!(g.contains_key("store") && g.contains_key("http"), "{g:?}");
+    assert!(
+        !g.contains_key("lib"),
+        "lib.rs is the crate's top, not a module: {g:?}"
+    );
+    let g = folder_graph("src", "explore");
+    assert!(g.contains_key("plan"), "{g:?}");
     let mut found = Vec::new();
-    for folder in folders() {
-        let c = circles(&folder_graph(&folder));
+    for (krate, folder) in folders() {
+        let c = circles(&folder_graph(krate, &folder));
         if !c.is_empty() {
-            found.push(format!("src/{folder}: {c:#?}"));
+            found.push(format!("{krate}/{folder}: {c:#?}"));
         }
     }
     assert!(

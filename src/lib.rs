@@ -18,8 +18,6 @@ pub mod demo;
 pub mod envtest;
 pub mod explore;
 pub mod fault;
-pub mod k8s;
-pub mod listen;
 pub mod oracle;
 pub mod process;
 pub mod proxy;
@@ -28,10 +26,14 @@ pub mod schedule;
 pub mod server;
 pub mod session;
 pub mod setup;
-pub mod sim;
 pub mod trace;
 pub mod upstream;
 pub mod watch;
+
+// The floors below this crate, under the names the code has always used for them
+// (`crate::k8s::…`, `stalemate::sim::…`): docs/ARCHITECTURE.md, "Crates".
+pub use stalemate_sim as sim;
+pub use stalemate_wire::{k8s, listen};
 
 #[cfg(test)]
 mod layout_tests;

@@ -389,7 +389,7 @@ mod tests {
     #[tokio::test]
     async fn applies_in_order_and_again() {
         let dir = tempfile::tempdir().unwrap();
-        let local = crate::sim::local::Local::start(dir.path(), Default::default())
+        let local = crate::sim::Local::start(dir.path(), Default::default())
             .await
             .unwrap();
         let c = crate::k8s::kubeconfig::client(&local.kubeconfig, None)

@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::Args;
 
-use crate::sim::store::HistoryLimits;
+use crate::sim::HistoryLimits;
 use crate::sim::{Sim, SimConfig};
 
 #[derive(Debug, Args)]
@@ -51,7 +51,7 @@ pub struct SimArgs {
     /// Kubernetes version to report in /version, as 1.MINOR (kubectl's version dispatcher
     /// picks its client by it). The default is the version whose built-in resources and
     /// defaults the simulator serves; an older minor changes only what it reports.
-    #[arg(long, default_value = crate::sim::builtins::DEFAULT_KUBE_VERSION, value_parser = parse_kube_version, value_name = "1.MINOR")]
+    #[arg(long, default_value = crate::sim::DEFAULT_KUBE_VERSION, value_parser = parse_kube_version, value_name = "1.MINOR")]
     pub kube_version: u32,
 
     /// Watch history kept for resuming watches, in events.

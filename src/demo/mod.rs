@@ -150,7 +150,7 @@ pub async fn run(args: DemoArgs) -> Result<()> {
 
 async fn run_in(args: &DemoArgs, dir: &std::path::Path, log: controller::Log) -> Result<()> {
     // The cluster: the simulator, on a free loopback port.
-    let local = crate::sim::local::Local::start(dir, crate::sim::SimConfig::default()).await?;
+    let local = crate::sim::Local::start(dir, crate::sim::SimConfig::default()).await?;
     let sim_url = local.url.clone();
     let controller_token = local
         .sim
@@ -192,7 +192,7 @@ async fn run_in(args: &DemoArgs, dir: &std::path::Path, log: controller::Log) ->
 /// certificates.
 async fn start_proxy(
     args: &DemoArgs,
-    local: &crate::sim::local::Local,
+    local: &crate::sim::Local,
     log: &controller::Log,
 ) -> Result<(crate::server::Running, crate::k8s::certs::CertBundle)> {
     let schedule_json = schedule(args.scenario, args.settle);
@@ -204,7 +204,7 @@ async fn start_proxy(
         drain_timeout: Duration::from_secs(2),
         ..crate::server::Options::loopback(
             &proxy_certs,
-            local.source(),
+            crate::upstream::Source::kubeconfig_file(local.kubeconfig.clone()),
             schedule,
             args.trace.clone(),
         )

@@ -497,7 +497,7 @@ pub fn write_reports(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sim::local::Local;
+    use crate::sim::Local;
 
     /// A kube-rs client of the proxy with a token of its own (passed through upstream).
     fn client_of(running: &Running, token: String) -> kube::Client {
@@ -523,7 +523,7 @@ mod tests {
         let certs = crate::k8s::certs::generate("stalemate-test", &[]).unwrap();
         let mut o = Options::loopback(
             &certs,
-            local.source(),
+            crate::upstream::Source::kubeconfig_file(local.kubeconfig.clone()),
             crate::schedule::Schedule::default(),
             None,
         );

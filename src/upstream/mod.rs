@@ -65,6 +65,17 @@ pub enum Source {
     Url { url: String, ca: PathBuf },
 }
 
+impl Source {
+    /// The current context of the kubeconfig at `path` (an in-process simulator's admin
+    /// kubeconfig, or an envtest's).
+    pub fn kubeconfig_file(path: PathBuf) -> Source {
+        Source::Kubeconfig {
+            path: Some(path),
+            context: None,
+        }
+    }
+}
+
 /// A connected upstream.
 #[derive(Clone)]
 pub struct Upstream {

@@ -13,7 +13,7 @@
 #                        gates NodeOverlay and CapacityBuffer, off in the chart, so kept apart
 #                        (the zoo's search, docs/zoo.md, gave crds/ only). `--setup` takes
 #                        them too, e.g. with the gates turned on: stalemate finds a resource
-#                        at any served version (src/k8s/discovery.rs), so NodeOverlay,
+#                        at any served version (crates/wire/src/k8s/discovery.rs), so NodeOverlay,
 #                        v1alpha1 only in a group that prefers v1, is seen served
 #
 # Unusual: v1.15.0's go.mod says `go 1.26.9` and this machine's toolchain is older

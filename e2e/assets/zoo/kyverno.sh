@@ -14,7 +14,7 @@
 # path, so the module is built as the main module from a writable copy. Every CRD goes
 # to `--setup` as it is (ClusterPolicy and Policy are served at v1 and v2beta1 while
 # kyverno.io prefers v2; stalemate finds a resource at any served version,
-# src/k8s/discovery.rs); examples/kyverno/README.md says how to run it.
+# crates/wire/src/k8s/discovery.rs); examples/kyverno/README.md says how to run it.
 # Measured 2026-12-07 on 2 cores shared with other builds (load ~10): cold (modules not
 # cached) 674 s; warm (modules and Go build cache there) 121 s. The
 # binary is 137 MB (-s -w): the controller links cosign, sigstore, notary and CEL.

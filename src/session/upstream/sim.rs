@@ -22,7 +22,7 @@ impl Kind for Sim {
 
     fn start<'a>(&'a self, dir: &'a Path) -> BoxFuture<'a, Result<Box<dyn Started>>> {
         Box::pin(async move {
-            let local = crate::sim::local::Local::start(dir, crate::sim::SimConfig::default())
+            let local = crate::sim::Local::start(dir, crate::sim::SimConfig::default())
                 .await
                 .context("starting the simulator")?;
             Ok(Box::new(local) as Box<dyn Started>)
@@ -34,9 +34,9 @@ impl Kind for Sim {
     }
 }
 
-impl Started for crate::sim::local::Local {
+impl Started for crate::sim::Local {
     fn source(&self) -> crate::upstream::Source {
-        crate::sim::local::Local::source(self)
+        crate::upstream::Source::kubeconfig_file(self.kubeconfig.clone())
     }
 
     fn describe(&self) -> String {
@@ -48,6 +48,6 @@ impl Started for crate::sim::local::Local {
     }
 
     fn stop(self: Box<Self>) -> BoxFuture<'static, ()> {
-        Box::pin(crate::sim::local::Local::stop(*self))
+        Box::pin(crate::sim::Local::stop(*self))
     }
 }
