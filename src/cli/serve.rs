@@ -277,7 +277,7 @@ pub async fn run(args: ServeArgs) -> Result<()> {
             .threads
             .map_or_else(crate::server::default_threads, usize::from),
         scheduling: args.scheduling,
-        controller_process: false,
+        process: crate::schedule::engine::ProcessSlot::none(),
         listen_name: None,
         named_listeners: Vec::new(),
         trace_sink: None,

@@ -77,7 +77,7 @@ pub fn base_schedule(cfg: &Config) -> Schedule {
         .into_iter()
         .chain(others)
         .map(|name| {
-            let matcher = crate::k8s::identity::ClientMatcher {
+            let matcher = crate::schedule::ClientMatcher {
                 listener: Some(name.into()),
                 ..Default::default()
             };

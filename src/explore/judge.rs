@@ -17,7 +17,7 @@ use crate::trace::Record;
 /// or an other (`--controller NAME=CMD`). Explore's runs have no clients but those, the
 /// workload (`config::base_schedule`; the others' listeners are named for them) and `other`.
 pub fn under_test(client: &str) -> bool {
-    client != crate::session::WORKLOAD && client != crate::k8s::identity::OTHER
+    client != crate::session::WORKLOAD && client != crate::schedule::OTHER
 }
 
 /// One thing a trial found.

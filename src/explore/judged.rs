@@ -147,7 +147,7 @@ impl Judged {
 /// Whose writes make an object judged: the controllers under test and the workload —
 /// every client of an explore run but `other` (`judge::under_test`, and the workload).
 fn judged_client(client: &str) -> bool {
-    client != crate::k8s::identity::OTHER
+    client != crate::schedule::OTHER
 }
 
 /// `state` with only the objects (or generated groups) named in `keys`.

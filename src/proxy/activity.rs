@@ -182,7 +182,7 @@ mod tests {
         let keys = || {
             Keys::new(
                 "c".into(),
-                Some(crate::k8s::identity::listener_key("controller")),
+                Some(crate::proxy::identity::listener_key("controller")),
             )
         };
         assert!(!a.of("c").settled(), "no request yet");

@@ -626,7 +626,7 @@ mod tests {
                 "t",
             )
             .unwrap();
-            let engine = Engine::new(&s);
+            let engine = Engine::new(&s, Default::default());
             engine.start(&s);
             let (trace, mut records) = Trace::to_channel(1024);
             let gates = Arc::new(Gates {

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //!  client ─TLS─► handle:
-//!    1 classify   verb, resource, watch form; the client (identity); metric labels
+//!    1 classify   verb, resource, watch form; the client (identity.rs); metric labels
 //!    2 trigger    afterRequests triggers fire; the windows open over this target
 //!    3 faults     a view answers the read (reads.rs), or a fault answers or delays it
 //!    4 prepare    what to ask the upstream for (Accept, Accept-Encoding)
@@ -24,6 +24,8 @@ pub mod created;
 pub mod forward;
 pub mod gated;
 pub mod headers;
+pub mod identity;
+pub mod links;
 pub mod list_tee;
 pub mod metrics;
 pub mod precondition;
@@ -90,14 +92,14 @@ pub async fn handle(proxy: Arc<Proxy>, req: Request<Incoming>, peer: Peer) -> Re
 async fn classify(proxy: &Proxy, req: &Request<Body>, peer: &Peer) -> Call {
     let start = Instant::now();
     let info = request::classify(req.method(), req.uri().path(), req.uri().query());
-    let client = proxy.gates.engine.identify(req.headers(), peer.local);
+    let client = proxy.clients.identify(req.headers(), peer.local);
     let mut labels = Labels::new(client, &info);
     if let RequestInfo::Resource(r) = &info {
         labels.metric_resource = metric_resource(proxy, r, &labels.resource).await;
     }
     let keys = activity::Keys::new(
         labels.client.clone(),
-        proxy.gates.engine.listener_key(peer.local),
+        proxy.clients.listener_key(peer.local),
     );
     let in_flight = proxy
         .activity

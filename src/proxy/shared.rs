@@ -1,4 +1,5 @@
-//! What every request of a running proxy shares: the upstream, metrics, gates, oracles.
+//! What every request of a running proxy shares: the upstream, metrics, gates, oracles,
+//! the clients requests are told apart by.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,6 +28,8 @@ pub struct Proxy {
     pub known: Arc<crate::upstream::discovery::KnownResources>,
     /// (client, resource) pairs whose ungated watches were already logged.
     pub ungated_seen: std::sync::Mutex<std::collections::HashSet<(String, String)>>,
+    /// The schedule's clients and the listeners' names: who a request is from.
+    pub clients: Arc<super::identity::Clients>,
     /// What each client is doing (a session tells a starting controller from an idle one).
     pub activity: Arc<activity::ClientActivity>,
 }

@@ -3,21 +3,26 @@
 //! What a window *does* is its fault's business (`fault/`); the engine only decides
 //! which are open.
 //!
+//! Everything it tells (trace, oracles, the network) and acts on (the controller
+//! process) is given when it is made (`audience.rs`). It knows clients by name only:
+//! which client a request is from is decided before it is asked.
+//!
 //! Time is tokio's clock, so tests drive windows with paused time.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+mod audience;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use http::HeaderMap;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use super::{EventKind, Schedule, Verb, Window};
-use crate::fault::{Process, Random};
-use crate::k8s::identity::Clients;
+use super::{ClientMatcher, EventKind, Schedule, Verb, Window};
+use crate::fault::Random;
 
+pub use self::audience::{Audience, ClientLinks, ProcessSlot};
 pub use super::book::Active;
 use super::book::Book;
 
@@ -50,22 +55,23 @@ enum Told<'a> {
 }
 
 pub struct Engine {
-    clients: Clients,
+    /// The schedule's clients: which names a window may aim at, and which of them are
+    /// recognised by their listener alone (a `partition` may refuse their connections).
+    clients: BTreeMap<String, ClientMatcher>,
     /// Every random choice (jitter, error rates) draws from here, seeded by the
     /// schedule's `seed`, so a run's sequence of choices is reproducible.
     rng: Mutex<rand::rngs::StdRng>,
-    trace: OnceLock<crate::trace::Trace>,
-    oracles: OnceLock<Arc<crate::oracle::Oracles>>,
+    trace: crate::trace::Trace,
+    oracles: Option<Arc<crate::oracle::Oracles>>,
     /// The controller process, when stalemate owns it (`run`, `explore`).
-    process: OnceLock<Arc<dyn Process>>,
-    expects_process: std::sync::atomic::AtomicBool,
+    process: ProcessSlot,
     /// Which windows are open and armed (`book.rs`): everything the engine decides from.
     book: Mutex<Book>,
     /// The armed windows' timers (`at`, `every`), by their ids in the book.
     timers: Mutex<HashMap<u64, tokio::task::AbortHandle>>,
     changes: watch::Sender<u64>,
-    /// The proxy's listeners' links, which `partition` windows break.
-    network: Arc<crate::listen::network::Network>,
+    /// The links between clients and the proxy, which `partition` windows break.
+    network: Option<Arc<dyn ClientLinks>>,
     /// The windows' metric families (`window_metrics.rs`).
     pub metrics: super::window_metrics::WindowMetrics,
 }
@@ -92,19 +98,26 @@ impl Random for Engine {
 }
 
 impl Engine {
-    pub fn new(schedule: &Schedule) -> Arc<Engine> {
+    /// The engine of `schedule`, telling `audience` (nothing runs until
+    /// [`Engine::start`]).
+    pub fn new(schedule: &Schedule, audience: Audience) -> Arc<Engine> {
         use rand::SeedableRng;
+        let Audience {
+            trace,
+            oracles,
+            network,
+            process,
+        } = audience;
         Arc::new(Engine {
-            clients: Clients::new(&schedule.clients),
+            clients: schedule.clients.clone(),
             rng: Mutex::new(rand::rngs::StdRng::seed_from_u64(schedule.seed)),
-            trace: OnceLock::new(),
-            oracles: OnceLock::new(),
-            process: OnceLock::new(),
-            expects_process: Default::default(),
+            trace,
+            oracles,
+            process,
             book: Mutex::new(Book::default()),
             timers: Mutex::new(HashMap::new()),
             changes: watch::channel(0).0,
-            network: crate::listen::network::Network::new(),
+            network,
             metrics: Default::default(),
         })
     }
@@ -122,29 +135,15 @@ impl Engine {
         }
     }
 
-    /// Give the engine the controller process it may restart (`run`, `explore`).
-    pub fn set_process(&self, p: Arc<dyn Process>) {
-        let _ = self.process.set(p);
-    }
-
-    /// A process will be handed over with [`Engine::set_process`] once it runs: windows
-    /// that need one are accepted from now on.
-    pub fn expect_process(&self) {
-        self.expects_process
-            .store(true, std::sync::atomic::Ordering::Relaxed);
-    }
-
-    /// Whether stalemate owns a process `restart` windows can act on.
+    /// Whether stalemate owns a process `restart` windows can act on (decided when the
+    /// engine was made: see [`ProcessSlot`]).
     pub fn owns_process(&self) -> bool {
-        self.process.get().is_some()
-            || self
-                .expects_process
-                .load(std::sync::atomic::Ordering::Relaxed)
+        self.process.is_expected()
     }
 
     /// Problems a window has here: its own, and faults this proxy cannot apply.
     fn check(&self, w: &Window) -> Result<(), String> {
-        let errs = w.check_with(|c| self.clients.defines(c));
+        let errs = w.check_with(|c| super::defines(&self.clients, c));
         if let Some((field, msg)) = errs.first() {
             return Err(format!("{field}: {msg}"));
         }
@@ -154,7 +153,7 @@ impl Engine {
             if !p.whole(&w.resources, &w.namespaces) {
                 return Err("fault.partition.mode: a refusal is of connections, which carry every resource and namespace: give it resources [\"*\"] and no namespaces".into());
             }
-            if w.client != "*" && self.clients.listener_of(&w.client).is_none() {
+            if w.client != "*" && self.listener_of(&w.client).is_none() {
                 return Err(format!(
                     "client: a refusal acts on connections before any request says whose they are: aim it at \"*\" or at a client recognised by its `listener` alone ({:?} is not)",
                     w.client
@@ -319,19 +318,9 @@ impl Engine {
         self.book().idle()
     }
 
-    /// Send window openings and closings to a trace (the oracles hear of them too).
-    pub fn set_trace(&self, t: crate::trace::Trace) {
-        let _ = self.trace.set(t);
-    }
-
-    /// The oracles, once set.
+    /// The oracles it tells, if any.
     pub fn oracles(&self) -> Option<&Arc<crate::oracle::Oracles>> {
-        self.oracles.get()
-    }
-
-    /// Tell the oracles when windows open and close.
-    pub fn set_oracles(&self, o: Arc<crate::oracle::Oracles>) {
-        let _ = self.oracles.set(o);
+        self.oracles.as_ref()
     }
 
     /// The one place the book's changes leave the engine: oracles and trace, the window
@@ -360,11 +349,11 @@ impl Engine {
     }
 
     fn announce_window(&self, name: &str, action: &'static str, fault: &'static str) {
-        if let Some(o) = self.oracles.get() {
+        if let Some(o) = &self.oracles {
             o.on_window(name, fault, action == "open", std::time::SystemTime::now());
         }
-        if let Some(t) = self.trace.get() {
-            t.record(crate::trace::Record::Window {
+        if self.trace.enabled() {
+            self.trace.record(crate::trace::Record::Window {
                 window: name.to_string(),
                 action,
                 fault: fault.to_string(),
@@ -377,37 +366,31 @@ impl Engine {
         self.changes.send_modify(|n| *n += 1);
     }
 
-    /// The network the proxy's listeners are served behind.
-    pub fn network(&self) -> Arc<crate::listen::network::Network> {
-        self.network.clone()
+    /// The listener a client is recognised by alone, if any (its connections are its
+    /// own before any request says whose they are).
+    fn listener_of(&self, client: &str) -> Option<&str> {
+        self.clients.get(client)?.listener_alone()
     }
 
-    /// Each listener's link from the `partition` windows open now: a whole partition
-    /// (`fault/partition.rs`) covers every listener for `*`, and a client's listener for a
-    /// client recognised by its listener alone.
+    /// Each client's link from the `partition` windows open now: a whole partition
+    /// (`fault/partition.rs`) covers every client's connections for `*`, and a client's
+    /// own for a client recognised by its listener alone (the network resolves which
+    /// listeners those are).
     fn relink(&self) {
-        use crate::listen::network::Link;
-        let listeners = self.network.listeners();
-        let mut links: HashMap<std::net::SocketAddr, Link> = HashMap::new();
+        let Some(network) = &self.network else {
+            return;
+        };
+        let mut links: Vec<(String, crate::listen::network::Link)> = Vec::new();
         for a in self.book().active() {
             let crate::fault::Fault::Partition(p) = &a.window.fault else {
                 continue;
             };
-            if !p.whole(&a.window.resources, &a.window.namespaces) {
-                continue;
-            }
-            let client = a.window.client.as_str();
-            let listener = self.clients.listener_of(client);
-            for addr in &listeners {
-                let covered =
-                    client == "*" || listener.is_some_and(|l| self.clients.is_listener(*addr, l));
-                if covered {
-                    let link = links.entry(*addr).or_default();
-                    *link = link.max(p.link());
-                }
+            if p.whole(&a.window.resources, &a.window.namespaces) {
+                links.push((a.window.client.clone(), p.link()));
             }
         }
-        self.network.set(links);
+        let links: Vec<(&str, _)> = links.iter().map(|(c, l)| (c.as_str(), *l)).collect();
+        network.set(&links);
     }
 
     /// Resolves once the window `name`'s opening `generation` has closed.
@@ -477,7 +460,7 @@ impl Engine {
                 }
             });
         }
-        let process = self.process.get().cloned();
+        let process = self.process.get();
         Ok(Some(Deferred(Box::new(move || {
             effect
                 .behaviour()
@@ -497,25 +480,6 @@ impl Engine {
 
     pub fn changes(&self) -> watch::Receiver<u64> {
         self.changes.subscribe()
-    }
-
-    /// Call the listener at `addr` `name`, for `listener` client matchers.
-    pub fn name_listener(&self, addr: std::net::SocketAddr, name: &str) {
-        self.clients.name_listener(addr, name);
-    }
-
-    /// The activity key (`listener:NAME`) of the listener at `addr`, if it has a name.
-    pub fn listener_key(&self, addr: std::net::SocketAddr) -> Option<std::sync::Arc<str>> {
-        self.clients.listener_key(addr)
-    }
-
-    /// The schedule client a request belongs to, or `other`.
-    pub fn identify(
-        &self,
-        headers: &HeaderMap,
-        listener: std::net::SocketAddr,
-    ) -> std::sync::Arc<str> {
-        self.clients.identify(headers, listener)
     }
 
     /// The open windows that target a stream, oldest first.
@@ -553,16 +517,6 @@ impl Engine {
             })
             .collect();
         json!({"windows": windows, "armed": armed})
-    }
-
-    /// The schedule's client names.
-    pub fn client_names(&self) -> Vec<String> {
-        self.clients.names()
-    }
-
-    /// How a schedule client is recognised (`null` for `other`).
-    pub fn client_matcher(&self, name: &str) -> Value {
-        self.clients.matcher(name)
     }
 
     pub fn active_names(&self) -> Vec<String> {

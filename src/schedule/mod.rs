@@ -6,15 +6,16 @@
 //! column).
 
 mod book;
+mod clients;
 pub mod engine;
 mod window_metrics;
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+pub use self::clients::{ClientMatcher, OTHER, defines};
 pub use crate::fault::Fault;
 pub use crate::k8s::duration::{GoDuration, MAX_DURATION};
-pub use crate::k8s::identity::ClientMatcher;
 pub use crate::k8s::request::Verb;
 
 /// A subresource a trigger may name: those kube-apiserver serves. An enum, so a typo is

@@ -23,6 +23,8 @@ pub struct Admin {
     pub metrics: Arc<Metrics>,
     pub upstream: Upstream,
     pub gates: Arc<crate::proxy::gated::Gates>,
+    /// The schedule's clients (`GET /v1/clients` lists them).
+    pub clients: Arc<crate::proxy::identity::Clients>,
     pub token: Option<String>,
     pub oracles: Arc<crate::oracle::Oracles>,
 }
@@ -100,7 +102,7 @@ fn clients(admin: &Admin) -> serde_json::Value {
     let fam = admin.metrics.registry.gather();
     let requests = sum_by(&fam, "stalemate_requests_total", &["client"]);
     let streams = sum_by(&fam, "stalemate_watch_streams", &["client"]);
-    let mut names: Vec<String> = admin.gates.engine.client_names();
+    let mut names: Vec<String> = admin.clients.names();
     names.push("other".into());
     let list: Vec<serde_json::Value> = names
         .into_iter()
@@ -108,7 +110,7 @@ fn clients(admin: &Admin) -> serde_json::Value {
             let k = vec![n.clone()];
             serde_json::json!({
                 "name": n,
-                "match": admin.gates.engine.client_matcher(&n),
+                "match": admin.clients.matcher(&n),
                 "requests": requests.get(&k).copied().unwrap_or(0.0) as u64,
                 "watchStreams": streams.get(&k).copied().unwrap_or(0.0) as i64,
             })

@@ -52,9 +52,10 @@ pub struct Options {
     pub threads: usize,
     /// How the kernel schedules them (`--scheduling`).
     pub scheduling: crate::listen::sched::Scheduling,
-    /// The caller runs the controller and will hand it to the engine
-    /// (`Engine::set_process`): `restart` windows are allowed. (`serve` has none.)
-    pub controller_process: bool,
+    /// The controller process `restart` windows act on: expected when the caller runs
+    /// the controller and fills the slot once it runs (`run`, `explore`), none for
+    /// `serve` (its schedule may then have no `restart` window).
+    pub process: crate::schedule::engine::ProcessSlot,
     /// A name for the main listener (what `listener` client matchers may say).
     pub listen_name: Option<String>,
     /// More listeners of the same proxy, by name: a second client (`explore`'s and
@@ -93,7 +94,7 @@ impl Options {
             drain_timeout: Duration::from_secs(5),
             threads: default_threads(),
             scheduling: Default::default(),
-            controller_process: false,
+            process: Default::default(),
             listen_name: None,
             named_listeners: Vec::new(),
             trace_sink: None,
@@ -111,6 +112,9 @@ pub struct Running {
     pub upstream: Upstream,
     pub oracles: Arc<crate::oracle::Oracles>,
     pub engine: Arc<crate::schedule::engine::Engine>,
+    /// The controller process the engine's `restart` windows act on: the caller fills
+    /// it once the controller runs.
+    pub process: crate::schedule::engine::ProcessSlot,
     /// What each client is doing (`proxy/activity.rs`).
     pub activity: Arc<crate::proxy::activity::ClientActivity>,
     trace: crate::trace::Trace,
@@ -156,24 +160,29 @@ pub async fn start(mut o: Options) -> Result<Running> {
     }
     refuse_process_windows(&o)?;
     let tls = crate::listen::tls::server_config(&o.cert, &o.key, "the serving certificate")?;
-    let engine = crate::schedule::engine::Engine::new(&o.schedule);
-    if o.controller_process {
-        engine.expect_process();
-    }
     let upstream = connect_upstream(&o).await?;
-    let listeners = Listeners::bind(&o, &engine).await?;
+    let clients = Arc::new(crate::proxy::identity::Clients::new(&o.schedule.clients));
+    let listeners = Listeners::bind(&o, &clients).await?;
     let (trace, trace_writer) = open_trace(o.trace.as_deref(), o.trace_sink.take()).await?;
-    engine.set_trace(trace.clone());
     let oracles = Arc::new(crate::oracle::Oracles::new(
         o.schedule.oracles.clone().unwrap_or_default(),
         std::time::SystemTime::now(),
     ));
-    engine.set_oracles(oracles.clone());
+    let network = crate::listen::network::Network::new();
+    let engine = engine(&o, &trace, &oracles, &network, &clients);
     let metrics = Arc::new(Metrics::new());
     register_metrics(&metrics, &engine, &oracles, o.max_held_bytes_total);
     let gates = gates(&o, &engine, &metrics, &trace);
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let proxy = proxy(&o, &upstream, &metrics, &gates, &oracles, stop_rx.clone());
+    let proxy = proxy(
+        &o,
+        &upstream,
+        &metrics,
+        &gates,
+        &oracles,
+        &clients,
+        stop_rx.clone(),
+    );
     let activity = proxy.activity.clone();
     let truth = ground_truth(&upstream, &oracles)?;
     engine.start(&o.schedule);
@@ -181,12 +190,14 @@ pub async fn start(mut o: Options) -> Result<Running> {
         metrics,
         upstream: upstream.clone(),
         gates,
+        clients,
         token: o.admin_token.clone(),
         oracles: oracles.clone(),
     };
     tracing::info!(url = %listeners.url, upstream = %upstream.base, admin = %listeners.admin_addr, upstream_credentials = upstream.has_credentials, "proxy serving");
     let admin_task = serve_admin(listeners.admin, admin, stop_rx.clone());
-    let serve_task = match serve(&o, tls, listeners.main, listeners.extra, proxy, stop_rx) {
+    let (main, extra) = (listeners.main, listeners.extra);
+    let serve_task = match serve(&o, tls, main, extra, proxy, network, stop_rx) {
         Ok(t) => t,
         Err(e) => {
             let _ = stop_tx.send(true);
@@ -202,6 +213,7 @@ pub async fn start(mut o: Options) -> Result<Running> {
         upstream,
         oracles,
         engine,
+        process: o.process,
         activity,
         trace,
         trace_writer,
@@ -212,9 +224,33 @@ pub async fn start(mut o: Options) -> Result<Running> {
     })
 }
 
+/// The schedule's engine, telling the trace and the oracles, cutting the listeners'
+/// links for partitions, and restarting the caller's controller process, if any.
+fn engine(
+    o: &Options,
+    trace: &crate::trace::Trace,
+    oracles: &Arc<crate::oracle::Oracles>,
+    network: &Arc<crate::listen::network::Network>,
+    clients: &Arc<crate::proxy::identity::Clients>,
+) -> Arc<crate::schedule::engine::Engine> {
+    let links = crate::proxy::links::ListenerLinks {
+        network: network.clone(),
+        clients: clients.clone(),
+    };
+    crate::schedule::engine::Engine::new(
+        &o.schedule,
+        crate::schedule::engine::Audience {
+            trace: trace.clone(),
+            oracles: Some(oracles.clone()),
+            network: Some(Arc::new(links)),
+            process: o.process.clone(),
+        },
+    )
+}
+
 /// `restart` windows need a controller process stalemate owns; `serve` has none.
 fn refuse_process_windows(o: &Options) -> Result<()> {
-    if o.controller_process {
+    if o.process.is_expected() {
         return Ok(());
     }
     match o
@@ -258,7 +294,8 @@ struct Listeners {
 }
 
 impl Listeners {
-    async fn bind(o: &Options, engine: &crate::schedule::engine::Engine) -> Result<Listeners> {
+    /// Bind them, and name the named ones for `listener` client matchers.
+    async fn bind(o: &Options, clients: &crate::proxy::identity::Clients) -> Result<Listeners> {
         let main = tokio::net::TcpListener::bind(o.listen)
             .await
             .with_context(|| format!("--listen {}: cannot bind", o.listen))?;
@@ -270,7 +307,7 @@ impl Listeners {
         let url = crate::listen::https_url(addr);
         let mut urls = std::collections::BTreeMap::new();
         if let Some(name) = &o.listen_name {
-            engine.name_listener(addr, name);
+            clients.name_listener(addr, name);
             urls.insert(name.clone(), url.clone());
         }
         let mut extra = Vec::new();
@@ -279,7 +316,7 @@ impl Listeners {
                 .await
                 .with_context(|| format!("listener {name:?} on {at}: cannot bind"))?;
             let a = l.local_addr()?;
-            engine.name_listener(a, name);
+            clients.name_listener(a, name);
             urls.insert(name.clone(), crate::listen::https_url(a));
             extra.push(l);
         }
@@ -368,6 +405,7 @@ fn proxy(
     metrics: &Arc<Metrics>,
     gates: &Arc<crate::proxy::gated::Gates>,
     oracles: &Arc<crate::oracle::Oracles>,
+    clients: &Arc<crate::proxy::identity::Clients>,
     shutdown: tokio::sync::watch::Receiver<bool>,
 ) -> Arc<crate::proxy::Proxy> {
     let known = Arc::new(crate::upstream::discovery::KnownResources::new(
@@ -386,6 +424,7 @@ fn proxy(
         oracles: oracles.clone(),
         ungated_seen: Default::default(),
         known,
+        clients: clients.clone(),
         activity: Default::default(),
     })
 }
@@ -417,19 +456,20 @@ fn serve_admin(
     }))
 }
 
-/// The serving threads of the main listener, one each for the named ones.
+/// The serving threads of the main listener, one each for the named ones, all behind
+/// `network` (the links `partition` windows cut).
 fn serve(
     o: &Options,
     tls: Arc<rustls::ServerConfig>,
     main: tokio::net::TcpListener,
     extra: Vec<tokio::net::TcpListener>,
     proxy: Arc<crate::proxy::Proxy>,
+    network: Arc<crate::listen::network::Network>,
     stop_rx: tokio::sync::watch::Receiver<bool>,
 ) -> Result<tokio::task::JoinHandle<()>> {
     // Boxed: hyper keeps a stream's task — sized for the handler's future — for as long
     // as the stream lives, so an open watch would carry the whole (finished) handler
     // future; boxed, it carries a pointer and the future is freed when it completes.
-    let network = proxy.gates.engine.network();
     let handler = move |req, peer| Box::pin(crate::proxy::handle(proxy.clone(), req, peer));
     let (kill_tx, kill_rx) = tokio::sync::watch::channel(0u64);
     let scheduling = o.scheduling;

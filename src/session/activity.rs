@@ -63,7 +63,7 @@ impl Activity {
         members.extend(
             others
                 .into_iter()
-                .map(|n| member(n, crate::k8s::identity::listener_key(n))),
+                .map(|n| member(n, crate::proxy::identity::listener_key(n))),
         );
         Activity {
             activity: running.activity.clone(),

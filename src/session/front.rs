@@ -43,7 +43,7 @@ impl Front {
         let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
         let running = crate::server::start(crate::server::Options {
             admin_listen: o.admin_listen,
-            controller_process: true,
+            process: crate::schedule::engine::ProcessSlot::expected(),
             listen_name: Some(CONTROLLER.into()),
             named_listeners: o
                 .others
@@ -138,12 +138,13 @@ fn schedule_of(o: &Options) -> crate::schedule::Schedule {
         others.collect()
     };
     for name in names {
-        schedule.clients.entry(name.into()).or_insert_with(|| {
-            crate::k8s::identity::ClientMatcher {
+        schedule
+            .clients
+            .entry(name.into())
+            .or_insert_with(|| crate::schedule::ClientMatcher {
                 listener: Some(name.into()),
                 ..Default::default()
-            }
-        });
+            });
     }
     schedule
 }

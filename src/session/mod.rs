@@ -361,7 +361,7 @@ pub fn extent_of(trace: &[Stamped], setup: &[crate::setup::Applied]) -> Extent {
         };
         // Every controller's (the one after `--` and each `--controller`) and the
         // workload's; not requests of no client.
-        if resource.is_empty() || client == crate::k8s::identity::OTHER {
+        if resource.is_empty() || client == crate::schedule::OTHER {
             continue;
         }
         let reads = matches!(*verb, "list" | "watch") && client != WORKLOAD;

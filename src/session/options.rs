@@ -38,7 +38,7 @@ impl Other {
                 "{name:?}: a controller's name is lowercase letters, digits and '-' (it names its client and listener)"
             ));
         }
-        if [CONTROLLER, WORKLOAD, crate::k8s::identity::OTHER].contains(&name) {
+        if [CONTROLLER, WORKLOAD, crate::schedule::OTHER].contains(&name) {
             return Err(format!(
                 "{name:?} is taken: the controller after -- is \"controller\", the workload \"workload\", requests of no client \"other\""
             ));

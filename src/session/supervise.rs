@@ -201,13 +201,11 @@ impl Supervised {
             &last_restart,
         );
         let started_others = start_others(o, running, others, &controller, &last_restart)?;
-        running
-            .engine
-            .set_process(Arc::new(super::outside::Outside {
-                controller: controller.clone(),
-                others: started_others.clone(),
-                client: upstream.clone(),
-            }));
+        running.process.fill(Arc::new(super::outside::Outside {
+            controller: controller.clone(),
+            others: started_others.clone(),
+            client: upstream.clone(),
+        }));
         if let Some(policy) = o.restart_crashed {
             controller.restart_crashed(policy);
             running.oracles.set_backoff(policy.describe());

@@ -183,7 +183,7 @@ pub fn read(trace: &[Stamped], setup: &[crate::setup::Applied], viewer: &str) ->
                 precondition,
                 latency_ms,
                 ..
-            } if client != crate::k8s::identity::OTHER => {
+            } if client != crate::schedule::OTHER => {
                 rd.request(
                     client,
                     verb,

@@ -105,11 +105,10 @@ fn the_first_plan_is_the_f1_window_and_every_plan_is_a_schedule() {
         w["trigger"],
         json!({"afterRequests": {"verb": "patch", "resource": GR, "subresource": "status", "count": 1}})
     );
-    let clients: BTreeMap<String, crate::k8s::identity::ClientMatcher> =
-        serde_json::from_value(json!({
-            "controller": {"listener": "controller"}, "workload": {"listener": "workload"}
-        }))
-        .unwrap();
+    let clients: BTreeMap<String, crate::schedule::ClientMatcher> = serde_json::from_value(json!({
+        "controller": {"listener": "controller"}, "workload": {"listener": "workload"}
+    }))
+    .unwrap();
     for p in &plans {
         let s = crate::schedule::Schedule {
             clients: clients.clone(),
@@ -626,12 +625,11 @@ fn several_controllers_plans_together_are_valid_schedules() {
     assert!(all.windows(2).all(|w| w[0].round <= w[1].round));
     let slugs: BTreeSet<&str> = all.iter().map(|p| p.slug.as_str()).collect();
     assert_eq!(slugs.len(), all.len());
-    let clients: BTreeMap<String, crate::k8s::identity::ClientMatcher> =
-        serde_json::from_value(json!({
-            "controller": {"listener": "controller"}, "workload": {"listener": "workload"},
-            "kustomize": {"listener": "kustomize"}
-        }))
-        .unwrap();
+    let clients: BTreeMap<String, crate::schedule::ClientMatcher> = serde_json::from_value(json!({
+        "controller": {"listener": "controller"}, "workload": {"listener": "workload"},
+        "kustomize": {"listener": "kustomize"}
+    }))
+    .unwrap();
     for p in &all {
         let s = crate::schedule::Schedule {
             clients: clients.clone(),

@@ -20,7 +20,7 @@ async fn windows_open_and_close_on_paused_time() {
         "t",
     )
     .unwrap();
-    let e = Engine::new(&s);
+    let e = Engine::new(&s, Audience::default());
     e.start(&s);
     let mut changes = e.changes();
     assert!(e.windows_for("sc", "configmaps", Some("a")).is_empty());
@@ -75,7 +75,7 @@ async fn armed_windows_can_be_disarmed() {
         "t",
     )
     .unwrap();
-    let e = Engine::new(&s);
+    let e = Engine::new(&s, Audience::default());
     e.start(&s);
     let armed = |e: &Engine| -> Vec<String> {
         e.describe()["armed"]
@@ -114,7 +114,7 @@ async fn a_trigger_may_count_another_clients_requests() {
         "t",
     )
     .unwrap();
-    let e = Engine::new(&s);
+    let e = Engine::new(&s, Audience::default());
     e.start(&s);
     e.on_request("controller", Verb::Delete, "pods", None);
     assert!(
@@ -146,7 +146,7 @@ async fn a_trigger_may_count_another_clients_requests() {
 async fn lag_jitter_is_drawn_once_per_opening() {
     let run = || async {
         let s = Schedule::parse(r#"{"seed": 42, "windows": []}"#, "t").unwrap();
-        let e = Engine::new(&s);
+        let e = Engine::new(&s, Audience::default());
         let lag = window(
             r#"{"name": "lag", "resources": ["configmaps"], "fault": {"lag": {"delay": "2s", "jitter": "1s"}}}"#,
         );
@@ -189,7 +189,7 @@ async fn a_delayed_trigger_opens_its_window_later() {
         "t",
     )
     .unwrap();
-    let e = Engine::new(&s);
+    let e = Engine::new(&s, Audience::default());
     e.start(&s);
     assert!(e.idle());
     let deferred = e.on_request("c", Verb::Create, "pods", None);
