@@ -241,20 +241,7 @@ fn source(args: &ServeArgs) -> Result<Source> {
 }
 
 pub async fn run(args: ServeArgs) -> Result<()> {
-    let mut rejected = None;
-    let schedule = match &args.schedule {
-        Some(path) => match super::check::load(path) {
-            Ok(schedule) => schedule,
-            Err(e) if args.in_cluster => {
-                let message = format!("{e:#}");
-                tracing::error!(error = %message, "the schedule did not load: serving with no faults and no oracles");
-                rejected = Some(message);
-                crate::schedule::Schedule::default()
-            }
-            Err(e) => return Err(e),
-        },
-        None => crate::schedule::Schedule::default(),
-    };
+    let (schedule, rejected) = load_schedule(&args)?;
     let tls = serving_tls(&args)?;
     let running = crate::server::start(crate::server::Options {
         listen: args.listen,
@@ -284,20 +271,7 @@ pub async fn run(args: ServeArgs) -> Result<()> {
     })
     .await?;
     if let Some(message) = rejected {
-        match (
-            super::schedule_rejected::ThisPod::from_env(),
-            running.upstream.kube_client(),
-        ) {
-            (Some(pod), Ok(client)) => {
-                tokio::spawn(super::schedule_rejected::record(client, pod, message));
-            }
-            (None, _) => tracing::warn!(
-                "no event recorded: {} and {} are not set (stalemate inject sets them)",
-                super::schedule_rejected::POD_NAME_ENV,
-                super::schedule_rejected::POD_NAMESPACE_ENV
-            ),
-            (_, Err(e)) => tracing::warn!(error = %format!("{e:#}"), "no event recorded"),
-        }
+        record_rejection(&running, message);
     }
     if let Some((bundle, dir)) = &tls.generated {
         if let Err(e) = bundle.write_to(dir) {
@@ -333,6 +307,43 @@ pub async fn run(args: ServeArgs) -> Result<()> {
         eprint!("{}", report.terminal());
     }
     Ok(())
+}
+
+/// The schedule to serve, and why it was refused if it was: in a pod (`--in-cluster`) a
+/// schedule that does not load is logged and recorded as an event, and the proxy serves
+/// with no faults rather than crash-looping the controller's pod; anywhere else it is an
+/// error.
+fn load_schedule(args: &ServeArgs) -> Result<(crate::schedule::Schedule, Option<String>)> {
+    let Some(path) = &args.schedule else {
+        return Ok((crate::schedule::Schedule::default(), None));
+    };
+    match super::check::load(path) {
+        Ok(schedule) => Ok((schedule, None)),
+        Err(e) if args.in_cluster => {
+            let message = format!("{e:#}");
+            tracing::error!(error = %message, "the schedule did not load: serving with no faults and no oracles");
+            Ok((crate::schedule::Schedule::default(), Some(message)))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Record a refused schedule as an event on this pod, where `kubectl describe` shows it.
+fn record_rejection(running: &crate::server::Running, message: String) {
+    match (
+        super::schedule_rejected::ThisPod::from_env(),
+        running.upstream.kube_client(),
+    ) {
+        (Some(pod), Ok(client)) => {
+            tokio::spawn(super::schedule_rejected::record(client, pod, message));
+        }
+        (None, _) => tracing::warn!(
+            "no event recorded: {} and {} are not set (stalemate inject sets them)",
+            super::schedule_rejected::POD_NAME_ENV,
+            super::schedule_rejected::POD_NAMESPACE_ENV
+        ),
+        (_, Err(e)) => tracing::warn!(error = %format!("{e:#}"), "no event recorded"),
+    }
 }
 
 fn write_client_kubeconfig(out: &Path, url: &str, ca: &str) -> Result<()> {
