@@ -640,23 +640,7 @@ mod tests {
             let (tx, rx) =
                 tokio::sync::mpsc::channel::<Result<http_body::Frame<Bytes>, BodyError>>(8);
             let upstream = http_body_util::StreamBody::new(tokio_stream_from(rx));
-            let target = Target {
-                client: "other".into(),
-                resource: "configmaps".into(),
-                label: "configmaps".into(),
-                namespace: None,
-                view: ViewKey {
-                    client: "other".into(),
-                    resource: "configmaps".into(),
-                    namespace: None,
-                    label_selector: String::new(),
-                    field_selector: String::new(),
-                },
-                watch_list: false,
-                initial: None,
-                rewind: None,
-                initial_events: None,
-            };
+            let target = configmaps_target();
             let mut body = gated(upstream, Format::Json, false, target, gates);
             let start = tokio::time::Instant::now();
             for i in 0..3 {
@@ -701,6 +685,27 @@ mod tests {
         assert_eq!(a[2] - a[1], std::time::Duration::from_millis(100), "{a:?}");
         let (b, fb) = run().await;
         assert_eq!((a, fa), (b, fb), "same seed, same traffic, same trace");
+    }
+
+    /// A JSON watch of every configmap, from a client no window names.
+    fn configmaps_target() -> Target {
+        Target {
+            client: "other".into(),
+            resource: "configmaps".into(),
+            label: "configmaps".into(),
+            namespace: None,
+            view: ViewKey {
+                client: "other".into(),
+                resource: "configmaps".into(),
+                namespace: None,
+                label_selector: String::new(),
+                field_selector: String::new(),
+            },
+            watch_list: false,
+            initial: None,
+            rewind: None,
+            initial_events: None,
+        }
     }
 
     /// A receiver as a stream of frames (tokio-stream is not a dependency).
