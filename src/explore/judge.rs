@@ -35,7 +35,7 @@ pub struct Found {
     /// What trials that found the same thing share.
     pub signature: String,
     /// What the fault-free runs showed instead (the differential oracle's findings): a
-    /// reproducer carries it, so `run` judges it alone (`oracle/expected.rs`).
+    /// reproducer carries it, so `run` judges it alone (`oracle/kinds/expected.rs`).
     #[serde(skip)]
     pub expect: Option<Expect>,
 }
