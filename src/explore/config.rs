@@ -106,11 +106,11 @@ pub fn default_oracles(
         converge.to_vec()
     };
     resources.dedup();
-    let mut config: OracleConfig = serde_json::from_value(serde_json::json!({
-        "conflicts": {"maxPerObjectPerMinute": 20},
-        "hotLoop": {"maxWritesPerObjectPerMinute": 30, "resources": resources},
-    }))
-    .expect("static oracle config");
+    let mut config = OracleConfig {
+        conflicts: Some(crate::oracle::ConflictsConfig::at_most(20)),
+        hot_loop: Some(crate::oracle::HotLoopConfig::at_most(30, resources.clone())),
+        ..OracleConfig::default()
+    };
     if !resources.is_empty() {
         config.readiness_race = Some(crate::oracle::ReadinessConfig {
             resources: resources.clone(),

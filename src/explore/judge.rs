@@ -9,7 +9,7 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 
 use super::differ;
-use crate::oracle::{ObjectRef, Peak};
+use crate::oracle::{ObjectRef, OracleName, Peak};
 use crate::session::{CONTROLLER, Ended, Outcome};
 use crate::trace::Record;
 
@@ -35,7 +35,7 @@ pub struct Found {
     /// What trials that found the same thing share.
     pub signature: String,
     /// What the fault-free runs showed instead (the differential oracle's findings): a
-    /// reproducer carries it, so `run` judges it alone (`oracle/expected.rs`).
+    /// reproducer carries it, so `run` judges it alone (`oracle/kinds/expected.rs`).
     #[serde(skip)]
     pub expect: Option<Expect>,
 }
@@ -243,7 +243,7 @@ fn found(oracle: &str, o: &ObjectRef, message: String, what: &str) -> Found {
 /// showed for one object is the same race for another — one a trial's controller made
 /// under a generated name (Karpenter's NodeClaims) most of all.
 pub fn fault_free_key(v: &crate::oracle::Violation) -> String {
-    if v.oracle == "readinessRace" {
+    if v.oracle == OracleName::ReadinessRace {
         return format!("{} {} *: {}", v.oracle, v.resource, mask_digits(&v.rule));
     }
     format!(
@@ -328,7 +328,7 @@ fn violation_findings(o: &Outcome, base: &Baseline) -> Vec<Found> {
             namespace: v.namespace.clone(),
             name: v.name.clone(),
         };
-        let rate = matches!(v.oracle.as_str(), "hotLoop" | "conflicts");
+        let rate = matches!(v.oracle, OracleName::HotLoop | OracleName::Conflicts);
         // What the references showed is what is expected; a rate is judged against
         // theirs below instead (a loop the fault makes twice as fast still counts).
         if !rate && base.without_faults.contains(&fault_free_key(v)) {
@@ -338,12 +338,12 @@ fn violation_findings(o: &Outcome, base: &Baseline) -> Vec<Found> {
             continue;
         }
         let what = if rate {
-            v.oracle.clone()
+            v.oracle.to_string()
         } else {
             v.rule.clone()
         };
         out.push(found(
-            &v.oracle,
+            v.oracle.as_str(),
             &obj,
             format!("{}: {}", differ::describe(&obj), v.rule),
             &what,
@@ -367,7 +367,7 @@ fn rate_counts(
         .peaks
         .get(&(client.to_string(), obj.clone()))
         .map_or(0, |p| {
-            if v.oracle == "hotLoop" {
+            if v.oracle == OracleName::HotLoop {
                 p.writes
             } else {
                 p.conflicts

@@ -19,6 +19,7 @@ use super::config::{Config, windows_span};
 use super::judge::Found;
 use super::record::{Finding, Trial};
 use super::shell::shell_line;
+use crate::oracle::OracleName;
 use crate::report::html::esc;
 use crate::session::Outcome;
 
@@ -158,10 +159,14 @@ impl Out {
             );
             f.run_exits_1 = expected.is_some()
                 || f.found.iter().any(|x| {
-                    matches!(
-                        x.oracle.as_str(),
-                        "convergence" | "readinessRace" | "hotLoop" | "conflicts"
-                    )
+                    [
+                        OracleName::Convergence,
+                        OracleName::ReadinessRace,
+                        OracleName::HotLoop,
+                        OracleName::Conflicts,
+                    ]
+                    .iter()
+                    .any(|o| x.oracle == o.as_str())
                 });
         }
         Ok(findings)
@@ -662,7 +667,7 @@ fn without_advisories(reproducer: &mut crate::schedule::Schedule, advisories: &[
         r.resources.retain(|res| {
             !advisories
                 .iter()
-                .any(|a| a.oracle == "readinessRace" && &a.resource == res)
+                .any(|a| a.oracle == OracleName::ReadinessRace.as_str() && &a.resource == res)
         });
         if r.resources.is_empty() {
             o.readiness_race = None;

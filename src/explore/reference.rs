@@ -18,6 +18,7 @@ use super::judge::{self, Baseline, Found};
 use super::state::Search;
 use super::{output, plan};
 use crate::k8s::request::Verb;
+use crate::oracle::OracleName;
 use crate::schedule::Schedule;
 use crate::session::snapshot::{IGNORED, base_resource};
 use crate::session::{CONTROLLER, Ended, Outcome, WORKLOAD};
@@ -552,7 +553,7 @@ impl FaultFree {
             self.keys.insert(key.clone());
             self.seen.push(Seen {
                 found: Found {
-                    oracle: v.oracle.clone(),
+                    oracle: v.oracle.to_string(),
                     resource: v.resource.clone(),
                     namespace: v.namespace.clone(),
                     name: v.name.clone(),
@@ -561,7 +562,7 @@ impl FaultFree {
                     expect: None,
                 },
                 runs: vec![n],
-                failed: v.oracle == "convergence"
+                failed: v.oracle == OracleName::Convergence
                     && v.rule
                         .starts_with(&format!("{:?}:", crate::oracle::kstatus::Status::Failed)),
             });
@@ -586,7 +587,7 @@ impl FaultFree {
                 [n] => format!("; in reference run {n} only"),
                 _ => "; in both reference runs".to_string(),
             });
-            if f.oracle == "readinessRace" {
+            if f.oracle == OracleName::ReadinessRace.as_str() {
                 f.message.push_str(READINESS_ADVICE);
                 self.advisories.push(f);
                 continue;

@@ -27,7 +27,15 @@ pub(super) fn cap<K: Ord + Clone, V>(
     map: &mut BTreeMap<K, V>,
     last: impl Fn(&V) -> SystemTime,
 ) -> u64 {
-    let mut n = 0;
+    cap_keys(map, last).len() as u64
+}
+
+/// [`cap`], returning the keys it dropped (for what else is kept of them).
+pub(super) fn cap_keys<K: Ord + Clone, V>(
+    map: &mut BTreeMap<K, V>,
+    last: impl Fn(&V) -> SystemTime,
+) -> Vec<K> {
+    let mut dropped = Vec::new();
     while map.len() > MAX_ENTRIES {
         let Some(k) = map
             .iter()
@@ -37,7 +45,7 @@ pub(super) fn cap<K: Ord + Clone, V>(
             break;
         };
         map.remove(&k);
-        n += 1;
+        dropped.push(k);
     }
-    n
+    dropped
 }

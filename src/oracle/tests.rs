@@ -2,6 +2,8 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::json;
 
+use super::kinds::HotLoop;
+use super::oracles::State;
 use super::*;
 use crate::k8s::request::Verb;
 
@@ -9,6 +11,13 @@ const GR: &str = "gitrepositories.source.toolkit.fluxcd.io";
 
 fn t(s: f64) -> SystemTime {
     SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000) + Duration::from_secs_f64(s)
+}
+
+/// The hot-loop oracle's own state, behind `dyn Oracle`.
+fn hot_loop(s: &State) -> &HotLoop {
+    (s.oracles.iter())
+        .find_map(|o| (**o).as_any().downcast_ref::<HotLoop>())
+        .expect("a hot-loop oracle")
 }
 
 fn config(json: serde_json::Value) -> OracleConfig {
@@ -445,7 +454,8 @@ fn deleted_objects_are_pruned_and_the_rest_is_capped() {
     assert_eq!(after, before, "judged before it was forgotten");
     {
         let s = o.lock();
-        assert!(s.objects.is_empty() && s.rates.writes.is_empty() && s.rates.hot.is_empty());
+        let hot = &hot_loop(&s).counter;
+        assert!(s.shared.objects.is_empty() && hot.outside.is_empty() && hot.hits.is_empty());
     }
     // Many objects: at most MAX_ENTRIES are tracked; the rest is dropped and counted.
     for i in 0..(MAX_ENTRIES + 10) {
@@ -463,10 +473,10 @@ fn deleted_objects_are_pruned_and_the_rest_is_capped() {
         );
     }
     let s = o.lock();
-    assert_eq!(s.objects.len(), MAX_ENTRIES);
-    assert_eq!(s.rates.writes.len(), MAX_ENTRIES);
+    assert_eq!(s.shared.objects.len(), MAX_ENTRIES);
+    assert_eq!(hot_loop(&s).counter.outside.len(), MAX_ENTRIES);
     assert!(
-        s.objects.keys().all(|k| k.name != "o0"),
+        s.shared.objects.keys().all(|k| k.name != "o0"),
         "the least recent went"
     );
     assert_eq!(o.dropped_counter.get(), 20);

@@ -1,4 +1,4 @@
-//! What the oracles keep of one object ground truth reported.
+//! What the oracles keep of one object ground truth reported (shared: `state.rs`).
 
 use std::collections::{BTreeSet, VecDeque};
 use std::time::SystemTime;
@@ -21,9 +21,6 @@ pub(super) struct Obj {
     pub(super) last: Option<Value>,
     /// (when, changed paths) for each successive state.
     pub(super) diffs: VecDeque<(SystemTime, BTreeSet<String>)>,
-    /// When kstatus first called it Current unobserved (the readiness race), and when
-    /// that ended (the controller wrote its status), if it has.
-    pub(super) readiness: Option<(SystemTime, Option<SystemTime>)>,
     /// No status at all yet (kstatus calls that Current): its controller has not
     /// written to it, so it is no sign the controller is done.
     pub(super) statusless: bool,
@@ -39,20 +36,16 @@ impl Obj {
             deleted: false,
             last: None,
             diffs: VecDeque::new(),
-            readiness: None,
             statusless: false,
         }
     }
 
-    /// Ground truth's next state of it: `done` whether it is where it should be,
-    /// `racing` (when the readiness race is judged for its resource) whether kstatus
-    /// calls it Current before its controller has observed it.
+    /// Ground truth's next state of it: `done` whether it is where it should be.
     pub(super) fn observe(
         &mut self,
         obj: &Value,
         at: SystemTime,
         done: bool,
-        racing: Option<bool>,
         verdict: kstatus::Verdict,
     ) {
         self.statusless = kstatus::has_no_status(obj);
@@ -62,14 +55,6 @@ impl Obj {
             self.not_current_since = None;
         } else if self.not_current_since.is_none() {
             self.not_current_since = Some(at);
-        }
-        if let Some(racing) = racing {
-            match self.readiness {
-                None if racing => self.readiness = Some((at, None)),
-                // The controller has written status since: the race lasted until now.
-                Some((since, None)) if !racing => self.readiness = Some((since, Some(at))),
-                _ => {}
-            }
         }
         if let Some(prev) = &self.last {
             let d = changed_paths(prev, obj);

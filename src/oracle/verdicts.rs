@@ -16,7 +16,7 @@ use crate::k8s::request::Verb;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Violation {
-    pub oracle: String,
+    pub oracle: super::name::OracleName,
     pub resource: String,
     pub namespace: String,
     pub name: String,

@@ -343,7 +343,7 @@ fn violations_list(r: &Report) -> String {
         let _ = write!(
             list,
             r#"<li class="{class}" data-oracle="{o}"><b>{o}</b> {res} {object}{client} — {when} +{since:.1}s: {rule}</li>"#,
-            o = esc(&x.oracle),
+            o = esc(x.oracle.as_str()),
             res = esc(&x.resource),
             object = esc(&object_name(&x.namespace, &x.name)),
             client = x

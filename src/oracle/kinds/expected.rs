@@ -31,9 +31,13 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::end_state::{self, State, describe, show};
-use super::object_ref::ObjectRef;
-use super::verdicts::Violation;
+use crate::k8s::request::Verb;
+use crate::oracle::end_state::{self, State, describe, show};
+use crate::oracle::hooks::{Answered, Oracle};
+use crate::oracle::name::OracleName;
+use crate::oracle::object_ref::ObjectRef;
+use crate::oracle::state::Shared;
+use crate::oracle::verdicts::Violation;
 
 /// The `expected` section of a schedule's oracles.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -116,6 +120,52 @@ pub struct ExpectedWrites {
 /// not count.
 pub type WriteCounts = BTreeMap<(String, &'static str), usize>;
 
+/// The oracle: counts the controller's creates and deletes while the run goes, judges
+/// the end state once it is over.
+pub(super) struct Expected {
+    config: ExpectedConfig,
+    writes: WriteCounts,
+}
+
+impl Expected {
+    pub(super) fn new(config: ExpectedConfig) -> Expected {
+        Expected {
+            config,
+            writes: WriteCounts::new(),
+        }
+    }
+}
+
+impl Oracle for Expected {
+    fn name(&self) -> OracleName {
+        OracleName::Expected
+    }
+
+    /// A create or delete it counts: done (2xx) only (see [`WriteCounts`]).
+    fn on_request(&mut self, r: &Answered<'_>, _shared: &Shared) -> u64 {
+        let what = match r.verb {
+            Verb::Create => "created",
+            Verb::Delete => "deleted",
+            _ => return 0,
+        };
+        let e = &self.config;
+        if r.client != e.client || !e.writes.iter().any(|w| w.resource == r.resource) {
+            return 0;
+        }
+        if (200..300).contains(&r.code) {
+            *self
+                .writes
+                .entry((r.resource.to_string(), what))
+                .or_default() += 1;
+        }
+        0
+    }
+
+    fn judge_end(&self, end: &State, at: SystemTime) -> Vec<Violation> {
+        judge(&self.config, end, &self.writes, at)
+    }
+}
+
 /// The resources and namespaces the end state must be read from to judge `config`.
 pub fn extent(config: &ExpectedConfig) -> (Vec<String>, Vec<String>) {
     let resources = config.objects.iter().map(|o| o.resource.clone()).collect();
@@ -148,7 +198,7 @@ pub fn judge(
     found
         .into_iter()
         .map(|(k, rule)| Violation {
-            oracle: "expected".into(),
+            oracle: OracleName::Expected,
             resource: k.resource,
             namespace: k.namespace,
             name: k.name,
