@@ -4,7 +4,7 @@
 //! ```text
 //!  2 fault-free reference runs ──► baseline (end state, masks, rates) ─┐
 //!        │ (one fails already: "fails without any fault")             │
-//!        └─► plans (plan.rs): windows anchored on the controller's    │
+//!        └─► plans (plan/): windows anchored on the controller's       │
 //!            own requests, breadth first                              │
 //!  trials: each plan on a fresh upstream, until quiet ──► judge ◄─────┘
 //!  failing trials grouped by signature ─► simplest plan ─► shrunk ─► findings/NN-*.json

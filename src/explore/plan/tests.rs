@@ -1,4 +1,10 @@
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, SystemTime};
+
+use serde_json::json;
+
 use super::*;
+use crate::session::{CONTROLLER, WORKLOAD};
 use crate::trace::{Record, Stamped};
 
 const GR: &str = "gitrepositories.source.toolkit.fluxcd.io";
