@@ -44,10 +44,10 @@ impl Earlier {
     /// Read `dir` and check it is this explore's: the same seed, and not the directory
     /// the result goes to.
     pub fn read(dir: &Path, cfg: &Config) -> Result<Earlier> {
-        let summary = super::merge::Input::read(dir)
+        let summary = super::shards::merge::Input::read(dir)
             .with_context(|| format!("--shrink {}", dir.display()))?
             .summary;
-        if super::merge::same_dir(dir, &cfg.out) {
+        if super::shards::merge::same_dir(dir, &cfg.out) {
             bail!(
                 "--shrink {0} --out {0}: the shrunk findings go to another directory (--out), so that nothing in {0} is lost",
                 dir.display()
