@@ -8,7 +8,8 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams, LogParams};
 
-use crate::explore::{job, output, pack};
+use crate::explore::output;
+use crate::explore::shards::{job, pack};
 
 /// The annotation the Job controller puts the pod's index in.
 const INDEX: &str = "batch.kubernetes.io/job-completion-index";

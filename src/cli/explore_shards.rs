@@ -8,7 +8,7 @@ use anyhow::{Context, Result, bail};
 use clap::{ArgAction, ArgMatches, Args, Subcommand, parser::ValueSource};
 
 use crate::explore::output::{Summary, SummaryVerdict};
-use crate::explore::{job, merge, pack};
+use crate::explore::shards::{job, merge, pack};
 
 // Parsed once per process, as `Command` (cli/mod.rs).
 #[allow(clippy::large_enum_variant)]

@@ -49,7 +49,7 @@ pub struct Config {
     pub shrink_steps: u32,
     /// Runs of each finding's reproducer before it is reported (`--replay`).
     pub replay: u32,
-    /// Round 2's freezes (`plan.rs`); none: no round 2.
+    /// Round 2's freezes (`plan/freeze.rs`); none: no round 2.
     pub long_window: Option<Duration>,
     /// Draw a progress bar (a terminal) rather than print a line per trial.
     pub progress_bar: bool,

@@ -46,7 +46,7 @@ pub struct Written {
 /// Write finding `number` of explore output `dir` as a bundle in `out` (default
 /// `DIR/report-NN`).
 pub fn write(dir: &Path, number: usize, out: Option<&Path>) -> Result<Written> {
-    let input = super::merge::Input::read(dir)?;
+    let input = super::shards::merge::Input::read(dir)?;
     let summary = &input.summary;
     let Some(f) = summary.findings.iter().find(|f| f.number == number) else {
         bail!(

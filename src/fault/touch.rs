@@ -6,7 +6,7 @@
 //! Why a fault needs it: a controller reconciles when something it watches changes. One
 //! that gave up waiting for its own writes to show up (client-go's workload controllers
 //! wait five minutes: the expectations timeout) acts again only when something happens,
-//! and in a quiet cluster nothing does. Explore's long freezes (`explore/plan.rs`,
+//! and in a quiet cluster nothing does. Explore's long freezes (`explore/plan/freeze.rs`,
 //! round 2) end with a touch of the user's objects while the freeze still holds: the
 //! moment an impatient controller acts on what it has been shown.
 //!

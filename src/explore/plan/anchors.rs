@@ -8,12 +8,18 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::json;
 
-use super::{LEASES, MAX_PER_KIND};
 use crate::k8s::request::Verb;
 use crate::schedule::Subresource;
 use crate::session::snapshot::{IGNORED, base_resource};
 use crate::session::{CONTROLLER, WORKLOAD};
 use crate::trace::{Record, Stamped};
+
+/// At most this many occurrences of one (client, verb, resource) in each phase are
+/// anchors: a controller patching status fifty times is covered by its first few.
+pub const MAX_PER_KIND: u64 = 4;
+
+/// What a controller that holds a leader-election Lease writes.
+const LEASES: &str = "leases.coordination.k8s.io";
 
 /// A request of the reference run a window can open on.
 #[derive(Debug, Clone, PartialEq)]

@@ -2,17 +2,35 @@
 //! short stretch, the controller shown only the stretch's last state — what a client
 //! that relisted, or was just slow, sees of a user's action and its reaction.
 
-use std::collections::BTreeSet;
-use std::time::Duration;
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, SystemTime};
 
 use serde_json::json;
 
-use super::*;
+use super::anchors::{Reference, to_whom};
+use super::candidate::{Plan, window};
+use super::family::{At, Context, Family, Placed};
+use crate::session::WORKLOAD;
+
+/// Coalesced stretches come in round 3, after every anchor's other plans: they open on
+/// events rather than anchors.
+pub(super) struct Coalesce;
+
+impl Family for Coalesce {
+    fn plans(&self, cx: &Context) -> Vec<Placed> {
+        (coalesce_plans(cx.r).into_iter())
+            .map(|plan| Placed {
+                plan,
+                at: At::After,
+            })
+            .collect()
+    }
+}
 
 /// Where an object the controller watches changed twice or more within 2 s: coalesce
 /// from the first of those events until just after the last, so the controller never
 /// sees the states in between.
-pub(super) fn coalesce_plans(r: &Reference) -> Vec<Plan> {
+fn coalesce_plans(r: &Reference) -> Vec<Plan> {
     let mut out = Vec::new();
     let mut index: BTreeMap<&str, u64> = BTreeMap::new();
     // The last event of each resource so far: an `afterEvents` window opens once its

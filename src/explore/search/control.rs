@@ -12,11 +12,11 @@
 
 use anyhow::Result;
 
-use super::judge::Found;
-use super::plan::Plan;
-use super::record::{Finding, TrialVerdict};
 use super::state::{Job, Search};
 use super::tracks::{State, Track};
+use crate::explore::judge::Found;
+use crate::explore::plan::Plan;
+use crate::explore::record::{Finding, TrialVerdict};
 use crate::schedule::Schedule;
 
 /// How many kinds of fault a finding's trials must span, all of its track's trials
@@ -72,7 +72,7 @@ impl Search {
         else {
             return false;
         };
-        let planned: Vec<&super::record::Trial> = self
+        let planned: Vec<&crate::explore::record::Trial> = self
             .trials
             .iter()
             .filter(|t| t.track == track && t.shrinking.is_none())
@@ -80,7 +80,7 @@ impl Search {
         let all_fail = !planned.is_empty()
             && planned.iter().all(|t| {
                 t.verdict == TrialVerdict::Fail
-                    && super::judge::signatures(&t.found) == f.signatures
+                    && crate::explore::judge::signatures(&t.found) == f.signatures
             });
         let mut kinds: Vec<&str> = planned
             .iter()

@@ -25,7 +25,7 @@ fn output(dir: &Path) -> Summary {
         .collect();
     std::fs::write(dir.join("logs/trial-002.log"), noise).unwrap();
     let summary: Summary = serde_json::from_value(serde_json::json!({
-        "schema": super::super::output::SCHEMA, "verdict": "findings", "controller": ["c"],
+        "schema": crate::explore::output::SCHEMA, "verdict": "findings", "controller": ["c"],
         "setup": [], "upstream": "envtest", "seconds": 1.0, "referenceSeconds": 1.0,
         "trialsRun": 2, "notExercised": 0, "trialsPerMinute": 1.0, "findings": [],
         "shard": {"index": 1, "count": 3, "seed": 1, "plans": 3, "taken": 1, "planDigest": ""},

@@ -13,10 +13,10 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::Result;
 
-use super::config::Verdict;
-use super::judge::{self, Baseline, Found};
 use super::state::Search;
-use super::{output, plan};
+use crate::explore::config::Verdict;
+use crate::explore::judge::{self, Baseline, Found};
+use crate::explore::{output, plan};
 use crate::k8s::request::Verb;
 use crate::oracle::OracleName;
 use crate::schedule::Schedule;
@@ -38,7 +38,7 @@ pub(super) struct References {
     /// The longest gap between two controller writes in the references.
     pub longest_gap: Duration,
     /// What the user cares about, for ranking plans.
-    pub focus: super::focus::Focus,
+    pub focus: crate::explore::focus::Focus,
     /// What the oracles found in the references, with no fault.
     pub without_faults: FaultFree,
     /// Objects the controller owns at the end of the first reference run (their
@@ -85,7 +85,7 @@ pub fn reference_quiet(quiet: Duration) -> Duration {
 
 /// A controller write that is work (not a lease renewal or an Event).
 fn is_work(client: &str, verb: &str, resource: &str) -> bool {
-    super::judge::under_test(client)
+    crate::explore::judge::under_test(client)
         && Verb::from_name(verb).is_some_and(Verb::is_write)
         && !IGNORED.contains(&base_resource(resource))
 }
@@ -234,9 +234,9 @@ impl Search {
                 .as_ref()
                 .map(|c| c.resources.clone())
                 .unwrap_or_default();
-            super::focus::Focus::derive(&a, &converge)
+            crate::explore::focus::Focus::derive(&a, &converge)
         } else {
-            super::focus::Focus::named(&sh.cfg.focus)
+            crate::explore::focus::Focus::named(&sh.cfg.focus)
         };
         let learnt = self.learn(&a, &b, without, focus).map_err(|d| {
             anyhow::anyhow!(
@@ -253,7 +253,7 @@ impl Search {
         a: &Outcome,
         b: &Outcome,
         without: FaultFree,
-        focus: super::focus::Focus,
+        focus: crate::explore::focus::Focus,
     ) -> std::result::Result<References, String> {
         let sh = &self.shared;
         let mut baseline = judge::baseline(a, b).map_err(|d| {
@@ -640,7 +640,7 @@ mod lease_tests {
     /// settle + the lease, unless --recover-within was given or no lease is known.
     #[test]
     fn recovery_allows_a_lease_duration_more_unless_told_otherwise() {
-        let oracles = super::super::config::default_oracles(
+        let oracles = crate::explore::config::default_oracles(
             &[],
             &["widgets.x".into()],
             Duration::from_secs(30),

@@ -23,19 +23,20 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 
-use super::actions::{self, Sequence};
-use super::config::Config;
-use super::judge::Found;
-use super::plan::Plan;
-use super::record::Row;
 use super::reference::{FaultFree, References};
 use super::state::{Job, Search};
+use crate::explore::actions::{self, Sequence};
+use crate::explore::config::Config;
+use crate::explore::judge::Found;
+use crate::explore::plan::Plan;
+use crate::explore::record::Row;
 use crate::schedule::Schedule;
 use crate::session::{Ended, Outcome};
 
 /// The trials running, each on a task of its own.
-type Running =
-    futures_util::stream::FuturesUnordered<tokio::task::JoinHandle<Result<super::record::Trial>>>;
+type Running = futures_util::stream::FuturesUnordered<
+    tokio::task::JoinHandle<Result<crate::explore::record::Trial>>,
+>;
 
 /// Where a track is.
 #[derive(Clone)]
@@ -376,6 +377,25 @@ impl Search {
         };
         super::reference::expect_ends(&mut t.base, &failed_objects, &refs.conditions);
         super::reference::allow_for_leases(&mut t.base, &refs);
+        let plans = self.track_plans(t, &refs, first);
+        self.progress.say(&format!(
+            "explore: actions {}: {} plans after its first step{}",
+            t.number,
+            plans.len(),
+            if self.shared.cfg.shard.is_some() {
+                " (this shard's)"
+            } else {
+                ""
+            }
+        ));
+        t.plans = plans;
+        t.state = State::Ready(Arc::new(refs));
+        Ok(())
+    }
+
+    /// A track's plans, in the order to try them: those after its first step (before
+    /// it, they are track 0's), its coalesced stretches first, by focus, this shard's.
+    fn track_plans(&self, t: &Track, refs: &References, first: &References) -> Vec<Plan> {
         // Plans before the first step are track 0's: the same run up to there.
         let before = first.reference.phase_starts.len();
         let mut plans: Vec<Plan> = refs
@@ -395,19 +415,7 @@ impl Search {
             let class = t.sequence.as_ref().map(Sequence::class);
             s.retain(&mut plans, class.as_deref());
         }
-        self.progress.say(&format!(
-            "explore: actions {}: {} plans after its first step{}",
-            t.number,
-            plans.len(),
-            if self.shared.cfg.shard.is_some() {
-                " (this shard's)"
-            } else {
-                ""
-            }
-        ));
-        t.plans = plans;
-        t.state = State::Ready(Arc::new(refs));
-        Ok(())
+        plans
     }
 
     /// What the oracles found in a sequence's references that the first references did
@@ -570,7 +578,7 @@ fn wrote_after_workload(trace: &[crate::trace::Stamped], f: &Found) -> bool {
     trace.iter().any(|s| {
         matches!(&s.record, Record::Request { client, verb, resource, namespace, name, code, .. }
             if s.at >= since
-                && super::judge::under_test(client)
+                && crate::explore::judge::under_test(client)
                 && is_write(verb)
                 && (200..300).contains(code)
                 && crate::session::snapshot::base_resource(resource) == f.resource
@@ -654,7 +662,7 @@ mod tests {
             namespace: "flux-demo".into(),
             name: name.into(),
         };
-        let mut oracles = super::super::config::default_oracles(
+        let mut oracles = crate::explore::config::default_oracles(
             &[],
             &["kustomizations.kustomize.toolkit.fluxcd.io".into()],
             Duration::from_secs(30),

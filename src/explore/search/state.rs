@@ -8,12 +8,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
-use super::config::{Config, windows_span};
-use super::judge::{self, Baseline, Found};
-use super::plan::{self, Plan};
 use super::progress::Progress;
-use super::record::{Trial, TrialPhases, TrialVerdict};
-use super::{effect, output};
+use crate::explore::config::{Config, windows_span};
+use crate::explore::judge::{self, Baseline, Found};
+use crate::explore::plan::{self, Plan};
+use crate::explore::record::{Trial, TrialPhases, TrialVerdict};
+use crate::explore::{effect, output};
 use crate::schedule::Schedule;
 use crate::session::{self, End, Outcome, TraceTo};
 
@@ -79,7 +79,7 @@ impl Shared {
     /// Whether a run of `workload` waits for the controller's first write before its
     /// first step.
     pub(super) fn waits_for_a_write(&self, workload: &[String]) -> bool {
-        super::config::waits_for_a_write(workload, self.setup_written())
+        crate::explore::config::waits_for_a_write(workload, self.setup_written())
     }
 
     /// Whether the setup alone made the controller write (track 0's references).

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::record::{Trial, TrialVerdict};
+use crate::explore::record::{Trial, TrialVerdict};
 
 /// Progress: a bar on a terminal, a line per trial otherwise.
 pub(super) struct Progress {

@@ -18,8 +18,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-use super::output::{Out, SCHEMA, Summary, SummaryVerdict};
-use super::record::{Finding, Trial};
+use crate::explore::output::{Out, SCHEMA, Summary, SummaryVerdict};
+use crate::explore::record::{Finding, Trial};
 
 /// One explore's output, read back.
 #[derive(Debug, Clone)]
@@ -246,8 +246,8 @@ pub fn merge(mut inputs: Vec<Input>, out: &Path) -> Result<Merged> {
     s.trials_run = inputs.iter().map(|i| i.summary.trials_run).sum();
     s.not_exercised = inputs.iter().map(|i| i.summary.not_exercised).sum();
     // The shards ran side by side: what they did together in the time the longest took.
-    s.trials_per_minute = super::output::per_minute(s.trials_run, s.seconds);
-    s.first_finding_seconds = super::output::first_seen(&findings);
+    s.trials_per_minute = crate::explore::output::per_minute(s.trials_run, s.seconds);
+    s.first_finding_seconds = crate::explore::output::first_seen(&findings);
     fault_free(&mut s, &inputs, &mut copies);
     s.focus = {
         let all: std::collections::BTreeSet<String> = inputs
@@ -424,8 +424,8 @@ fn fault_free(s: &mut Summary, inputs: &[Input], copies: &mut Vec<(PathBuf, Stri
 }
 
 /// The sequences of user actions: each shard searched its share of each.
-fn sequences(inputs: &[Input]) -> Vec<super::record::Row> {
-    let mut rows: Vec<super::record::Row> = Vec::new();
+fn sequences(inputs: &[Input]) -> Vec<crate::explore::record::Row> {
+    let mut rows: Vec<crate::explore::record::Row> = Vec::new();
     for r in inputs.iter().flat_map(|i| &i.summary.sequences) {
         match rows.iter_mut().find(|x| x.number == r.number) {
             None => rows.push(r.clone()),
@@ -476,7 +476,7 @@ pub fn run(dirs: &[PathBuf], out: &Path) -> Result<(Summary, Vec<String>)> {
     Ok((merged.summary, merged.notes))
 }
 
-pub(super) fn same_dir(a: &Path, b: &Path) -> bool {
+pub(crate) fn same_dir(a: &Path, b: &Path) -> bool {
     match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
         (Ok(x), Ok(y)) => x == y,
         _ => false,

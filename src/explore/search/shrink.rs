@@ -13,11 +13,11 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use super::judge;
-use super::plan::Plan;
-use super::record::{Finding, Replayed, Tally, Trial};
 use super::reference::References;
 use super::state::{Job, Search};
+use crate::explore::judge;
+use crate::explore::plan::Plan;
+use crate::explore::record::{Finding, Replayed, Tally, Trial};
 use crate::schedule::Schedule;
 
 /// How many times a shrinking candidate must fail, every time, to be kept.

@@ -18,7 +18,7 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 use base64::Engine;
 
-use super::output::Summary;
+use crate::explore::output::Summary;
 
 /// Base64 text at most this long: room under kubelet's 10 MiB for explore's own lines.
 pub const LIMIT: usize = 8 << 20;
@@ -32,7 +32,7 @@ fn tiers(root: &Path, s: &Summary) -> [Vec<String>; 3] {
     let mut second: Vec<String> = s
         .trials
         .iter()
-        .filter(|t| t.verdict == super::record::TrialVerdict::Fail)
+        .filter(|t| t.verdict == crate::explore::record::TrialVerdict::Fail)
         .flat_map(|t| t.files.iter().cloned())
         .chain(s.reference_files.iter().cloned())
         .filter(|f| !first.contains(f))

@@ -27,12 +27,12 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 
-use super::config::{Config, Verdict};
-use super::output::{Out, Summary};
-use super::record::Finding;
 use super::reference::References;
 use super::state::Search;
 use super::tracks::{State, Track};
+use crate::explore::config::{Config, Verdict};
+use crate::explore::output::{Out, Summary};
+use crate::explore::record::Finding;
 
 /// The output whose findings are to be shrunk.
 pub(super) struct Earlier {
@@ -44,10 +44,10 @@ impl Earlier {
     /// Read `dir` and check it is this explore's: the same seed, and not the directory
     /// the result goes to.
     pub fn read(dir: &Path, cfg: &Config) -> Result<Earlier> {
-        let summary = super::merge::Input::read(dir)
+        let summary = crate::explore::shards::merge::Input::read(dir)
             .with_context(|| format!("--shrink {}", dir.display()))?
             .summary;
-        if super::merge::same_dir(dir, &cfg.out) {
+        if crate::explore::shards::merge::same_dir(dir, &cfg.out) {
             bail!(
                 "--shrink {0} --out {0}: the shrunk findings go to another directory (--out), so that nothing in {0} is lost",
                 dir.display()
@@ -80,7 +80,7 @@ impl Earlier {
 
     /// Its verdict, when nothing is left to shrink.
     pub fn verdict(&self) -> Verdict {
-        if self.summary.verdict == super::output::SummaryVerdict::Clean {
+        if self.summary.verdict == crate::explore::output::SummaryVerdict::Clean {
             Verdict::Clean
         } else {
             Verdict::Found
@@ -95,8 +95,8 @@ impl Earlier {
             format!(
                 "explore: --shrink {}: it explored {}; shrinking with {}: if that is not the same controller, its findings will not come back",
                 self.dir.display(),
-                super::shell::shell_line(&self.summary.controller),
-                super::shell::shell_line(&cfg.controller),
+                crate::explore::shell::shell_line(&self.summary.controller),
+                crate::explore::shell::shell_line(&cfg.controller),
             )
         })
     }
@@ -222,7 +222,8 @@ impl Search {
         summary.trials_run += self.trials.len() - before;
         summary.trials = std::mem::take(&mut self.trials);
         summary.seconds += self.elapsed();
-        summary.trials_per_minute = super::output::per_minute(summary.trials_run, summary.seconds);
+        summary.trials_per_minute =
+            crate::explore::output::per_minute(summary.trials_run, summary.seconds);
         self.shared.out.write_summary(&summary)?;
         let ran = summary.trials.len() - before;
         self.progress.say(&format!(
