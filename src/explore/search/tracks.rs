@@ -465,7 +465,7 @@ impl Search {
             // `observedGeneration` behind while it retries a spec it cannot apply yet,
             // and says so in a condition. One the controller never wrote to after the
             // action, in either reference, it did not see: a finding, as is anything else.
-            if f.oracle == "convergence"
+            if f.oracle == crate::oracle::OracleName::Convergence.as_str()
                 && without.in_both(&f.signature)
                 && [a, b].iter().all(|r| wrote_after_workload(&r.trace, &f))
             {
