@@ -677,3 +677,75 @@ fn serve_refuses_restart_windows() {
         "{body}"
     );
 }
+
+/// `run` with the demo controller under `schedule`, ended by `--quiet 1s`: its exit code,
+/// JSON report and stdout (the terminal report).
+fn run_quiet(schedule: &Path, json: &Path) -> (Option<i32>, Value, String) {
+    let controller = std::env::current_exe().unwrap();
+    let sim = sim_with_podinfo();
+    let out = Command::new(BIN)
+        .args(["run", "--schedule", schedule.to_str().unwrap()])
+        .args(["--quiet", "1s", "--max-run", "5m", "--report-json"])
+        .arg(json)
+        .env("KUBECONFIG", &sim.kubeconfig)
+        .env("STALEMATE_E2E_CONTROLLER", "fixed")
+        .arg("--")
+        .arg(&controller)
+        .args(["controller_process", "--exact", "--nocapture"])
+        .output()
+        .unwrap();
+    let report: Value =
+        serde_json::from_slice(&std::fs::read(json).unwrap_or_default()).unwrap_or(Value::Null);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    (out.status.code(), report, format!("{stdout}\n{stderr}"))
+}
+
+/// A schedule whose window never matches the controller (`config/flux-f1.json` is aimed
+/// at source-controller's user agent) passes — no violation, exit 0 as documented — but
+/// says, in the terminal and the JSON report, that no window opened, so nothing was
+/// tested. The generic `config/first-run.json` opens on the same controller (matched by
+/// its listener), and lists the windows it never gave a reason to open.
+#[test]
+fn a_run_whose_windows_never_opened_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("flux-f1.json");
+    let (code, report, out) = run_quiet(&common::repo("config/flux-f1.json"), &json);
+    assert_eq!(code, Some(0), "{out}\n{report}");
+    assert_eq!(report["verdict"], "pass", "{report}");
+    assert_eq!(report["noWindowOpened"], true, "{report}");
+    assert_eq!(
+        report["windowsNeverOpened"],
+        serde_json::json!(["f1-stale-gitrepository"]),
+        "{report}"
+    );
+    assert!(
+        out.contains("no window opened: the faults never reached the controller — check the windows' clients and resources"),
+        "{out}"
+    );
+    assert!(
+        out.contains("verdict: PASS, but nothing was tested"),
+        "{out}"
+    );
+
+    let json = dir.path().join("first-run.json");
+    let (code, report, out) = run_quiet(&common::repo("config/first-run.json"), &json);
+    assert_eq!(code, Some(0), "{out}\n{report}");
+    assert!(report.get("noWindowOpened").is_none(), "{report}");
+    let opened: Vec<&str> = report["windows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|w| w["name"].as_str())
+        .collect();
+    assert_eq!(opened, ["after-first-patch"], "{report}");
+    assert_eq!(
+        report["windowsNeverOpened"],
+        serde_json::json!(["after-first-create", "after-first-update"]),
+        "{report}"
+    );
+    assert!(
+        out.contains("never opened: after-first-create, after-first-update"),
+        "{out}"
+    );
+}

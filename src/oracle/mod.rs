@@ -28,7 +28,7 @@
 //!  evaluate.rs judge them in order, set the gauge, build Verdicts (verdicts.rs)
 //! ```
 
-mod caps;
+pub(crate) mod caps;
 pub mod end_state;
 mod evaluate;
 mod feed;

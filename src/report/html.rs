@@ -399,6 +399,10 @@ fn verdict_text(r: &Report) -> String {
     let v = &r.verdicts;
     match r.verdict.as_str() {
         "fail" => format!("FAIL — {} violation(s)", v.violations.len()),
+        "pass" if r.no_window_opened => format!(
+            "PASS, but nothing was tested — {}",
+            esc(super::NO_WINDOW_OPENED)
+        ),
         "pass" => "PASS".to_string(),
         _ => format!(
             "NOT JUDGED — {}",

@@ -30,7 +30,19 @@ pub struct Report {
     pub verdict: String,
     #[serde(flatten)]
     pub verdicts: Verdicts,
+    /// The schedule had windows and none of them opened: no fault reached any client, so
+    /// a `pass` says nothing about staleness (`run`: its windows' clients or resources
+    /// never matched, or the run ended before their triggers fired).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_window_opened: bool,
+    /// The schedule's windows that never opened, by name (when some others did).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub windows_never_opened: Vec<String>,
 }
+
+/// The terminal's line when no window opened: said before the verdict, since a pass
+/// then tested nothing.
+pub const NO_WINDOW_OPENED: &str = "no window opened: the faults never reached the controller — check the windows' clients and resources";
 
 impl Report {
     pub fn from_verdicts(
@@ -51,6 +63,25 @@ impl Report {
             ended_at,
             verdict: verdict.into(),
             verdicts,
+            no_window_opened: false,
+            windows_never_opened: vec![],
+        }
+    }
+
+    /// Note which of the schedule's windows (`scheduled`, by name) never opened in the
+    /// run. Spans are evicted past `MAX_ENTRIES` (only closed ones, so one always
+    /// remains): a name missing then may have opened, and is not listed.
+    pub fn note_unopened<'a>(&mut self, scheduled: impl IntoIterator<Item = &'a str>) {
+        let spans = &self.verdicts.windows;
+        let mut never: Vec<String> = vec![];
+        for name in scheduled {
+            if !spans.iter().any(|w| w.name == name) && !never.iter().any(|n| n == name) {
+                never.push(name.to_string());
+            }
+        }
+        self.no_window_opened = spans.is_empty() && !never.is_empty();
+        if spans.is_empty() || spans.len() < crate::oracle::caps::MAX_ENTRIES {
+            self.windows_never_opened = never;
         }
     }
 
@@ -126,12 +157,16 @@ impl Report {
         self.violations_summary(&mut o);
         let verdict = match self.verdict.as_str() {
             "fail" => format!("FAIL ({} violation(s))", v.violations.len()),
+            "pass" if self.no_window_opened => "PASS, but nothing was tested".to_string(),
             "pass" => "PASS".to_string(),
             _ => format!(
                 "NOT JUDGED ({})",
                 v.pending.as_deref().unwrap_or("the run ended too early")
             ),
         };
+        if self.no_window_opened {
+            let _ = writeln!(o, "{NO_WINDOW_OPENED}");
+        }
         let _ = writeln!(o, "verdict: {verdict}");
         o
     }
@@ -144,8 +179,14 @@ impl Report {
     /// The terminal's windows: each one's name, fault, and when it opened and closed.
     fn windows_summary(&self, o: &mut String) {
         let v = &self.verdicts;
-        if v.windows.is_empty() {
+        if v.windows.is_empty() && self.windows_never_opened.is_empty() {
             let _ = writeln!(o, "windows: none opened");
+        } else if v.windows.is_empty() {
+            let _ = writeln!(
+                o,
+                "windows: none opened (scheduled: {})",
+                self.windows_never_opened.join(", ")
+            );
         } else {
             let _ = writeln!(o, "windows:");
             for w in &v.windows {
@@ -156,6 +197,13 @@ impl Report {
                     w.fault,
                     self.at(w.opened_at),
                     w.closed_at.map_or("still open".to_string(), |t| self.at(t))
+                );
+            }
+            if !self.windows_never_opened.is_empty() {
+                let _ = writeln!(
+                    o,
+                    "  never opened: {}",
+                    self.windows_never_opened.join(", ")
                 );
             }
         }

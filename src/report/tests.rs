@@ -176,3 +176,51 @@ fn a_trace_renders_into_the_same_timeline_and_verdicts() {
     let cut: String = lines[..5].iter().map(|l| format!("{l}\n")).collect();
     assert_eq!(Report::from_trace(&cut).unwrap().verdict, "not judged");
 }
+
+/// A run whose schedule had windows that never opened: a pass, said to have tested
+/// nothing, in the terminal, the JSON and the HTML.
+#[test]
+fn a_pass_with_no_window_opened_says_so() {
+    let o = Oracles::new(OracleConfig::default(), t(0.0));
+    let mut r = Report::now(&o, t(10.0));
+    assert_eq!(r.verdict, "pass");
+    r.note_unopened(["f1", "f2"]);
+    assert!(r.no_window_opened);
+    assert_eq!(r.windows_never_opened, ["f1", "f2"]);
+    let text = r.terminal();
+    assert!(
+        text.contains("windows: none opened (scheduled: f1, f2)"),
+        "{text}"
+    );
+    assert!(text.contains(NO_WINDOW_OPENED), "{text}");
+    assert!(
+        text.contains("verdict: PASS, but nothing was tested"),
+        "{text}"
+    );
+    let v = serde_json::to_value(&r).unwrap();
+    assert_eq!(v["noWindowOpened"], true);
+    assert_eq!(v["windowsNeverOpened"], json!(["f1", "f2"]));
+    assert_eq!(v["verdict"], "pass");
+    assert!(html::render(&r).contains("nothing was tested"));
+}
+
+/// Some windows opened: the others are listed, and the run is not said to have tested
+/// nothing. No windows scheduled: nothing is said either.
+#[test]
+fn windows_that_never_opened_are_listed_beside_those_that_did() {
+    let mut r = stuck_run();
+    r.note_unopened(["f1", "later"]);
+    assert!(!r.no_window_opened);
+    assert_eq!(r.windows_never_opened, ["later"]);
+    let text = r.terminal();
+    assert!(text.contains("  never opened: later"), "{text}");
+    assert!(!text.contains(NO_WINDOW_OPENED), "{text}");
+    let v = serde_json::to_value(&r).unwrap();
+    assert!(v.get("noWindowOpened").is_none());
+
+    let o = Oracles::new(OracleConfig::default(), t(0.0));
+    let mut none = Report::now(&o, t(10.0));
+    none.note_unopened([]);
+    assert!(!none.no_window_opened && none.windows_never_opened.is_empty());
+    assert!(none.terminal().contains("verdict: PASS\n"));
+}

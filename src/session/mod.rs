@@ -121,6 +121,7 @@ async fn behind_proxy(o: &Options, upstream: &dyn upstream::Started) -> Result<O
         .collect();
     let leases = leases::held(&stopped.trace, &controllers, &lease_durations);
     let mut report = stopped.report;
+    report.note_unopened(o.schedule.windows.iter().map(|w| w.name.as_str()));
     if expected.is_some() && !gone {
         let end = crate::oracle::end_state::normalize(&snapshot);
         let found = oracles.judge_expected(&end, std::time::SystemTime::now());
