@@ -1,7 +1,7 @@
 //! Schedules: which clients see which resources stale, how, and when.
 //!
-//! The JSON format is docs/DESIGN.md's "Schedule file"; the same window objects are
-//! accepted by the control API. Unknown fields are rejected so a typo never silently
+//! The JSON format is docs/schedule.md's; the same window objects are accepted by the
+//! control API. Unknown fields are rejected so a typo never silently
 //! disables a window, and every error names its field path (and, for files, line and
 //! column).
 
