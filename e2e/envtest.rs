@@ -190,6 +190,80 @@ echo control-plane-ok"#,
     );
 }
 
+/// A store laid out as controller-runtime's `setup-envtest use` lays it out
+/// (`<store>/k8s/1.37.2-linux-amd64/`, read-only), holding the pinned binaries.
+fn setup_envtest_store(root: &Path) -> PathBuf {
+    let version = common::envtest::default_version();
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        other => other,
+    };
+    let item = root
+        .join("k8s")
+        .join(format!("{}-linux-{arch}", version.trim_start_matches('v')));
+    std::fs::create_dir_all(&item).unwrap();
+    for bin in ["etcd", "kube-apiserver", "kubectl"] {
+        std::fs::copy(assets().join(bin), item.join(bin)).unwrap();
+    }
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&item, std::fs::Permissions::from_mode(0o555)).unwrap();
+    item
+}
+
+/// Binaries from setup-envtest need none of our build scripts: `--envtest STORE` takes
+/// the store's one version, and `--envtest 1.37` finds it in setup-envtest's default
+/// store (`$XDG_DATA_HOME/kubebuilder-envtest`) when our build cache has none. The
+/// controller is told the item's directory as `KUBEBUILDER_ASSETS`.
+#[test]
+fn setup_envtest_directories_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let schedule = write(dir.path(), "none.json", "{}");
+    let data = dir.path().join("data");
+    let store = data.join("kubebuilder-envtest");
+    let item = setup_envtest_store(&store);
+    let empty_cache = dir.path().join("no-builds");
+    std::fs::create_dir_all(&empty_cache).unwrap();
+    let check = format!(
+        r#"test "$KUBEBUILDER_ASSETS" = "{}" && "$KUBEBUILDER_ASSETS/kube-apiserver" --version | grep -q 'Kubernetes {}' && echo store-ok"#,
+        item.display(),
+        default_minor(),
+    );
+    let minor = default_minor();
+    for envtest in [store.to_str().unwrap(), minor.trim_start_matches('v')] {
+        let out = stalemate(
+            &[
+                "run",
+                "--envtest",
+                envtest,
+                "--schedule",
+                schedule.to_str().unwrap(),
+                "--",
+                "sh",
+                "-c",
+                &check,
+            ],
+            &[
+                ("STALEMATE_CACHE", empty_cache.to_str().unwrap()),
+                ("XDG_DATA_HOME", data.to_str().unwrap()),
+            ],
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "--envtest {envtest}: {}",
+            text(&out)
+        );
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("store-ok"),
+            "--envtest {envtest}: {}",
+            text(&out)
+        );
+    }
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&item, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
 /// Two CRDs of one group served at different versions, as Kyverno's are: the group's
 /// preferred version (v2, the newest) does not serve `rules`, which only v1 does.
 const TWO_VERSIONS: &str = r#"apiVersion: apiextensions.k8s.io/v1

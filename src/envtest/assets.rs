@@ -14,6 +14,8 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 
+use super::setup_envtest;
+
 /// The environment variable envtest reads.
 pub const ENV: &str = "KUBEBUILDER_ASSETS";
 
@@ -37,6 +39,7 @@ impl Assets {
     pub fn locate(dir: Option<&Path>) -> Result<Assets> {
         let dir = match dir {
             Some(d) if !d.is_dir() && as_version(d).is_some() => built(d)?,
+            Some(d) if setup_envtest::is_store(d) => setup_envtest::the_item(d)?,
             Some(d) => d.to_path_buf(),
             None => match std::env::var_os(ENV) {
                 Some(d) if !d.is_empty() => PathBuf::from(d),
@@ -153,14 +156,28 @@ fn as_version(p: &Path) -> Option<(u32, Option<u32>)> {
     parts.next().is_none().then_some((minor, patch))
 }
 
-/// The cached build of a version: that exact one, or for a minor alone its newest patch.
+/// The cached build of a version: that exact one, or for a minor alone its newest patch;
+/// else the same from setup-envtest's default store (`setup_envtest.rs`).
 fn built(asked: &Path) -> Result<PathBuf> {
-    match build_cache() {
+    let ours = match build_cache() {
         Some(cache) => built_in(&cache, asked),
-        None => bail!(
+        None => Err(anyhow::anyhow!(
             "--envtest {}: no cache directory to look in (HOME is not set)",
             asked.display()
-        ),
+        )),
+    };
+    let Err(e) = ours else { return ours };
+    let (minor, patch) = as_version(asked).context("not a version")?;
+    match setup_envtest::default_store() {
+        Some(store) => match setup_envtest::find(&store, minor, patch) {
+            Some(dir) => Ok(dir),
+            None => bail!(
+                "{e:#}; nor in setup-envtest's store {} (`setup-envtest use {}` adds it there)",
+                store.display(),
+                asked.display()
+            ),
+        },
+        None => Err(e),
     }
 }
 

@@ -27,6 +27,7 @@ pub mod leftovers;
 pub mod pki;
 mod port;
 pub mod reset;
+pub mod setup_envtest;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
