@@ -48,7 +48,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 command -v python3 >/dev/null 2>&1 || { echo "explore.sh: python3 is needed to read summary.json" >&2; exit 2; }
-cargo build --release --bin stalemate --example gitrepo-controller >&2
+cargo build --release --bin stalemate --bin gitrepo-controller >&2
 case " $upstreams " in
     *" envtest "* | *" cluster "* | *" flux "* | *" kcm "*)
         if [ -z "${KUBEBUILDER_ASSETS:-}" ]; then
@@ -105,10 +105,10 @@ explore_one() { # upstream jobs round actions metrics planes flags...
     local upstream=$1 jobs=$2 round=$3 actions=$4 metrics=$5 planes=$6
     shift 6
     local dir="$out/$upstream-j$jobs-r$round-$actions-$metrics-$planes"
-    local setup=(--setup examples/gitrepo/setup.yaml) controller=(target/release/examples/gitrepo-controller)
+    local setup=(--setup examples/gitrepo/setup.yaml) controller=(target/release/gitrepo-controller)
     if [ "$metrics" = on ]; then
         # shellcheck disable=SC2016 # the controller's shell expands it, per run
-        controller=(sh -c 'exec target/release/examples/gitrepo-controller --metrics-bind-address=127.0.0.1:$STALEMATE_METRICS_PORT')
+        controller=(sh -c 'exec target/release/gitrepo-controller --metrics-bind-address=127.0.0.1:$STALEMATE_METRICS_PORT')
     fi
     if [ "$upstream" = flux ]; then setup=("${flux_setup[@]}"); controller=(examples/flux/source-controller.sh); fi
     if [ "$upstream" = kcm ]; then

@@ -21,19 +21,18 @@ use common::{BIN, repo};
 /// with one each, are more than 2 cores should carry at once.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
-/// The demo's GitRepository controller as a program of its own. `cargo test
-/// --all-targets` compiles the example but names it by its hash; `cargo build --example`
-/// (fresh by then, so seconds) gives it its name beside the stalemate under test.
+/// The demo's GitRepository controller as a program of its own (examples/Cargo.toml),
+/// built beside the stalemate under test (seconds: the suite has built its crates).
 fn demo_controller() -> PathBuf {
     let status = Command::new(option_env!("CARGO").unwrap_or("cargo"))
-        .args(["build", "--locked", "--example", "gitrepo-controller"])
+        .args(["build", "--locked", "--bin", "gitrepo-controller"])
         .current_dir(repo(""))
         .status()
         .expect("cargo");
-    assert!(status.success(), "cargo build --example gitrepo-controller");
+    assert!(status.success(), "cargo build --bin gitrepo-controller");
     Path::new(BIN)
         .parent()
-        .map(|d| d.join("examples").join("gitrepo-controller"))
+        .map(|d| d.join("gitrepo-controller"))
         .unwrap_or_default()
 }
 

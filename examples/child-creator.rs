@@ -2,7 +2,7 @@
 //! another whenever its cache has not seen the first (`stalemate::demo::widgets`).
 //!
 //! ```sh
-//! stalemate explore --setup examples/widgets/setup.yaml -- target/debug/examples/child-creator [--fixed]
+//! stalemate explore --setup examples/widgets/setup.yaml -- target/debug/child-creator [--fixed]
 //! ```
 
 use stalemate::demo::widgets::{Kind, example_main};

@@ -5,7 +5,7 @@
 //! finds it with its generated actions, and not without them.
 //!
 //! ```sh
-//! stalemate explore --setup examples/widgets/setup.yaml -- target/debug/examples/generation-memo [--fixed]
+//! stalemate explore --setup examples/widgets/setup.yaml -- target/debug/generation-memo [--fixed]
 //! ```
 
 use stalemate::demo::widgets::{Kind, example_main};

@@ -2,7 +2,7 @@
 //! `KUBECONFIG` like any controller — for `stalemate run` (and its tests):
 //!
 //! ```sh
-//! stalemate run --sim --setup examples/gitrepo/setup.yaml --quiet 2s --schedule f1.json -- target/debug/examples/gitrepo-controller [--fixed|--hot-loop] [--metrics-bind-address=ADDR]
+//! stalemate run --sim --setup examples/gitrepo/setup.yaml --quiet 2s --schedule f1.json -- target/debug/gitrepo-controller [--fixed|--hot-loop] [--metrics-bind-address=ADDR]
 //! ```
 //!
 //! with `f1.json` the README's schedule (its client is everyone: `config/flux-f1.json`

@@ -5,7 +5,7 @@
 //! ```sh
 //! stalemate explore --setup examples/widgets/setup.yaml \
 //!     --workload 'kubectl create -f examples/widgets/w2.yaml' \
-//!     -- target/debug/examples/orphan-cleaner [--fixed]
+//!     -- target/debug/orphan-cleaner [--fixed]
 //! ```
 
 use stalemate::demo::widgets::{Kind, example_main};

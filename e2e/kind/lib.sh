@@ -21,11 +21,11 @@ kind_script() {
     # demo's GitRepository controller.
     stalemate=${STALEMATE:-}
     if [ -z "$stalemate" ]; then
-        cargo build --release --locked --bin stalemate --example gitrepo-controller
+        cargo build --release --locked --bin stalemate --bin gitrepo-controller
         stalemate=$repo/target/release/stalemate
     fi
-    controller=${CONTROLLER:-$(dirname "$stalemate")/examples/gitrepo-controller}
-    [ -x "$controller" ] || fail "no controller at $controller (cargo build --example gitrepo-controller, or CONTROLLER=…)"
+    controller=${CONTROLLER:-$(dirname "$stalemate")/gitrepo-controller}
+    [ -x "$controller" ] || fail "no controller at $controller (cargo build --bin gitrepo-controller, or CONTROLLER=…)"
 }
 
 kind_script_cleanup() {
