@@ -3,6 +3,7 @@
 pub mod certs;
 pub mod check;
 pub mod ctl;
+pub mod docs;
 pub mod envtest;
 pub mod explore;
 pub mod explore_flags;
@@ -84,6 +85,10 @@ pub enum Command {
     Demo(crate::demo::DemoArgs),
     /// Render a saved trace (`--trace FILE`) as a terminal summary, JSON or HTML report.
     Report(report::ReportArgs),
+    /// Print a reference page generated from the code (docs/cli.md). Hidden: for
+    /// maintainers, not users.
+    #[command(hide = true)]
+    Docs(docs::DocsArgs),
 }
 
 fn init_logging(format: LogFormat, quiet: bool) {
@@ -160,5 +165,6 @@ async fn verb(command: Command) -> anyhow::Result<()> {
         Command::Demo(args) => crate::demo::run(args).await,
         Command::Inject(args) => inject::run(args),
         Command::Report(args) => report::run(args),
+        Command::Docs(args) => docs::run(args),
     }
 }
