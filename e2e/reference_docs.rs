@@ -178,10 +178,12 @@ fn check_schema_rejects_what_check_rejects() {
     );
     let mut bad = good;
     bad["windows"][0]["fault"] = json!({"errors": {"status": 500, "verbs": ["creat"]}});
+    let errs = errors(&v, &bad);
     assert!(
-        errors(&v, &bad).contains("/windows/0/fault/errors/verbs/0"),
-        "an unknown verb passed"
+        errs.contains("/windows/0/fault"),
+        "an unknown verb passed: {errs}"
     );
+    assert!(errs.contains("creat"), "{errs}");
 }
 
 /// `stalemate docs cli` prints docs/cli.md as committed, and stays out of `--help`.
