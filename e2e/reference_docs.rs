@@ -176,6 +176,12 @@ fn check_schema_rejects_what_check_rejects() {
         errors(&v, &bad).contains("/windows/0/duration"),
         "a duration that is not one passed"
     );
+    let mut bad = good.clone();
+    bad["windows"][0]["trigger"]["at"] = json!("1s");
+    assert!(
+        errors(&v, &bad).contains("/windows/0/trigger"),
+        "two kinds of trigger passed"
+    );
     let mut bad = good;
     bad["windows"][0]["fault"] = json!({"errors": {"status": 500, "verbs": ["creat"]}});
     let errs = errors(&v, &bad);

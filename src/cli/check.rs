@@ -67,8 +67,9 @@ pub fn run(args: CheckArgs) -> Result<()> {
 
 /// The schedule file's JSON Schema, derived from the serde types `load` reads it with, so
 /// the two cannot drift: the fields, their defaults and doc comments, the faults'
-/// and triggers' names. What serde cannot say (references between windows, regexes, one
-/// trigger kind per window, the 24h cap) only `check` catches.
+/// and triggers' names, one trigger kind per window (`Trigger`'s `oneOf`). What the
+/// schema does not say (references between windows, regexes, the 24h cap) only `check`
+/// catches.
 pub fn schema() -> serde_json::Value {
     let mut schema = schemars::generate::SchemaSettings::draft2020_12()
         .into_generator()

@@ -120,6 +120,7 @@ fn one() -> u64 {
 /// When a window opens (exactly one of `at`, `every`, `afterRequests`, `afterEvents`,
 /// `manual`; no trigger: at once).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(extend("oneOf" = [{"required": ["at"]}, {"required": ["every"]}, {"required": ["afterRequests"]}, {"required": ["afterEvents"]}, {"required": ["manual"]}]))]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Trigger {
     /// Offset from the start of the run.
