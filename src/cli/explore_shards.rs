@@ -84,16 +84,18 @@ explores on its own control plane), --out (give it to `explore gather`), --shard
 --archive-to-stdout (the Job sets them), --actions-list; --envtest takes no directory
 (the image's, --assets).
 
-The image: build the Dockerfile's `explore` target (stalemate, a shell, etcd and
+The image: build the Dockerfile's `explore` target (stalemate, a shell, kubectl, etcd and
 kube-apiserver at the pinned versions in /opt/stalemate/kube) and add your controller in
 an image FROM it; CMD and anything your --workload runs must be in the image. The pod's
 output leaves it through its log (the archive printed at its end, under 8 MiB so that
-kubelet's 10 MiB log rotation keeps it); `explore gather NAME` reads it.
+kubelet's 10 MiB log rotation keeps it); `explore gather NAME` reads it. The Job sets no
+deadline (no activeDeadlineSeconds): a pod runs until its shard is done, and the wait's
+--timeout below is only how long you wait for it.
 
 Example:
   stalemate explore job --shards 8 --parallelism 4 --image reg/ctl-explore:1 \\
       --setup config/crd.yaml config/sample.yaml --budget 40 -- /manager | kubectl apply -f -
-  kubectl wait --for=condition=complete job/stalemate-explore --timeout=2h
+  kubectl wait --for=condition=complete job/stalemate-explore --timeout=3h
   stalemate explore gather stalemate-explore --out results")]
 pub struct JobArgs {
     /// How many shards (the Job's completions): pod I runs `--shard I/N`.

@@ -3,6 +3,7 @@
 pub mod certs;
 pub mod check;
 pub mod ctl;
+pub mod docs;
 pub mod envtest;
 pub mod explore;
 pub mod explore_flags;
@@ -84,6 +85,10 @@ pub enum Command {
     Demo(crate::demo::DemoArgs),
     /// Render a saved trace (`--trace FILE`) as a terminal summary, JSON or HTML report.
     Report(report::ReportArgs),
+    /// Print a reference page generated from the code (docs/cli.md). Hidden: for
+    /// maintainers, not users.
+    #[command(hide = true)]
+    Docs(docs::DocsArgs),
 }
 
 fn init_logging(format: LogFormat, quiet: bool) {
@@ -160,5 +165,73 @@ async fn verb(command: Command) -> anyhow::Result<()> {
         Command::Demo(args) => crate::demo::run(args).await,
         Command::Inject(args) => inject::run(args),
         Command::Report(args) => report::run(args),
+        Command::Docs(args) => docs::run(args, <Cli as clap::CommandFactory>::command()),
+    }
+}
+
+/// docs/cli.md against the flags: here, since only this file may name both `Cli` and
+/// `docs` (no import circle inside cli/).
+#[cfg(test)]
+mod docs_tests {
+    use clap::{Command, CommandFactory};
+
+    use super::Cli;
+    use super::docs::{REGENERATE, anchor, bin_name, cli_markdown, visible_subcommands};
+
+    #[test]
+    fn docs_cli_md_is_current() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/cli.md");
+        let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
+        let rendered = cli_markdown(Cli::command());
+        if on_disk != rendered {
+            let line = on_disk
+                .lines()
+                .zip(rendered.lines())
+                .position(|(a, b)| a != b)
+                .unwrap_or_else(|| on_disk.lines().count().min(rendered.lines().count()))
+                + 1;
+            panic!(
+                "docs/cli.md is stale (first difference at line {line}): the flags changed \
+                 and the page did not. Regenerate it with\n    {REGENERATE}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_visible_command_and_flag_is_on_the_page() {
+        let page = cli_markdown(Cli::command());
+        let mut cmd = Cli::command();
+        cmd.build();
+        fn walk(cmd: &Command, page: &str) {
+            for a in cmd.get_arguments().filter(|a| !a.is_hide_set()) {
+                if let Some(l) = a.get_long().filter(|l| !matches!(*l, "help" | "version")) {
+                    let item = |line: &str| {
+                        line.starts_with("- `")
+                            && (line.contains(&format!("`--{l}"))
+                                || line.contains(&format!(", --{l}")))
+                    };
+                    assert!(page.lines().any(item), "--{l}");
+                }
+            }
+            for s in visible_subcommands(cmd) {
+                assert!(
+                    page.contains(&format!("# {}\n", bin_name(s))),
+                    "{}",
+                    bin_name(s)
+                );
+                walk(s, page);
+            }
+        }
+        walk(&cmd, &page);
+        assert!(
+            !page.contains("stalemate docs"),
+            "the hidden verb stays hidden"
+        );
+        assert!(page.contains("default `10m`"), "run --max-run's default");
+    }
+
+    #[test]
+    fn anchors_are_githubs() {
+        assert_eq!(anchor("stalemate explore job"), "stalemate-explore-job");
     }
 }

@@ -168,17 +168,18 @@ pub struct WorldArgs {
     /// STALEMATE_METRICS_PORT, STALEMATE_HEALTH_PORT and STALEMATE_PORT): a run is quiet
     /// only when every workqueue there is empty and has no unfinished work too. With no
     /// retry pending either (workqueue_retries_total) the controller has settled: it is
-    /// judged at once, not after --settle, and a run whose objects are already right
-    /// (Current; explore: the reference runs' end state) ends without waiting out
-    /// --quiet. Without this flag that URL is probed:
-    /// a controller serving its workqueues there (--metrics-bind-address=
+    /// judged at once, not after the convergence oracle's settle (run: the schedule's
+    /// `oracles.convergence.settle`; explore: --settle), and a run whose objects are
+    /// already right (Current; explore: the reference runs' end state) ends without
+    /// waiting out --quiet. Without this flag that URL is probed: a controller serving its workqueues there (--metrics-bind-address=
     /// 127.0.0.1:$STALEMATE_METRICS_PORT) is read as if named. `none`: no metrics read.
     #[arg(long, value_name = "URL")]
     pub idle_url: Option<String>,
 
-    /// Wait out --quiet and --settle (the convergence oracle's settle) even when the
-    /// controller's metrics say it has settled — for one that waits with a RequeueAfter,
-    /// which its metrics do not count as a retry, for something that is still to come.
+    /// Wait out --quiet and the convergence oracle's settle (run: the schedule's
+    /// `oracles.convergence.settle`; explore: --settle) even when the controller's metrics
+    /// say it has settled — for one that waits with a RequeueAfter, which its metrics do
+    /// not count as a retry, for something that is still to come.
     #[arg(long)]
     pub wait_settle: bool,
 

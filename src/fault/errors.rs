@@ -28,7 +28,7 @@ use crate::k8s::duration::GoDuration;
 use crate::k8s::request::Verb;
 use crate::k8s::status::{ApiError, GroupResource};
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Errors {
     /// Verbs to fail (all when empty).

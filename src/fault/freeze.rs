@@ -9,7 +9,7 @@ use super::random::Random;
 use super::reads::Reads;
 use crate::watch::gate::HoldMode;
 
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Freeze {}
 

@@ -11,7 +11,7 @@ use super::reads::Reads;
 use crate::k8s::duration::GoDuration;
 use crate::watch::gate::HoldMode;
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Lag {
     pub delay: GoDuration,

@@ -8,7 +8,7 @@ use super::random::Random;
 use crate::k8s::duration::GoDuration;
 use crate::k8s::request::Verb;
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Latency {
     /// Verbs to delay (all when empty).

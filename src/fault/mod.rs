@@ -48,7 +48,7 @@ pub use random::Random;
 pub use reads::Reads;
 
 /// The faults (docs/DESIGN.md "Faults"). Each window has exactly one.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub enum Fault {
     Freeze(freeze::Freeze),

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 /// One object, as kubectl names it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Object {
     /// `plural.group` (core: `plural`).

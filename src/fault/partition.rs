@@ -29,7 +29,7 @@ use crate::k8s::request::Verb;
 use crate::listen::network::Link;
 use crate::watch::gate::HoldMode;
 
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Partition {
     #[serde(default)]
@@ -39,7 +39,9 @@ pub struct Partition {
     pub verbs: Vec<Verb>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     #[default]

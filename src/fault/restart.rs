@@ -13,7 +13,7 @@ use super::behaviour::Behaviour;
 use super::process::Process;
 use crate::k8s::duration::GoDuration;
 
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Restart {
     /// How long the controller stays down (default 0 s).

@@ -25,7 +25,7 @@ pub use super::reads::To;
 use crate::k8s::duration::GoDuration;
 use crate::watch::gate::HoldMode;
 
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Rewind {
     /// How far back.

@@ -24,7 +24,7 @@ use super::process::Process;
 /// The annotation a touch writes, then removes.
 pub const ANNOTATION: &str = "stalemate.io/touched";
 
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Touch {
     /// The objects to touch.

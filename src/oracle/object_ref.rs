@@ -3,7 +3,9 @@
 use serde::{Deserialize, Serialize};
 
 /// One object, as the report names it.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct ObjectRef {
     pub resource: String,
     pub namespace: String,

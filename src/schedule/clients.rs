@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 pub const OTHER: &str = "other";
 
 /// How a client is recognised. All given matchers must match.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ClientMatcher {
     /// Regular expression on the User-Agent.

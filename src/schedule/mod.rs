@@ -20,7 +20,7 @@ pub use crate::k8s::request::Verb;
 
 /// A subresource a trigger may name: those kube-apiserver serves. An enum, so a typo is
 /// an error naming the field instead of a trigger that never fires.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Subresource {
     Status,
@@ -61,7 +61,7 @@ impl Subresource {
 }
 
 /// The watch event types a trigger may count (bookmarks and errors never count).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum EventKind {
     Added,
@@ -82,7 +82,7 @@ impl EventKind {
 }
 
 /// Which requests an `afterRequests` trigger counts.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RequestMatch {
     /// Whose requests count: a client of `clients`, or `*` (default: the window's
@@ -101,7 +101,7 @@ pub struct RequestMatch {
 }
 
 /// Which upstream watch events an `afterEvents` trigger counts.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct EventMatch {
     /// ADDED, MODIFIED, DELETED (any when absent).
@@ -119,7 +119,8 @@ fn one() -> u64 {
 
 /// When a window opens (exactly one of `at`, `every`, `afterRequests`, `afterEvents`,
 /// `manual`; no trigger: at once).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(extend("oneOf" = [{"required": ["at"]}, {"required": ["every"]}, {"required": ["afterRequests"]}, {"required": ["afterEvents"]}, {"required": ["manual"]}]))]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Trigger {
     /// Offset from the start of the run.
@@ -182,7 +183,7 @@ impl Trigger {
 }
 
 /// One window: a fault applied to a target for a duration.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Window {
     pub name: String,
@@ -215,7 +216,7 @@ fn stars() -> Vec<String> {
 }
 
 /// A whole schedule file.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Schedule {
     #[serde(default)]

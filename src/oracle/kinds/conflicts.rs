@@ -14,7 +14,7 @@ use crate::oracle::rates::{self, Counter, Hit, Key, Peak};
 use crate::oracle::state::Shared;
 use crate::oracle::verdicts::{Verdicts, Violation};
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ConflictsConfig {
     pub max_per_object_per_minute: u32,

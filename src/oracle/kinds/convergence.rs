@@ -17,7 +17,7 @@ use crate::oracle::state::Shared;
 use crate::oracle::tracked::Obj;
 use crate::oracle::verdicts::Violation;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ConvergenceConfig {
     /// Resources as kubectl names them (`plural.group`).
@@ -44,7 +44,7 @@ pub struct ConvergenceConfig {
 }
 
 /// The condition types one object ends with when its controller is done.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ExpectedConditions {
     /// As kubectl names it (`plural.group`).

@@ -40,7 +40,7 @@ use crate::oracle::state::Shared;
 use crate::oracle::verdicts::Violation;
 
 /// The `expected` section of a schedule's oracles.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ExpectedConfig {
     /// Where the expectations come from, for people.
@@ -73,7 +73,7 @@ fn is_true(b: &bool) -> bool {
 }
 
 /// One object as the references ended with it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ExpectedObject {
     /// As kubectl names it (`plural.group`).
@@ -104,7 +104,7 @@ impl ExpectedObject {
 }
 
 /// How many objects of a resource the controller created and deleted.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ExpectedWrites {
     pub resource: String,

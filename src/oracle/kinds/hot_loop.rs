@@ -17,7 +17,7 @@ use crate::oracle::state::Shared;
 use crate::oracle::tracked::Obj;
 use crate::oracle::verdicts::{Verdicts, Violation};
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct HotLoopConfig {
     pub max_writes_per_object_per_minute: u32,

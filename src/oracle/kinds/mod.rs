@@ -27,7 +27,7 @@ pub use hot_loop::HotLoopConfig;
 pub use readiness_race::ReadinessConfig;
 
 /// The `oracles` section of a schedule: what each oracle judges, and its limits.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct OracleConfig {
     /// Also the recovery oracle's (`recoverWithin`).

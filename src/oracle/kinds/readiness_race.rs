@@ -14,7 +14,7 @@ use crate::oracle::object_ref::ObjectRef;
 use crate::oracle::state::Shared;
 use crate::oracle::verdicts::Violation;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ReadinessConfig {
     pub resources: Vec<String>,

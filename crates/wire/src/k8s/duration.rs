@@ -43,6 +43,27 @@ impl<'de> Deserialize<'de> for GoDuration {
     }
 }
 
+/// In the schedule's JSON Schema (`stalemate check --schema`): a string of Go-style
+/// duration units, so an editor flags `"2"` or `"soon"`; the 24h cap is left to
+/// `stalemate check`, which says why.
+impl schemars::JsonSchema for GoDuration {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "GoDuration".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "description": "A Go-style duration: 1500ms, 2s, 1m30s, 1h (at most 24h).",
+            "pattern": DURATION_PATTERN,
+        })
+    }
+}
+
+/// What [`parse`] (humantime) accepts, as a regular expression: `0`, or number-unit
+/// pairs with optional fractions and spaces. Kept beside `parse` and tested against it.
+const DURATION_PATTERN: &str = r"^(0|\s*([0-9]+(\.[0-9]*)?\s*(nanos|nsec|ns|usec|us|µs|millis|msec|ms|seconds|second|secs|sec|s|minutes|minute|mins|min|m|hours|hour|hrs|hr|h|days|day|d|weeks|week|wks|wk|w|months|month|M|years|year|yrs|yr|y)\s*)+)$";
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -58,5 +79,18 @@ mod tests {
         assert!(e.to_string().contains("longer than the 24h"), "{e}");
         assert!(serde_json::from_str::<GoDuration>("\"500000000000y\"").is_err());
         assert_eq!(serde_json::to_string(&ok).unwrap(), "\"1day\"");
+    }
+
+    #[test]
+    fn the_schema_pattern_accepts_what_parse_accepts() {
+        let re = regex::Regex::new(DURATION_PATTERN).unwrap();
+        for s in [
+            "0", "1500ms", "2s", "1m30s", "1h", "24h", "1.5s", "2 s", "1m 30s", "3µs", "1day",
+        ] {
+            assert!(parse(s).is_ok() && re.is_match(s), "{s}");
+        }
+        for s in ["", "2", "soon", "1x", "-1s", "s", "1s!", "00"] {
+            assert!(parse(s).is_err() && !re.is_match(s), "{s}");
+        }
     }
 }
