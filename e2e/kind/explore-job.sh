@@ -10,8 +10,8 @@
 #   KEEP=1 bash e2e/kind/explore-job.sh   # leave the cluster and the results behind
 #
 # STALEMATE: the stalemate binary (default: cargo build --release, with the example);
-# CONTROLLER: the controller binary (default: its examples/ directory's
-# gitrepo-controller); KUBEBUILDER_ASSETS: the local run's control plane (default:
+# CONTROLLER: the controller binary (default: the gitrepo-controller beside
+# STALEMATE); KUBEBUILDER_ASSETS: the local run's control plane (default:
 # e2e/assets/build.sh's). Run as root (cluster.sh). Time on 2 cores, images built: 2
 # minutes (cluster included; the Job's two pods take 50 s).
 set -euo pipefail

@@ -26,8 +26,8 @@
 #   KEEP=1 bash e2e/kind/walkthrough.sh   # leave the cluster (and its kubeconfig) behind
 #
 # STALEMATE: the stalemate binary for `certs`/`inject` and the images (default: cargo build
-# --release, with the example); CONTROLLER: the demo controller (default: its examples/
-# gitrepo-controller); STALEMATE_FLUX_ASSETS: build-flux.sh's directory. Run as root.
+# --release, with the example); CONTROLLER: the demo controller (default: the
+# gitrepo-controller beside STALEMATE); STALEMATE_FLUX_ASSETS: build-flux.sh's directory. Run as root.
 # Time on 2 cores, images built: 2 minutes (cluster included).
 set -euo pipefail
 cd "$(dirname "$0")/../.."

@@ -20,7 +20,7 @@ use crate::session::upstream::Choice;
     subcommand_negates_reqs = true,
     after_help = "\
 Examples:
-  stalemate explore --setup examples/gitrepo/setup.yaml -- target/release/examples/gitrepo-controller
+  stalemate explore --setup examples/gitrepo/setup.yaml -- target/release/gitrepo-controller
   stalemate explore --upstream-kubeconfig ~/.kube/config --reset ./reset.sh --setup cr.yaml -- ./bin/manager
 
 How it works: two fault-free reference runs (until nothing happens for --quiet) give the

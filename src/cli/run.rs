@@ -22,7 +22,7 @@ use crate::session::{End, Ended, Options, TraceTo};
     mut_arg("upstream_kubeconfig", |a| a.conflicts_with("envtest")),
     after_help = "\
 Example:
-  stalemate run --schedule config/flux-f1.json --duration 2m --report-html report.html -- ./bin/manager
+  stalemate run --schedule config/first-run.json --duration 2m --report-html report.html -- ./bin/manager
 
 CMD gets KUBECONFIG pointing at the proxy (KUBERNETES_SERVICE_HOST/PORT removed, so an
 in-cluster config is not picked up) and the proxy reaches the cluster with your
