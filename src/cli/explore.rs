@@ -156,10 +156,9 @@ fn oracles(
         Some(p) => {
             let text =
                 std::fs::read_to_string(p).with_context(|| format!("--oracles {}", p.display()))?;
-            let mut de = serde_json::Deserializer::from_str(&text);
-            serde_path_to_error::deserialize(&mut de).map_err(|e| {
-                anyhow::anyhow!("--oracles {}: {}: {}", p.display(), e.path(), e.inner())
-            })?
+            let file = p.display().to_string();
+            crate::spans::from_json(&text, &file)
+                .map_err(|errs| crate::spans::report(&format!("--oracles {file}"), &errs))?
         }
         None => explore::default_oracles(setup, &args.converge, args.settle),
     };
