@@ -66,6 +66,10 @@ async fn explore(args: ExploreFlags) -> Result<ExitCode> {
     if args.actions_list {
         return actions_list(&args, &setup);
     }
+    // A bad --actions FILE is refused before any control plane starts, as --setup is.
+    if let explore::actions::Source::File(p) = &args.actions {
+        explore::actions::load(p)?;
+    }
     let oracles = oracles(&args, &setup)?;
     // As a Deployment's pod: an exit is followed by kubelet's back-off and a restart;
     // five in a row are a crash loop, which ends the trial as a finding.

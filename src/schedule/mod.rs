@@ -14,10 +14,12 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 pub use self::clients::{ClientMatcher, OTHER, defines};
-pub use self::parse::ScheduleError;
 pub use crate::fault::Fault;
 pub use crate::k8s::duration::{GoDuration, MAX_DURATION};
 pub use crate::k8s::request::Verb;
+
+/// A schedule error: where, and what (`FILE:LINE:COL: PATH: message`).
+pub type ScheduleError = crate::spans::Located;
 
 /// A subresource a trigger may name: those kube-apiserver serves. An enum, so a typo is
 /// an error naming the field instead of a trigger that never fires.

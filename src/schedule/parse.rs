@@ -13,11 +13,8 @@ use std::collections::{BTreeMap, HashSet};
 
 use serde_json::Value;
 
-use super::{ClientMatcher, Fault, Schedule, Window};
+use super::{ClientMatcher, Fault, Schedule, ScheduleError, Window};
 use crate::spans::{self, Located, Spans, item, join};
-
-/// A schedule error: where, and what (`FILE:LINE:COL: PATH: message`).
-pub type ScheduleError = Located;
 
 impl Schedule {
     /// Parse and check a schedule. `file` names it in errors (a file path). The errors
@@ -178,5 +175,51 @@ impl<'a> Parts<'a> {
             }
         }
         errs
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_part_is_read_apart_and_every_error_placed_in_order() {
+        let text = "{\"sead\": 1, \"clients\": {\"a\": {\"userAgent\": \"(\"}},\n \"windows\": [\n  {\"name\": \"x\", \"fault\": {\"frieze\": {}}},\n  {\"name\": \"y\", \"client\": \"a\", \"fault\": {\"rewind\": {\"at\": \"x\"}}, \"fault\": {\"freeze\": {}}}\n]}";
+        let e = Schedule::parse(text, "f.json").unwrap_err();
+        let got: Vec<(String, u32, u32)> = e
+            .iter()
+            .map(|e| {
+                let at = e.at.unwrap_or(crate::spans::Pos { line: 0, column: 0 });
+                (e.path.clone(), at.line, at.column)
+            })
+            .collect();
+        // The client with a bad regex is still a client, and the window that did not
+        // deserialize still a name: no error about either follows from theirs.
+        assert_eq!(
+            got,
+            [
+                ("sead".to_string(), 1, 2),
+                ("clients.a.userAgent".to_string(), 1, 44),
+                ("windows[0].fault".to_string(), 3, 26),
+                ("windows[1]".to_string(), 4, 66),
+            ],
+            "{e:#?}"
+        );
+        assert_eq!(e[3].message, "duplicate field `fault`");
+        assert!(
+            e[2].message.contains("unknown variant `frieze`"),
+            "{}",
+            e[2]
+        );
+    }
+
+    #[test]
+    fn a_window_body_is_placed_too() {
+        let e = Window::parse("{\"name\": \"w\",\n \"fault\": {\"lag\": {\"delay\": \"soon\"}}}")
+            .unwrap_err();
+        assert!(
+            e.to_string().starts_with("window:2:29: fault.lag.delay: "),
+            "{e}"
+        );
     }
 }

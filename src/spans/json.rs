@@ -6,7 +6,7 @@
 use std::iter::Peekable;
 use std::str::Chars;
 
-use super::{Pos, Spans, item, join};
+use super::place::{Pos, Spans, item, join};
 
 /// The spans of a JSON text's values.
 pub fn index(text: &str) -> Spans {

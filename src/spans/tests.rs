@@ -41,6 +41,13 @@ fn a_missing_value_is_placed_at_what_encloses_it_and_an_unknown_field_at_its_key
         s.locate("windows[0]", "unknown field `fualt`, expected one of …"),
         at(3, 4)
     );
+    assert_eq!(
+        s.locate(
+            "windows[0].fualt",
+            "unknown field `fualt`, expected one of …"
+        ),
+        at(3, 4)
+    );
     assert_eq!(s.locate("nowhere.at.all", "x"), at(1, 1));
     assert_eq!(Spans::default().locate("a", "x"), None);
 }

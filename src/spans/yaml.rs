@@ -7,7 +7,7 @@ use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
 use serde_saphyr::Spanned;
 
-use super::{Located, Pos, Spans, item, join};
+use super::place::{Located, Pos, Spans, item, join};
 
 /// One document of a YAML stream.
 #[derive(Debug, Clone)]
