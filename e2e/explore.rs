@@ -840,6 +840,109 @@ fn a_python_controllers_bug_is_found_and_its_fix_is_clean() {
     );
 }
 
+/// A `--setup` file with bad documents: explore refuses it with every error, each named
+/// by its document (and item) at the line and column of the field at fault.
+#[test]
+fn a_bad_setup_is_refused_with_each_error_at_its_line_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let setup = dir.path().join("setup.yaml");
+    std::fs::write(
+        &setup,
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: demo\n---\nkind: ConfigMap\nmetadata: {name: a, namespace: demo}\n---\napiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: \"\"\n- just a string\n",
+    )
+    .unwrap();
+    let out = Command::new(BIN)
+        .arg("explore")
+        .arg("--setup")
+        .arg(&setup)
+        .args(["--actions-list", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let f = setup.display();
+    let why = "is missing (every setup object needs apiVersion, kind and metadata.name)";
+    let listed: Vec<&str> = err.lines().filter_map(|l| l.strip_prefix("  ")).collect();
+    assert_eq!(
+        listed,
+        [
+            format!("{f}:6:1: document 2: `apiVersion` {why}"),
+            format!("{f}:15:11: document 3, item 1: `metadata.name` {why}"),
+            format!(
+                "{f}:16:3: document 3, item 2: not an object (a Kubernetes manifest is a mapping)"
+            ),
+        ],
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("--setup {f} has 3 error(s):\n")),
+        "{err}"
+    );
+    // A syntax error names its document too.
+    std::fs::write(&setup, "a: 1\n---\nb: [1, 2\nc: d\n").unwrap();
+    let out = Command::new(BIN)
+        .arg("explore")
+        .arg("--setup")
+        .arg(&setup)
+        .args(["--actions-list", "--", "true"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("\n  {f}:4:2: document 2: not YAML or JSON: ")),
+        "{err}"
+    );
+}
+
+/// An `--actions FILE` with bad entries: every one at its line and column, and explore
+/// refuses it before it starts a control plane.
+#[test]
+fn a_bad_actions_file_is_refused_with_each_error_at_its_line_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let actions = dir.path().join("actions.yaml");
+    std::fs::write(
+        &actions,
+        "- name: scale down\n  run: kubectl scale --replicas=0 deploy/x\n- name: typo\n  rnu: kubectl delete cm a\n- name: nothing\n- name: two steps\n  steps:\n  - kubectl delete cm a\n  - [kubectl, create, cm, a]\n",
+    )
+    .unwrap();
+    let f = actions.display();
+    let want = [
+        format!(
+            "{f}:4:3: [1].rnu: unknown field `rnu`, expected one of `name`, `steps`, `run` (expected a list of {{name, run}} or {{name, steps: [CMD, …]}})"
+        ),
+        format!(
+            "{f}:5:3: [2]: entry 3 (\"nothing\") has no command: give run: CMD or steps: [CMD, …]"
+        ),
+        format!(
+            "{f}:9:5: [3].steps[1]: invalid type: sequence, expected a string (expected a list of {{name, run}} or {{name, steps: [CMD, …]}})"
+        ),
+    ];
+    for extra in [&["--actions-list"][..], &[]] {
+        let started = std::time::Instant::now();
+        let out = Command::new(BIN)
+            .arg("explore")
+            .arg("--actions")
+            .arg(&actions)
+            .args(extra)
+            .args(["--", "true"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{extra:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        let listed: Vec<&str> = err.lines().filter_map(|l| l.strip_prefix("  ")).collect();
+        assert_eq!(listed, want, "{extra:?}: {err}");
+        assert!(
+            err.contains(&format!("--actions {f} has 3 error(s):\n")),
+            "{err}"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "refused only after {:?}",
+            started.elapsed()
+        );
+    }
+}
+
 /// A controller that writes nothing in its fault-free runs gives explore nothing to
 /// perturb: exit 2 with advice, never "clean".
 #[test]

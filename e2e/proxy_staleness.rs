@@ -294,6 +294,97 @@ fn check_reports_errors_with_location_and_field() {
     );
 }
 
+/// A schedule with a type error in one window and semantic errors elsewhere: `check`
+/// reports every one at once, each at the line and column of the value at fault, as a
+/// compiler does — and `run` refuses it with the same errors before it starts anything.
+#[test]
+fn check_reports_every_error_at_its_line_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.json");
+    // windows[3] rewinds to "typed", the window whose type error is reported: a window
+    // that did not deserialize still counts as a name, so no second error follows.
+    std::fs::write(
+        &bad,
+        r#"{
+  "clients": {
+    "ctrl": { "userAgent": "^ctrl/" },
+    "gc": { "serviceAccount": "garbage-collector" }
+  },
+  "windows": [
+    { "name": "typed", "fault": { "lag": { "delay": 5 } } },
+    { "name": "teapot", "client": "ctrl", "fault": { "errors": { "status": 418 } } },
+    { "name": "nobody", "client": "ghost", "fault": { "freeze": {} } },
+    { "name": "teapot", "fault": { "rewind": { "at": "typed" } },
+      "trigger": { "at": "1s", "every": "10s" } },
+    { "name": "later", "fault": { "rewind": { "at": "nowhere" } } }
+  ]
+}
+"#,
+    )
+    .unwrap();
+    let f = bad.display().to_string();
+    let want = [
+        format!(
+            r#"{f}:4:31: clients.gc.serviceAccount: "garbage-collector" is not NAMESPACE:NAME"#
+        ),
+        format!(
+            "{f}:7:53: windows[0].fault.lag.delay: invalid type: integer `5`, expected a string"
+        ),
+        format!(
+            "{f}:8:76: windows[1].fault.errors.status: 418 is not one of 409, 429, 500, 503, 504"
+        ),
+        format!(
+            r#"{f}:9:35: windows[2].client: "ghost" is not a client defined in `clients` (or "*")"#
+        ),
+        format!(r#"{f}:10:15: windows[3].name: "teapot" is used by another window"#),
+        format!(
+            "{f}:11:18: windows[3].trigger: give exactly one of at, every, afterRequests, afterEvents, manual"
+        ),
+        format!(
+            r#"{f}:12:53: windows[4].fault.rewind.at: "nowhere" is not another window of this schedule"#
+        ),
+    ];
+    let out = Command::new(common::BIN)
+        .arg("check")
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let listed: Vec<&str> = err.lines().filter_map(|l| l.strip_prefix("  ")).collect();
+    assert_eq!(listed, want, "{err}");
+    assert!(err.starts_with(&format!("{f} has 7 error(s):\n")), "{err}");
+    // `run` refuses it with the same errors, before any cluster or controller.
+    let out = Command::new(common::BIN)
+        .args(["run", "--sim", "--schedule"])
+        .arg(&bad)
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    for w in &want {
+        assert!(err.contains(w.as_str()), "{w}\nnot in\n{err}");
+    }
+    // A syntax error stops the reading there: one error, at its place (columns count
+    // characters: serde_json's own count, in bytes, says 19).
+    std::fs::write(
+        &bad,
+        "{\n  \"windows\": [\n    {\"name\": \"é\",, }\n  ]\n}\n",
+    )
+    .unwrap();
+    let out = Command::new(common::BIN)
+        .arg("check")
+        .arg(&bad)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("\n  {f}:3:18: key must be a string\n")),
+        "{err}"
+    );
+}
+
 /// (e) `errors {status: 429, retryAfter}` and `latency` as clients see them, and an
 /// `afterRequests` trigger opening a window at the Nth matching request.
 #[tokio::test]

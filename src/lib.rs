@@ -26,6 +26,7 @@ pub mod schedule;
 pub mod server;
 pub mod session;
 pub mod setup;
+pub mod spans;
 pub mod trace;
 pub mod upstream;
 pub mod watch;

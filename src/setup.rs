@@ -9,11 +9,13 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context, Result, bail};
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::GroupVersionKind;
 use kube::discovery::{ApiCapabilities, Scope};
 use serde_json::Value;
+
+use crate::spans::{self, Located};
 
 /// One object of a setup file.
 #[derive(Debug, Clone, PartialEq)]
@@ -71,48 +73,105 @@ impl Manifest {
     }
 }
 
-/// Read the manifests of `paths`, in order.
+/// Read the manifests of `paths`, in order; every error of every file in the message,
+/// each at its line and column.
 pub fn load(paths: &[PathBuf]) -> Result<Vec<Manifest>> {
     let mut out = Vec::new();
+    let mut errs = Vec::new();
     for p in paths {
         let text =
             std::fs::read_to_string(p).with_context(|| format!("--setup {}", p.display()))?;
-        out.extend(parse(&text, &p.display().to_string())?);
+        match parse_all(&text, &p.display().to_string()) {
+            Ok(m) => out.extend(m),
+            Err(e) => errs.extend(e),
+        }
     }
-    Ok(out)
+    match errs.first() {
+        None => Ok(out),
+        Some(first) if errs.iter().all(|e| e.file == first.file) => {
+            Err(spans::report(&format!("--setup {}", first.file), &errs))
+        }
+        Some(_) => Err(spans::report("--setup", &errs)),
+    }
 }
 
 /// Parse one file's documents. `source` names it in errors.
 pub fn parse(text: &str, source: &str) -> Result<Vec<Manifest>> {
-    let docs: Vec<Option<Value>> = serde_saphyr::from_str_multiple(text)
-        .map_err(|e| anyhow!("{source}: not YAML or JSON: {e}"))?;
-    // The parser skips documents with nothing but comments; number them as written.
+    parse_all(text, source).map_err(|errs| spans::report(source, &errs))
+}
+
+/// One file's documents, or all their errors: a syntax error stops there (which
+/// document it is in is named); otherwise each document is checked.
+fn parse_all(text: &str, source: &str) -> Result<Vec<Manifest>, Vec<Located>> {
     let written = written_documents(text);
+    let docs = spans::yaml_documents(text, source).map_err(|mut e| {
+        if let Some(at) = e.at {
+            e.path = format!("document {}", document_at(text, at.line));
+        }
+        e.message = format!("not YAML or JSON: {}", e.message);
+        vec![e]
+    })?;
+    // The parser skips documents with nothing but comments; number them as written.
     let numbers: Vec<usize> = if written.len() == docs.len() {
         written
     } else {
         (1..=docs.len()).collect()
     };
     let mut out = Vec::new();
+    let mut errs = Vec::new();
     for (doc, n) in docs.into_iter().zip(numbers) {
-        let origin = format!("{source}, document {n}");
-        let Some(doc) = doc.filter(|d| !d.is_null()) else {
+        let origin = format!("document {n}");
+        if doc.value.is_null() {
+            continue;
+        }
+        // Placed at the field at fault, named by its document (and item).
+        let err = |path: &str, what: String, message: String| Located {
+            file: source.to_string(),
+            at: doc.spans.locate(path, &message),
+            path: what,
+            message,
+        };
+        let v = &doc.value;
+        let is_list =
+            v["kind"].as_str().is_some_and(|k| k.ends_with("List")) && v.get("items").is_some();
+        if !is_list {
+            match check(v, "") {
+                Ok(()) => out.push(Manifest {
+                    origin: format!("{source}, {origin}"),
+                    object: doc.value.clone(),
+                }),
+                Err((path, m)) => errs.push(err(&path, origin, m)),
+            }
+            continue;
+        }
+        let Some(items) = v["items"].as_array() else {
+            errs.push(err("items", origin, "`items` is not a list".into()));
             continue;
         };
-        let is_list =
-            doc["kind"].as_str().is_some_and(|k| k.ends_with("List")) && doc.get("items").is_some();
-        if is_list {
-            let Some(items) = doc["items"].as_array() else {
-                bail!("{origin}: `items` is not a list");
-            };
-            for (j, item) in items.iter().enumerate() {
-                out.push(check(format!("{origin}, item {}", j + 1), item.clone())?);
+        for (j, item) in items.iter().enumerate() {
+            let at = spans::item("items", j);
+            match check(item, &at) {
+                Ok(()) => out.push(Manifest {
+                    origin: format!("{source}, {origin}, item {}", j + 1),
+                    object: item.clone(),
+                }),
+                Err((path, m)) => errs.push(err(&path, format!("{origin}, item {}", j + 1), m)),
             }
-        } else {
-            out.push(check(origin, doc)?);
         }
     }
-    Ok(out)
+    if errs.is_empty() { Ok(out) } else { Err(errs) }
+}
+
+/// The number (from 1, as [`written_documents`] counts) of the document holding `line`.
+fn document_at(text: &str, line: u32) -> usize {
+    1 + text
+        .lines()
+        .take(line.saturating_sub(1) as usize)
+        .filter(|l| {
+            l.strip_prefix("---")
+                .is_some_and(|r| r.is_empty() || r.starts_with([' ', '\t']))
+        })
+        .count()
 }
 
 /// The numbers (from 1) of the documents in `text` that hold more than comments: a
@@ -141,9 +200,13 @@ fn written_documents(text: &str) -> Vec<usize> {
     numbers
 }
 
-fn check(origin: String, object: Value) -> Result<Manifest> {
+/// An object fit to apply, or (the path of what is wrong, under `at`; the message).
+fn check(object: &Value, at: &str) -> Result<(), (String, String)> {
     if !object.is_object() {
-        bail!("{origin}: not an object (a Kubernetes manifest is a mapping)");
+        return Err((
+            at.to_string(),
+            "not an object (a Kubernetes manifest is a mapping)".into(),
+        ));
     }
     for (field, v) in [
         ("apiVersion", &object["apiVersion"]),
@@ -151,12 +214,15 @@ fn check(origin: String, object: Value) -> Result<Manifest> {
         ("metadata.name", &object["metadata"]["name"]),
     ] {
         if v.as_str().is_none_or(str::is_empty) {
-            bail!(
-                "{origin}: `{field}` is missing (every setup object needs apiVersion, kind and metadata.name)"
-            );
+            return Err((
+                spans::join(at, field),
+                format!(
+                    "`{field}` is missing (every setup object needs apiVersion, kind and metadata.name)"
+                ),
+            ));
         }
     }
-    Ok(Manifest { origin, object })
+    Ok(())
 }
 
 /// The served resource of an object's kind, looked up once per kind.
@@ -363,16 +429,25 @@ mod tests {
     }
 
     #[test]
-    fn bad_manifests_are_named() {
-        let e = parse("kind: ConfigMap\nmetadata: {name: a}\n", "s.yaml").unwrap_err();
+    fn bad_manifests_are_named_each_at_its_line_and_column() {
+        let e = parse(
+            "kind: ConfigMap\nmetadata: {name: a}\n---\napiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: \"\"}\n- 7\n",
+            "s.yaml",
+        )
+        .unwrap_err();
+        let why = "is missing (every setup object needs apiVersion, kind and metadata.name)";
         assert_eq!(
             e.to_string(),
-            "s.yaml, document 1: `apiVersion` is missing (every setup object needs apiVersion, kind and metadata.name)"
+            format!(
+                "s.yaml has 3 error(s):\n  s.yaml:1:1: document 1: `apiVersion` {why}\n  s.yaml:9:20: document 2, item 1: `metadata.name` {why}\n  s.yaml:10:3: document 2, item 2: not an object (a Kubernetes manifest is a mapping)"
+            )
         );
-        let e = parse("- 1\n- 2\n", "s.yaml").unwrap_err();
-        assert!(e.to_string().contains("not an object"), "{e}");
-        let e = parse("a: [1, 2\n", "s.yaml").unwrap_err();
-        assert!(e.to_string().starts_with("s.yaml: not YAML or JSON"), "{e}");
+        let e = parse("a: 1\n---\nb: [1, 2\nc: d\n", "s.yaml").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("\n  s.yaml:4:2: document 2: not YAML or JSON: "),
+            "{e}"
+        );
     }
 
     #[test]

@@ -19,21 +19,13 @@ pub struct CheckArgs {
     pub schema: bool,
 }
 
-/// Read and validate one schedule, with every error in the message.
+/// Read and validate one schedule, with every error in the message, each at its line and
+/// column (`run`, `serve` and `explore` refuse a schedule with the same message).
 pub fn load(path: &Path) -> Result<Schedule> {
     let text =
         std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-    Schedule::parse(&text, &path.display().to_string()).map_err(|errs| {
-        anyhow::anyhow!(
-            "{} has {} error(s):\n{}",
-            path.display(),
-            errs.len(),
-            errs.iter()
-                .map(|e| format!("  {e}"))
-                .collect::<Vec<_>>()
-                .join("\n")
-        )
-    })
+    let file = path.display().to_string();
+    Schedule::parse(&text, &file).map_err(|errs| crate::spans::report(&file, &errs))
 }
 
 pub fn run(args: CheckArgs) -> Result<()> {

@@ -352,13 +352,13 @@ fn request(command: &CtlCommand) -> Result<(&'static str, String, Option<Value>)
                     .with_context(|| format!("reading {}", file.display()))?
             };
             // Check it here, so the error names the file and the line.
-            let w = crate::schedule::Window::parse(&text).map_err(|e| {
-                let name = if file.as_os_str() == "-" {
+            let w = crate::schedule::Window::parse(&text).map_err(|mut e| {
+                e.file = if file.as_os_str() == "-" {
                     "standard input".to_string()
                 } else {
                     file.display().to_string()
                 };
-                anyhow::anyhow!("{name}: {e}")
+                anyhow::anyhow!("{e}")
             })?;
             (
                 "POST",

@@ -66,6 +66,10 @@ async fn explore(args: ExploreFlags) -> Result<ExitCode> {
     if args.actions_list {
         return actions_list(&args, &setup);
     }
+    // A bad --actions FILE is refused before any control plane starts, as --setup is.
+    if let explore::actions::Source::File(p) = &args.actions {
+        explore::actions::load(p)?;
+    }
     let oracles = oracles(&args, &setup)?;
     // As a Deployment's pod: an exit is followed by kubelet's back-off and a restart;
     // five in a row are a crash loop, which ends the trial as a finding.
@@ -156,10 +160,9 @@ fn oracles(
         Some(p) => {
             let text =
                 std::fs::read_to_string(p).with_context(|| format!("--oracles {}", p.display()))?;
-            let mut de = serde_json::Deserializer::from_str(&text);
-            serde_path_to_error::deserialize(&mut de).map_err(|e| {
-                anyhow::anyhow!("--oracles {}: {}: {}", p.display(), e.path(), e.inner())
-            })?
+            let file = p.display().to_string();
+            crate::spans::from_json(&text, &file)
+                .map_err(|errs| crate::spans::report(&format!("--oracles {file}"), &errs))?
         }
         None => explore::default_oracles(setup, &args.converge, args.settle),
     };

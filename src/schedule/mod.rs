@@ -1,13 +1,13 @@
 //! Schedules: which clients see which resources stale, how, and when.
 //!
 //! The JSON format is docs/schedule.md's; the same window objects are accepted by the
-//! control API. Unknown fields are rejected so a typo never silently
-//! disables a window, and every error names its field path (and, for files, line and
-//! column).
+//! control API. Unknown fields are rejected so a typo never silently disables a window,
+//! and every error names its field path, line and column (`parse.rs`).
 
 mod book;
 mod clients;
 pub mod engine;
+mod parse;
 mod window_metrics;
 
 use serde::{Deserialize, Serialize};
@@ -17,6 +17,9 @@ pub use self::clients::{ClientMatcher, OTHER, defines};
 pub use crate::fault::Fault;
 pub use crate::k8s::duration::{GoDuration, MAX_DURATION};
 pub use crate::k8s::request::Verb;
+
+/// A schedule error: where, and what (`FILE:LINE:COL: PATH: message`).
+pub type ScheduleError = crate::spans::Located;
 
 /// A subresource a trigger may name: those kube-apiserver serves. An enum, so a typo is
 /// an error naming the field instead of a trigger that never fires.
@@ -230,92 +233,7 @@ pub struct Schedule {
     pub oracles: Option<crate::oracle::OracleConfig>,
 }
 
-/// A schedule error: where, and what.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{location}{path}: {message}")]
-pub struct ScheduleError {
-    pub location: String,
-    pub path: String,
-    pub message: String,
-}
-
-fn parse_with_path<T: serde::de::DeserializeOwned>(
-    text: &str,
-    source: &str,
-) -> Result<T, ScheduleError> {
-    let mut de = serde_json::Deserializer::from_str(text);
-    serde_path_to_error::deserialize(&mut de).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.into_inner();
-        ScheduleError {
-            location: format!("{source}:{}:{}: ", inner.line(), inner.column()),
-            path: if path == "." { String::new() } else { path },
-            message: inner
-                .to_string()
-                .split(" at line ")
-                .next()
-                .unwrap_or_default()
-                .to_string(),
-        }
-    })
-}
-
-impl Schedule {
-    /// Parse and check a schedule. `source` names it in errors (a file path).
-    pub fn parse(text: &str, source: &str) -> Result<Schedule, Vec<ScheduleError>> {
-        let s: Schedule = parse_with_path(text, source).map_err(|e| vec![e])?;
-        let errs = s.check(source);
-        if errs.is_empty() { Ok(s) } else { Err(errs) }
-    }
-
-    /// Checks serde cannot make: references, regexes, unique names.
-    pub fn check(&self, source: &str) -> Vec<ScheduleError> {
-        let mut errs = Vec::new();
-        let err = |path: String, message: String| ScheduleError {
-            location: format!("{source}: "),
-            path,
-            message,
-        };
-        for (name, c) in &self.clients {
-            for (f, m) in c.check() {
-                errs.push(err(format!("clients.{name}.{f}"), m));
-            }
-        }
-        let names: std::collections::HashSet<&str> =
-            self.windows.iter().map(|w| w.name.as_str()).collect();
-        let mut seen = std::collections::HashSet::new();
-        for (i, w) in self.windows.iter().enumerate() {
-            if let Fault::Rewind(r) = &w.fault
-                && let Some(at) = &r.at
-                && (!names.contains(at.as_str()) || *at == w.name)
-            {
-                errs.push(err(
-                    format!("windows[{i}].fault.rewind.at"),
-                    format!("{at:?} is not another window of this schedule"),
-                ));
-            }
-            errs.extend(
-                w.check(&self.clients)
-                    .into_iter()
-                    .map(|(p, m)| err(format!("windows[{i}].{p}"), m)),
-            );
-            if !seen.insert(&w.name) {
-                errs.push(err(
-                    format!("windows[{i}].name"),
-                    format!("{:?} is used by another window", w.name),
-                ));
-            }
-        }
-        errs
-    }
-}
-
 impl Window {
-    /// Parse a window object (control API body).
-    pub fn parse(text: &str) -> Result<Window, ScheduleError> {
-        parse_with_path(text, "window")
-    }
-
     /// Problems as (field, message).
     pub fn check(&self, clients: &BTreeMap<String, ClientMatcher>) -> Vec<(String, String)> {
         self.check_with(|c| clients.contains_key(c))
@@ -444,7 +362,7 @@ mod tests {
         let e = Schedule::parse(&bad, "f.json").unwrap_err();
         assert_eq!(e.len(), 1);
         assert!(e[0].path.contains("windows[0].fault"), "{}", e[0]);
-        assert!(e[0].location.starts_with("f.json:13:"), "{}", e[0]);
+        assert!(e[0].to_string().starts_with("f.json:13:"), "{}", e[0]);
         assert!(e[0].message.contains("frieze"), "{}", e[0]);
         let bad = DESIGN_EXAMPLE.replace("\"1500ms\"", "\"soon\"");
         let e = Schedule::parse(&bad, "f.json").unwrap_err();
@@ -503,7 +421,7 @@ mod tests {
             assert_ne!(bad, DESIGN_EXAMPLE, "{from}");
             let e = Schedule::parse(&bad, "f.json").unwrap_err();
             assert_eq!(e[0].path, path, "{}", e[0]);
-            assert!(e[0].location.starts_with("f.json:"), "{}", e[0]);
+            assert!(e[0].at.is_some() && e[0].file == "f.json", "{}", e[0]);
             assert!(e[0].message.contains("unknown variant"), "{}", e[0]);
         }
     }

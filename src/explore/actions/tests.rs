@@ -240,13 +240,42 @@ fn an_actions_file_is_read_and_bad_ones_are_named() {
     assert_eq!(seqs.len(), 2);
     assert_eq!(seqs[0].steps().len(), 2);
     assert_eq!(seqs[1].label(), "touch");
+    // A scalar YAML would type is the command as written.
+    let seven = super::parse("- name: 1\n  run: 7\n", "f.yaml").unwrap();
+    assert_eq!(
+        (seven[0].label(), seven[0].steps()),
+        ("1".to_string(), vec!["7".to_string()])
+    );
     let bad = dir.path().join("bad.yaml");
     std::fs::write(&bad, "- name: nothing\n").unwrap();
     let e = format!("{:#}", load(&bad).unwrap_err());
     assert!(e.contains("entry 1") && e.contains("has no command"), "{e}");
-    std::fs::write(&bad, "- nme: typo\n  run: x\n").unwrap();
+    // Every bad entry, each at its line and column.
+    std::fs::write(
+        &bad,
+        "- name: fine\n  run: 7\n- nme: typo\n  run: x\n- name: nothing\n- name: \"\"\n  steps: [a, {b: c}]\n",
+    )
+    .unwrap();
     let e = format!("{:#}", load(&bad).unwrap_err());
+    let f = bad.display();
+    assert!(
+        e.starts_with(&format!("--actions {f} has 3 error(s):\n")),
+        "{e}"
+    );
+    for want in [
+        format!("  {f}:3:3: [1].nme: unknown field `nme`, expected"),
+        format!("  {f}:5:3: [2]: entry 3 (\"nothing\") has no command"),
+        format!("  {f}:7:14: [3].steps[1]: invalid type: map, expected a string"),
+    ] {
+        assert!(e.contains(&want), "{want}\nin\n{e}");
+    }
     assert!(e.contains("expected a list of"), "{e}");
+    std::fs::write(&bad, "name: x\nrun: y\n").unwrap();
+    let e = format!("{:#}", load(&bad).unwrap_err());
+    assert!(
+        e.contains(&format!("{f}:1:1: not a list (expected a list of")),
+        "{e}"
+    );
     let e = format!("{:#}", load(&dir.path().join("absent.yaml")).unwrap_err());
     assert!(e.contains("absent.yaml"), "{e}");
 }
