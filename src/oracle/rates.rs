@@ -110,6 +110,27 @@ impl Counter {
             .iter()
             .filter(|(k, _)| !self.hits.contains_key(*k))
     }
+
+    /// The hits only inside windows as `oracle`'s notes: "`peak` `what` inside windows (or
+    /// within `grace` of one closing), limit `limit`; none over it outside them".
+    pub(super) fn inside_notes(
+        &self,
+        oracle: super::name::OracleName,
+        what: &str,
+        grace: Duration,
+        limit: impl std::fmt::Display,
+    ) -> Vec<Violation> {
+        let grace = humantime::format_duration(grace);
+        (self.inside_only())
+            .map(|(key, hit)| {
+                let rule = format!(
+                    "{} {what} inside windows (or within {grace} of one closing), limit {limit}; none over it outside them",
+                    hit.peak
+                );
+                hit_violation(oracle, key, hit, rule)
+            })
+            .collect()
+    }
 }
 
 /// A hit as a violation or a note of `oracle`, saying `rule`.

@@ -104,15 +104,12 @@ impl Oracle for Conflicts {
     }
 
     fn report(&self, verdicts: &mut Verdicts, _j: &Judging<'_>) {
-        for (key, hit) in self.counter.inside_only() {
-            let rule = format!(
-                "{} conflicts (409) in a minute inside windows (or within {} of one closing), limit {}; none over it outside them",
-                hit.peak,
-                humantime::format_duration(self.config.grace.0),
-                self.config.max_per_object_per_minute
-            );
-            (verdicts.inside_windows).push(rates::hit_violation(self.name(), key, hit, rule));
-        }
+        (verdicts.inside_windows).extend(self.counter.inside_notes(
+            self.name(),
+            "conflicts (409) in a minute",
+            self.config.grace.0,
+            self.config.max_per_object_per_minute,
+        ));
     }
 
     fn over_limit_after(&self, last_close: Option<SystemTime>) -> bool {
